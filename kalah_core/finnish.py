@@ -1,0 +1,143 @@
+"""The move notation of seed 000 (the Finnish article), e.g. ``(1-2, 5-31, 2-5, 3-2, 2*-1*)``.
+
+Rounds are separated by commas; in a round South's turn stands left of ``-`` and North's
+right of it, either may be blank. A turn is its sowings written together (house numbers
+from the mover's own left), ``*`` after a sowing marks a capture. A reader accepts a missing
+``*`` (the article omits one) and rejects a ``*`` on a sowing that captures nothing. We write
+the pie swap as the word ``swap``. The canonical spelling fills every round it can, puts ``*``
+on every capture, and has no parentheses.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .errors import IllegalMoveError, InvalidNotationError
+from .position import Side
+
+if TYPE_CHECKING:
+    from .game import Game, Move, MoveResult
+
+MAX_GAME_LENGTH = 4096
+_TOKEN = re.compile(r"swap|[1-9]\*?")
+
+
+@dataclass(frozen=True, slots=True)
+class Sowing:
+    """One written sowing: the move, its side, whether it carries ``*``, where it stands."""
+
+    move: Move
+    side: Side
+    starred: bool
+    round: int
+    offset: int
+
+
+def parse_fi(text: str) -> list[list[Sowing]]:
+    """The turns written in ``text``, each a list of sowings by one side, in order."""
+    if len(text) > MAX_GAME_LENGTH:
+        raise InvalidNotationError(f"game longer than {MAX_GAME_LENGTH} characters", text=text[:80], field="game")
+    body = text.strip()
+    if body.startswith("(") and body.endswith(")"):
+        body = body[1:-1]
+    turns: list[list[Sowing]] = []
+    offset = text.find(body)
+    for number, round_text in enumerate(body.split(","), start=1):
+        halves = round_text.split("-")
+        if len(halves) != 2:
+            raise InvalidNotationError(f"round {number} must have exactly one '-'", text=text, field="game")
+        base = offset
+        for side, half in zip((Side.SOUTH, Side.NORTH), halves, strict=True):
+            turn = _parse_turn(half, side, number, base, text)
+            if turn:
+                turns.append(turn)
+            base += len(half) + 1
+        offset += len(round_text) + 1
+    if not turns:
+        raise InvalidNotationError("no sowing in the game", text=text, field="game")
+    return turns
+
+
+def _parse_turn(half: str, side: Side, number: int, base: int, text: str) -> list[Sowing]:
+    stripped = half.strip()
+    sowings: list[Sowing] = []
+    pos = 0
+    while pos < len(stripped):
+        match = _TOKEN.match(stripped, pos)
+        if not match:
+            raise InvalidNotationError(
+                f"unexpected {stripped[pos]!r} in round {number} (sowings are house numbers 1-9, "
+                "optionally followed by '*', or 'swap')",
+                text=text,
+                field="game",
+            )
+        token = match.group()
+        move: Move = "swap" if token == "swap" else int(token[0])
+        sowings.append(Sowing(move, side, token.endswith("*"), number, base + pos))
+        pos = match.end()
+    return sowings
+
+
+def replay_fi(game: Game, text: str) -> list[MoveResult]:
+    """Play the game written in ``text`` on ``game``; an IllegalMoveError names the sowing
+    (round, side, move) and why it cannot be played."""
+    results: list[MoveResult] = []
+    turns = parse_fi(text)
+    for t, turn in enumerate(turns):
+        for i, sowing in enumerate(turn):
+            where = f"round {sowing.round}, {sowing.side.value} sowing {sowing.move!r}"
+            position = game.position
+            if game.outcome() is not None:
+                raise IllegalMoveError(f"{where}: the game is already over", move=sowing.move, position=position)
+            if position.to_move is not sowing.side:
+                reason = (
+                    "the previous sowing ended in the store, so the same player moves again"
+                    if results and results[-1].extra_turn
+                    else f"it is {position.to_move.value}'s turn"
+                )
+                raise IllegalMoveError(f"{where}: {reason}", move=sowing.move, position=position)
+            try:
+                result = game.push(sowing.move)
+            except IllegalMoveError as error:
+                raise IllegalMoveError(f"{where}: {error}", move=sowing.move, position=position) from None
+            if sowing.starred and not result.captured:
+                game.pop()
+                raise IllegalMoveError(f"{where}: marked '*' but captures nothing", move=sowing.move, position=position)
+            results.append(result)
+            last_of_text = t == len(turns) - 1 and i == len(turn) - 1
+            if i < len(turn) - 1 and not result.extra_turn and not result.over:
+                raise IllegalMoveError(
+                    f"{where}: does not end in the store, so the turn passes before the next sowing",
+                    move=sowing.move,
+                    position=position,
+                )
+            if i == len(turn) - 1 and result.extra_turn and not result.over and not last_of_text:
+                raise IllegalMoveError(
+                    f"{where}: ends in the store, so the turn goes on; write its next sowing with it",
+                    move=sowing.move,
+                    position=position,
+                )
+    return results
+
+
+def write_fi(history: Sequence[MoveResult]) -> str:
+    """The canonical seed-000 spelling of a sequence of moves."""
+    rounds: list[list[str]] = []
+    turn = ""
+    for k, result in enumerate(history):
+        turn += _token(result)
+        ends_turn = not result.extra_turn or result.over or k == len(history) - 1
+        if not ends_turn:
+            continue
+        if result.mover is Side.SOUTH or not rounds or rounds[-1][1]:
+            rounds.append(["", ""])
+        rounds[-1][0 if result.mover is Side.SOUTH else 1] = turn
+        turn = ""
+    return ", ".join(f"{south}-{north}" for south, north in rounds)
+
+
+def _token(result: MoveResult) -> str:
+    return f"{result.move}{'*' if result.captured else ''}"

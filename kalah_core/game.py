@@ -1,0 +1,150 @@
+"""Moves, their results, the end of the game, and a game with a move stack.
+
+A move is a house number ``1..houses`` counted from the mover's own left, or ``"swap"``
+(the pie rule). The work is done by the compiled move generator in ``_board``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from . import _board
+from .errors import IllegalMoveError
+from .position import Position, Side
+from .rules import Rules
+
+Move = int | Literal["swap"]
+SWAP: Literal["swap"] = "swap"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The end of a game: final stores and the winner (None for a draw)."""
+
+    score: tuple[int, int]
+
+    @property
+    def winner(self) -> Side | None:
+        south, north = self.score
+        return None if south == north else Side.SOUTH if south > north else Side.NORTH
+
+
+@dataclass(frozen=True, slots=True)
+class MoveResult:
+    """What one move did. ``captured`` counts every seed the capture put in the store, the
+    capturing seed included (so it is > 0 exactly when a capture happened)."""
+
+    move: Move
+    mover: Side
+    before: Position
+    after: Position
+    extra_turn: bool
+    captured: int
+    over: bool
+
+    @property
+    def score(self) -> tuple[int, int] | None:
+        return self.after.stores if self.over else None
+
+
+def legal_moves(position: Position, rules: Rules) -> list[Move]:
+    """The legal moves, houses in order then ``"swap"``; empty when the game is over."""
+    return [_from_code(code) for code in _board.legal_moves(position, rules)]
+
+
+def is_over(position: Position, rules: Rules) -> bool:
+    return bool(_board.is_game_over(position, rules))
+
+
+def outcome(position: Position, rules: Rules) -> Outcome | None:
+    """The final score if the game is over in ``position``, else None."""
+    if not _board.is_game_over(position, rules):
+        return None
+    return Outcome(_board.final_stores(position, rules))
+
+
+def play(position: Position, rules: Rules, move: Move) -> MoveResult:
+    """Play ``move``; raises IllegalMoveError saying why it is not legal."""
+    code = _to_code(position, rules, move)
+    after, extra, captured, over = _board.play_move(position, rules, code)
+    return MoveResult(_from_code(code), position.to_move, position, after, extra, captured, over)
+
+
+def _to_code(position: Position, rules: Rules, move: object) -> int:
+    if _board.is_game_over(position, rules):
+        raise IllegalMoveError("the game is over", move=move, position=position)
+    if move == SWAP:
+        if not rules.pie:
+            raise IllegalMoveError("the rules have no pie rule", move=move, position=position)
+        if position.to_move is not Side.NORTH or not position.swap_available:
+            raise IllegalMoveError("swap is only legal at North's first turn", move=move, position=position)
+        return int(_board.SWAP_CODE)
+    if isinstance(move, bool) or not isinstance(move, int):
+        raise IllegalMoveError("a move is a house number or 'swap'", move=move, position=position)
+    if not 1 <= move <= rules.houses:
+        raise IllegalMoveError(f"houses are numbered 1..{rules.houses}", move=move, position=position)
+    if position.side(position.to_move)[move - 1] == 0:
+        raise IllegalMoveError(f"house {move} is empty", move=move, position=position)
+    return move - 1
+
+
+def _from_code(code: int) -> Move:
+    return SWAP if code == _board.SWAP_CODE else code + 1
+
+
+@dataclass
+class Game:
+    """A game under fixed rules: a start position and a stack of played moves."""
+
+    rules: Rules = field(default_factory=Rules)
+    start: Position | None = None
+    history: list[MoveResult] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.start is None:
+            self.start = Position.start(self.rules)
+        self.start.validate(self.rules)
+
+    @property
+    def position(self) -> Position:
+        if self.history:
+            return self.history[-1].after
+        assert self.start is not None
+        return self.start
+
+    def legal_moves(self) -> list[Move]:
+        return legal_moves(self.position, self.rules)
+
+    def push(self, move: Move) -> MoveResult:
+        result = play(self.position, self.rules, move)
+        self.history.append(result)
+        return result
+
+    def pop(self) -> MoveResult:
+        return self.history.pop()
+
+    def outcome(self) -> Outcome | None:
+        return outcome(self.position, self.rules)
+
+    @property
+    def moves(self) -> list[Move]:
+        return [r.move for r in self.history]
+
+    def fi(self) -> str:
+        """The game in the seed-000 notation (canonical spelling, ``*`` on every capture)."""
+        from .finnish import write_fi
+
+        return write_fi(self.history)
+
+    def push_fi(self, text: str) -> list[MoveResult]:
+        """Play a game fragment written in the seed-000 notation."""
+        from .finnish import replay_fi
+
+        return replay_fi(self, text)
+
+    @classmethod
+    def parse_fi(cls, text: str, rules: Rules, start: Position | None = None) -> Game:
+        game = cls(rules, start)
+        game.push_fi(text)
+        return game

@@ -1,0 +1,146 @@
+"""Rule options and the named presets of RULES.md.
+
+A :class:`Rules` is an immutable value; presets are plain instances, and ``Rules.preset(name,
+**overrides)`` builds a variant. ``to_json()`` is the normalized form used in cache keys.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .errors import InvalidRulesError
+
+Capture = Literal["nonempty", "always"]
+End = Literal["either-side-empty", "mover-empty"]
+Remaining = Literal["owner", "empty-side"]
+
+MAX_HOUSES = 8
+MAX_START_SEEDS = 10
+
+OPTION_DOCS: dict[str, str] = {
+    "houses": "houses per side, 1..8",
+    "seeds": "seeds in every house at the start, 1..10",
+    "capture": "'nonempty': a last seed in an own empty house captures only if the facing house "
+    "holds seeds; 'always': it goes to the store even when the facing house is empty",
+    "end": "'either-side-empty': the game ends as soon as either side's houses are all empty; "
+    "'mover-empty': when the player to move has no seed in any house",
+    "remaining": "'owner': seeds left in houses at the end go to their owner's store; "
+    "'empty-side': the player whose houses are empty takes the seeds left on the other side",
+    "majority": "the game also ends as soon as a store holds more than half of all seeds",
+    "pie": "North may answer 'swap' at its first turn instead of sowing",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """Every option of RULES.md; defaults are the standard ``kalah`` preset."""
+
+    houses: int = 6
+    seeds: int = 4
+    capture: Capture = "nonempty"
+    end: End = "either-side-empty"
+    remaining: Remaining = "owner"
+    majority: bool = False
+    pie: bool = False
+
+    def __post_init__(self) -> None:
+        _check_int("houses", self.houses, 1, MAX_HOUSES)
+        _check_int("seeds", self.seeds, 1, MAX_START_SEEDS)
+        _check_choice("capture", self.capture, ("nonempty", "always"))
+        _check_choice("end", self.end, ("either-side-empty", "mover-empty"))
+        _check_choice("remaining", self.remaining, ("owner", "empty-side"))
+        _check_bool("majority", self.majority)
+        _check_bool("pie", self.pie)
+
+    @classmethod
+    def preset(cls, name: str = "kalah", /, **overrides: Any) -> Rules:
+        """The preset ``name`` with some options overridden."""
+        try:
+            base = PRESETS[name]
+        except KeyError:
+            raise InvalidRulesError("preset", name, "one of " + ", ".join(PRESETS)) from None
+        return base.replace(**overrides) if overrides else base
+
+    def replace(self, **overrides: Any) -> Rules:
+        """A copy with some options changed; unknown option names are an error."""
+        for option in overrides:
+            if option not in OPTION_DOCS:
+                raise InvalidRulesError(option, overrides[option], "a rule option: " + ", ".join(OPTION_DOCS))
+        return dataclasses.replace(self, **overrides)
+
+    @classmethod
+    def from_json(cls, data: object) -> Rules:
+        """Rules from the API form: a preset name, or ``{"preset": name, <option>: value, ...}``."""
+        if data is None:
+            return PRESETS["kalah"]
+        if isinstance(data, str):
+            return cls.preset(data)
+        if isinstance(data, Mapping):
+            options = dict(data)
+            name = options.pop("preset", "kalah")
+            if not isinstance(name, str):
+                raise InvalidRulesError("preset", name, "a preset name")
+            return cls.preset(name, **options)
+        raise InvalidRulesError("rules", data, "a preset name or an object of options")
+
+    def to_json(self) -> dict[str, Any]:
+        """Every option, normalized: the same rules always give the same dict."""
+        return dataclasses.asdict(self)
+
+    @property
+    def preset_name(self) -> str | None:
+        """The name of the preset these rules equal, if any."""
+        return next((name for name, rules in PRESETS.items() if rules == self), None)
+
+    @property
+    def key(self) -> str:
+        """A short canonical text of every option, for cache keys."""
+        return (
+            f"h{self.houses}s{self.seeds}{self.capture[0]}{'e' if self.end == 'either-side-empty' else 'm'}"
+            f"{self.remaining[0]}{int(self.majority)}{int(self.pie)}"
+        )
+
+    @property
+    def total_seeds(self) -> int:
+        """Seeds on the board at the start."""
+        return 2 * self.houses * self.seeds
+
+    @property
+    def stores_matter(self) -> bool:
+        """Whether the future depends on the stores (only the ``majority`` option makes it so)."""
+        return self.majority
+
+
+def _check_int(option: str, value: object, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidRulesError(option, value, f"an integer {low}..{high}")
+
+
+def _check_choice(option: str, value: object, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise InvalidRulesError(option, value, "one of " + ", ".join(repr(a) for a in allowed))
+
+
+def _check_bool(option: str, value: object) -> None:
+    if not isinstance(value, bool):
+        raise InvalidRulesError(option, value, "true or false")
+
+
+PRESETS: dict[str, Rules] = {
+    "kalah": Rules(),
+    "kalaha": Rules(seeds=3, end="mover-empty"),
+    "kalah-ru": Rules(seeds=6, end="mover-empty", remaining="empty-side", majority=True),
+    "piet-hein": Rules(seeds=6, capture="always"),
+    "kalah-pie": Rules(pie=True),
+}
+
+PRESET_DOCS: dict[str, str] = {
+    "kalah": "the modern standard rule, used by the published solutions",
+    "kalaha": "the Finnish article (seed 000) and seed 001",
+    "kalah-ru": "seed 002: mover-empty end, empty side takes the rest, majority ends the game",
+    "piet-hein": "seed 003: empty capture",
+    "kalah-pie": "seed 004: standard rules with the pie (swap) rule",
+}
