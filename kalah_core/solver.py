@@ -1,0 +1,62 @@
+"""The solver's Python API: exact values, every optimal move, honest bounds under a budget.
+
+Values are from the point of view of the player to move: the final store difference (mover's
+store minus opponent's) under perfect play, seeds already stored included. A value is
+``exact`` when proven; otherwise ``lower <= true value <= upper`` is proven and ``value`` is a
+heuristic estimate from a depth-limited search (``depth`` sowings deep).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .game import Move
+from .position import Position
+
+
+@dataclass(frozen=True, slots=True)
+class MoveValue:
+    """One legal move and its value for the player making it (same perspective as the root)."""
+
+    move: Move
+    value: int
+    exact: bool
+    lower: int
+    upper: int
+    extra_turn: bool
+    captured: int
+    position: Position
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "move": self.move,
+            "value": self.value,
+            "exact": self.exact,
+            "lower": self.lower,
+            "upper": self.upper,
+            "extra_turn": self.extra_turn,
+            "captured": self.captured,
+            "position": self.position.to_json(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    """The result of a search. ``moves`` lists every legal move best first (by value, then
+    exactness, then house order); ``best_moves`` are all moves proven (or, when not exact,
+    estimated) optimal; ``pv`` is a principal variation grouped by turns. ``depth`` is the depth
+    in sowings of the heuristic search behind an inexact value, None when the value is exact."""
+
+    value: int
+    exact: bool
+    lower: int
+    upper: int
+    best_moves: list[Move]
+    moves: list[MoveValue]
+    pv: list[list[Move]]
+    depth: int | None
+    nodes: int
+    time_ms: float
+    over: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
