@@ -1,0 +1,170 @@
+"""A plain-Python reference implementation of the rules of RULES.md, for testing the engine.
+
+Written from the rule text alone, without the compiled move generator: short and slow on
+purpose, so that it is obviously correct. It follows the engine's documented conventions:
+
+- ``play`` returns ``(position after, extra turn, captured, over)``; ``captured`` counts every
+  seed the capture put in the store, the capturing seed included (0 when nothing is captured).
+- The end of the game is tested in the position after the move, for the player to move next;
+  when the game is over, the seeds left in houses are swept into the stores at once.
+- ``swap_available`` means the pie rule is still pending: it survives South's first turn and
+  is cleared by North's first move (a sowing or the swap).
+
+The board is a plain list in sowing order::
+
+    [South house 1, ..., South house h, South store, North house 1, ..., North house h, North store]
+
+so that sowing is "the next index, wrapping around, skipping the opponent's store", and South
+house ``i`` (index ``i - 1``) faces North house ``h + 1 - i`` (index ``2h + 1 - i``): the pit
+facing index ``k`` is ``2h - k`` on either side.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from .errors import IllegalMoveError
+from .position import Position, Side
+from .rules import Rules
+
+Move = int | Literal["swap"]
+
+
+def _board(position: Position) -> list[int]:
+    return [*position.south, position.stores[0], *position.north, position.stores[1]]
+
+
+def _houses(board: list[int], side: Side) -> list[int]:
+    h = (len(board) - 2) // 2
+    return board[0:h] if side is Side.SOUTH else board[h + 1 : 2 * h + 1]
+
+
+def _store_index(h: int, side: Side) -> int:
+    return h if side is Side.SOUTH else 2 * h + 1
+
+
+def _ended(board: list[int], to_move: Side, rules: Rules) -> bool:
+    """The end test of RULES.md, with ``to_move`` the player whose turn it is."""
+    h = (len(board) - 2) // 2
+    total = sum(board)
+    if rules.majority and any(2 * board[_store_index(h, s)] > total for s in Side):
+        return True
+    if sum(_houses(board, to_move)) == 0:
+        return True
+    return rules.end == "either-side-empty" and sum(_houses(board, to_move.other)) == 0
+
+
+def _sweep(board: list[int], rules: Rules) -> None:
+    """Move the seeds left in houses to the stores (the game is over)."""
+    h = (len(board) - 2) // 2
+    left = {side: sum(_houses(board, side)) for side in Side}
+    empty = [side for side in Side if left[side] == 0]
+    if rules.remaining == "empty-side" and empty:
+        # The player whose houses are empty takes what is left on the other side.
+        board[_store_index(h, empty[0])] += left[empty[0].other]
+    else:
+        # `owner`, or a majority end with neither side empty.
+        for side in Side:
+            board[_store_index(h, side)] += left[side]
+    for i in range(len(board)):
+        if i not in (_store_index(h, Side.SOUTH), _store_index(h, Side.NORTH)):
+            board[i] = 0
+
+
+def _position(board: list[int], to_move: Side, swap_available: bool) -> Position:
+    h = (len(board) - 2) // 2
+    return Position(
+        tuple(board[0:h]),
+        tuple(board[h + 1 : 2 * h + 1]),
+        (board[h], board[2 * h + 1]),
+        to_move,
+        swap_available,
+    )
+
+
+def is_over(position: Position, rules: Rules) -> bool:
+    """Whether the game has ended in ``position`` (for its player to move)."""
+    return _ended(_board(position), position.to_move, rules)
+
+
+def legal_moves(position: Position, rules: Rules) -> list[Move]:
+    """The non-empty houses of the player to move (1..h in order), then ``"swap"`` while the
+    pie rule is pending and North is to move; nothing when the game is over."""
+    if is_over(position, rules):
+        return []
+    houses = position.side(position.to_move)
+    moves: list[Move] = [i + 1 for i in range(len(houses)) if houses[i] > 0]
+    if rules.pie and position.swap_available and position.to_move is Side.NORTH:
+        moves.append("swap")
+    return moves
+
+
+def play(position: Position, rules: Rules, move: Move) -> tuple[Position, bool, int, bool]:
+    """Play ``move``: ``(position after, extra turn, seeds captured, game over)``."""
+    if isinstance(move, bool) or move not in legal_moves(position, rules):
+        raise IllegalMoveError("not a legal move (reference)", move=move, position=position)
+    if move == "swap":
+        # The players exchange sides as they stand: the board stays, North is still to move
+        # (now the first player), and the pie rule is spent.
+        return (
+            Position(position.south, position.north, position.stores, Side.NORTH, False),
+            False,
+            0,
+            False,
+        )
+    assert isinstance(move, int)
+    board = _board(position)
+    h = position.houses
+    mover = position.to_move
+    first = 0 if mover is Side.SOUTH else h + 1  # index of the mover's house 1
+    own_store = _store_index(h, mover)
+    opponent_store = _store_index(h, mover.other)
+
+    pit = first + move - 1
+    seeds = board[pit]
+    board[pit] = 0
+    while seeds > 0:
+        pit = (pit + 1) % len(board)
+        if pit == opponent_store:
+            continue
+        board[pit] += 1
+        seeds -= 1
+
+    extra_turn = pit == own_store
+    captured = 0
+    if first <= pit < first + h and board[pit] == 1:
+        facing = 2 * h - pit
+        if board[facing] > 0 or rules.capture == "always":
+            captured = board[pit] + board[facing]
+            board[own_store] += captured
+            board[pit] = 0
+            board[facing] = 0
+
+    to_move = mover if extra_turn else mover.other
+    swap_available = position.swap_available and mover is Side.SOUTH
+    over = _ended(board, to_move, rules)
+    if over:
+        _sweep(board, rules)
+    return _position(board, to_move, swap_available), extra_turn, captured, over
+
+
+def final_score(position: Position, rules: Rules) -> tuple[int, int]:
+    """The stores (South, North) of a finished game once the seeds left in houses are swept."""
+    if not is_over(position, rules):
+        raise ValueError(f"the game is not over in {position}")
+    board = _board(position)
+    _sweep(board, rules)
+    return board[position.houses], board[2 * position.houses + 1]
+
+
+def perft(position: Position, rules: Rules, depth: int) -> int:
+    """The number of move sequences (sowings or swaps) of exactly ``depth`` moves; a game
+    that ends sooner counts nothing. 1 at depth 0."""
+    if depth < 0:
+        raise ValueError("depth must be >= 0")
+    if depth == 0:
+        return 1
+    return sum(
+        perft(play(position, rules, move)[0], rules, depth - 1)
+        for move in legal_moves(position, rules)
+    )
