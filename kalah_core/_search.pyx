@@ -1,1 +1,505 @@
 # cython: language_level=3
+"""Exact and heuristic search: negamax alpha-beta with a transposition table.
+
+Everything is relative to the player to move. A node's *value* is the final store difference
+(mover minus opponent) under perfect play, stores included. Outside ``majority`` the future does
+not depend on the stores, so the table is keyed on the houses only and stores the *future gain*
+g = value - (my_store - opp_store); one house layout reached with different stores is one entry.
+Under ``majority`` the mover's store joins the key (the opponent's follows from the total).
+Nodes where the pie rule is pending are never stored: the swap's gain depends on the stores.
+
+The hot path (``exact``, ``heuristic``) runs without the GIL on C structs only.
+"""
+
+from libc.stdint cimport uint64_t, int64_t
+from libc.stdlib cimport malloc, free
+from libc.string cimport memset
+from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
+
+from kalah_core._board cimport (
+    Board, CRules, Sowing, SWAP, FLAG_PIE, FLAG_NORTH,
+    play, is_over, seeds_in, byte_at, swap_legal, make_crules, make_board,
+)
+
+cdef enum:
+    INF = 1000
+    PROVEN = 255             # depth of an entry holding proven bounds
+    NO_MOVE = 15
+    BUCKET = 4               # entries per bucket: 4 x 16 bytes = one cache line
+    CHECK_EVERY = 1023       # nodes between clock and budget checks
+    EVAL_STORES = 0          # heuristic leaf: store difference only
+    EVAL_SIDES = 1           # store difference plus a quarter of the house-seed difference
+
+# ---------------------------------------------------------------------------------------------
+# Transposition table entry: two 64-bit words, four to a 64-byte bucket.
+#   word 0: the full 64-bit key (a second hash, independent of the bucket index)
+#   word 1, from the low bit:
+#     bits  0..15  lower bound on g, plus 32768
+#     bits 16..31  upper bound on g, plus 32768
+#     bits 32..35  best move (0..7 house, 8 swap, 15 none)
+#     bits 36..43  depth in sowings of a heuristic entry; 255 = proven bounds on the true g
+#     bits 44..51  work: log2 of the nodes searched below the entry, the replacement priority
+# A key of 0 marks an empty slot (a real key of 0 is stored as 1).
+# Replacement: the same key is overwritten in place; otherwise the slot with the least work,
+# heuristic entries before proven ones.
+# ---------------------------------------------------------------------------------------------
+
+ctypedef struct Entry:
+    uint64_t key
+    uint64_t data
+
+ctypedef struct Probe:
+    int found
+    int lower
+    int upper
+    int move
+    int depth
+
+cdef inline uint64_t fmix(uint64_t x) noexcept nogil:
+    x ^= x >> 33
+    x *= <uint64_t>0xff51afd7ed558ccd
+    x ^= x >> 33
+    x *= <uint64_t>0xc4ceb9fe1a85ec53
+    x ^= x >> 33
+    return x
+
+cdef inline uint64_t pack_data(int lower, int upper, int move, int depth, int work) noexcept nogil:
+    return (<uint64_t>(lower + 32768)) | (<uint64_t>(upper + 32768) << 16) \
+        | (<uint64_t>move << 32) | (<uint64_t>depth << 36) | (<uint64_t>work << 44)
+
+cdef inline int log2_work(int64_t n) noexcept nogil:
+    cdef int w = 0
+    while n > 1 and w < 255:
+        n >>= 1
+        w += 1
+    return w
+
+ctypedef struct Search:
+    CRules r
+    Entry* table
+    uint64_t mask            # buckets - 1
+    int keyed_on_store       # majority: the mover's store is part of the key
+    int64_t nodes
+    int64_t node_limit       # 0: none
+    int64_t deadline_ns      # 0: none
+    int aborted
+    int64_t horizon          # leaves scored by the evaluation (or by a heuristic entry)
+    int eval_kind
+    int etc_min_seeds        # enhanced transposition cutoff below nodes with this many seeds
+
+cdef inline int64_t now_ns() noexcept nogil:
+    cdef timespec t
+    clock_gettime(CLOCK_MONOTONIC, &t)
+    return <int64_t>t.tv_sec * 1000000000 + t.tv_nsec
+
+cdef inline void count_node(Search* s) noexcept nogil:
+    s.nodes += 1
+    if (s.nodes & CHECK_EVERY) == 0:
+        if s.node_limit and s.nodes >= s.node_limit:
+            s.aborted = 1
+        elif s.deadline_ns and now_ns() >= s.deadline_ns:
+            s.aborted = 1
+
+cdef inline uint64_t hash_of(const Search* s, const Board* b) noexcept nogil:
+    cdef uint64_t x = fmix(b.me ^ fmix(b.opp + <uint64_t>0x9e3779b97f4a7c15))
+    if s.keyed_on_store:
+        x = fmix(x ^ (<uint64_t>b.my_store * <uint64_t>0x2545f4914f6cdd1d))
+    return x
+
+cdef inline Entry* bucket_of(const Search* s, uint64_t h) noexcept nogil:
+    return s.table + ((h & s.mask) * BUCKET)
+
+cdef inline uint64_t key_of(uint64_t h) noexcept nogil:
+    cdef uint64_t k = fmix(h ^ <uint64_t>0x6a09e667f3bcc909)
+    return k if k else 1
+
+cdef inline void probe(const Search* s, uint64_t h, Probe* p) noexcept nogil:
+    cdef Entry* e = bucket_of(s, h)
+    cdef uint64_t k = key_of(h), d
+    cdef int i
+    p.found = 0
+    p.move = NO_MOVE
+    for i in range(BUCKET):
+        if e[i].key == k:
+            d = e[i].data
+            p.found = 1
+            p.lower = <int>(d & 0xFFFF) - 32768
+            p.upper = <int>((d >> 16) & 0xFFFF) - 32768
+            p.move = <int>((d >> 32) & 0xF)
+            p.depth = <int>((d >> 36) & 0xFF)
+            return
+
+cdef inline void store(Search* s, uint64_t h, int lower, int upper, int move, int depth,
+                       int64_t work) noexcept nogil:
+    cdef Entry* e = bucket_of(s, h)
+    cdef uint64_t k = key_of(h)
+    cdef int i, victim = 0, prio, best_prio = 1 << 30, w = log2_work(work)
+    for i in range(BUCKET):
+        if e[i].key == k:
+            if depth != PROVEN and ((e[i].data >> 36) & 0xFF) == PROVEN:
+                return               # never trade proven bounds for a heuristic score
+            victim = i
+            break
+        prio = -1 if e[i].key == 0 else <int>((e[i].data >> 44) & 0xFF) \
+            + (256 if ((e[i].data >> 36) & 0xFF) == PROVEN else 0)
+        if prio < best_prio:
+            best_prio = prio
+            victim = i
+    e[victim].key = k
+    e[victim].data = pack_data(lower, upper, move, depth, w)
+
+# ---------------------------------------------------------------------------------------------
+# Children: every move played on a copy, ordered by a cheap score.
+# ---------------------------------------------------------------------------------------------
+
+ctypedef struct Child:
+    Board board
+    int move
+    int extra
+    int over
+    int score
+    int value                # the mover's final value when over
+
+cdef inline int gen_children(const Search* s, const Board* b, int tt_move, Child* kids) noexcept nogil:
+    """Fill kids best-first; return their number."""
+    cdef int n = 0, i, j, gain
+    cdef Sowing sw
+    cdef Child tmp
+    for i in range(s.r.houses):
+        if byte_at(b.me, i):
+            kids[n].board = b[0]
+            play(&kids[n].board, i, &s.r, &sw)
+            kids[n].move = i
+            kids[n].extra = sw.extra
+            kids[n].over = sw.over
+            if sw.extra:
+                gain = kids[n].board.my_store - b.my_store
+                kids[n].value = kids[n].board.my_store - kids[n].board.opp_store
+            else:
+                gain = kids[n].board.opp_store - b.my_store
+                kids[n].value = kids[n].board.opp_store - kids[n].board.my_store
+            # Table move first, then extra turns, then by seeds gained, then nearer the store.
+            kids[n].score = (1 << 20 if i == tt_move else 0) + sw.extra * 4096 + gain * 16 + i
+            n += 1
+    if swap_legal(b):
+        kids[n].board = b[0]
+        play(&kids[n].board, SWAP, &s.r, &sw)
+        kids[n].move = SWAP
+        kids[n].extra = 0
+        kids[n].over = 0
+        kids[n].value = 0
+        kids[n].score = (1 << 20) if tt_move == SWAP else 0
+        n += 1
+    for i in range(1, n):                    # insertion sort, descending score
+        tmp = kids[i]
+        j = i - 1
+        while j >= 0 and kids[j].score < tmp.score:
+            kids[j + 1] = kids[j]
+            j -= 1
+        kids[j + 1] = tmp
+    return n
+
+# ---------------------------------------------------------------------------------------------
+# Exact search.
+# ---------------------------------------------------------------------------------------------
+
+cdef int exact(Search* s, const Board* b, int alpha, int beta) noexcept nogil:
+    """The value of the non-final node b, fail-soft, for alpha < beta:
+    returns v with  v <= alpha  =>  true value <= v  (an upper bound);
+                    v >= beta   =>  true value >= v  (a lower bound);
+                    otherwise       v is the true value.
+    When s.aborted is set on return the result means nothing."""
+    cdef int d = b.my_store - b.opp_store
+    cdef int rest = seeds_in(b.me) + seeds_in(b.opp)
+    cdef int lo = d - rest, hi = d + rest        # futility: every seed left goes one way
+    cdef int n, k, v, best = -INF, best_move = NO_MOVE, a = alpha
+    cdef int use_table = not (b.flags & FLAG_PIE)
+    cdef int64_t nodes_before = s.nodes
+    cdef uint64_t h = 0, hk
+    cdef Probe p, q
+    cdef Child kids[9]
+    count_node(s)
+    if s.aborted:
+        return 0
+    p.move = NO_MOVE
+    if use_table:
+        h = hash_of(s, b)
+        probe(s, h, &p)
+        if p.found and p.depth == PROVEN:
+            if p.lower + d > lo:
+                lo = p.lower + d
+            if p.upper + d < hi:
+                hi = p.upper + d
+            if lo >= beta or lo == hi:
+                return lo
+            if hi <= alpha:
+                return hi
+    if lo >= beta:
+        return lo
+    if hi <= alpha:
+        return hi
+    n = gen_children(s, b, p.move, kids)
+    if use_table and rest >= s.etc_min_seeds:
+        # Enhanced transposition cutoff: a child whose stored bounds already prove v >= beta.
+        for k in range(n):
+            if kids[k].over or (kids[k].board.flags & FLAG_PIE):
+                continue
+            hk = hash_of(s, &kids[k].board)
+            probe(s, hk, &q)
+            if q.found and q.depth == PROVEN:
+                if kids[k].extra:
+                    v = q.lower + kids[k].board.my_store - kids[k].board.opp_store
+                else:
+                    v = -(q.upper + kids[k].board.my_store - kids[k].board.opp_store)
+                if v >= beta:
+                    store(s, h, v - d, hi - d, kids[k].move, PROVEN, 1)
+                    return v
+    for k in range(n):
+        if kids[k].over:
+            v = kids[k].value
+        elif kids[k].extra:
+            v = exact(s, &kids[k].board, a, beta)
+        else:
+            v = -exact(s, &kids[k].board, -beta, -a)
+        if s.aborted:
+            return 0
+        if v > best:
+            best = v
+            best_move = kids[k].move
+            if v > a:
+                a = v
+                if a >= beta:
+                    break
+    if use_table:
+        if best <= alpha:
+            hi = best
+        elif best >= beta:
+            lo = best
+        else:
+            lo = best
+            hi = best
+        store(s, h, lo - d, hi - d, best_move, PROVEN, s.nodes - nodes_before)
+    return best
+
+# ---------------------------------------------------------------------------------------------
+# Depth-limited heuristic search (same contract, for the value of the depth-limited tree).
+# ---------------------------------------------------------------------------------------------
+
+cdef inline int evaluate(const Search* s, const Board* b) noexcept nogil:
+    """Heuristic value of a node: the store difference, and with EVAL_SIDES a quarter of the
+    seeds each side still holds (under `owner`, seeds tend to end with the side holding them)."""
+    cdef int d = b.my_store - b.opp_store
+    if s.eval_kind == EVAL_SIDES:
+        return d + (seeds_in(b.me) - seeds_in(b.opp)) // 4
+    return d
+
+cdef int heuristic(Search* s, const Board* b, int alpha, int beta, int depth) noexcept nogil:
+    cdef int d = b.my_store - b.opp_store
+    cdef int n, k, v, best = -INF, best_move = NO_MOVE, a = alpha
+    cdef int use_table = not (b.flags & FLAG_PIE)
+    cdef int64_t nodes_before = s.nodes
+    cdef uint64_t h = 0
+    cdef Probe p
+    cdef Child kids[9]
+    count_node(s)
+    if s.aborted:
+        return 0
+    if depth <= 0:
+        s.horizon += 1
+        return evaluate(s, b)
+    p.move = NO_MOVE
+    if use_table:
+        h = hash_of(s, b)
+        probe(s, h, &p)
+        if p.found and p.depth >= depth:
+            if p.depth != PROVEN and (p.lower + d >= beta or p.upper + d <= alpha or p.lower == p.upper):
+                s.horizon += 1
+            if p.lower + d >= beta or p.lower == p.upper:
+                return p.lower + d
+            if p.upper + d <= alpha:
+                return p.upper + d
+    n = gen_children(s, b, p.move, kids)
+    for k in range(n):
+        if kids[k].over:
+            v = kids[k].value
+        elif kids[k].extra:
+            v = heuristic(s, &kids[k].board, a, beta, depth - 1)
+        else:
+            v = -heuristic(s, &kids[k].board, -beta, -a, depth - 1)
+        if s.aborted:
+            return 0
+        if v > best:
+            best = v
+            best_move = kids[k].move
+            if v > a:
+                a = v
+                if a >= beta:
+                    break
+    if use_table:
+        if best <= alpha:
+            store(s, h, -INF, best - d, best_move, depth, s.nodes - nodes_before)
+        elif best >= beta:
+            store(s, h, best - d, INF, best_move, depth, s.nodes - nodes_before)
+        else:
+            store(s, h, best - d, best - d, best_move, depth, s.nodes - nodes_before)
+    return best
+
+
+cdef class Searcher:
+    """A transposition table and the searches that use it. Reusable across positions and
+    rules (the rules are part of nothing stored, so clear() between rule sets: see
+    ``_switch_rules``). Not thread-safe: one per thread or process."""
+
+    cdef Search s
+    cdef readonly size_t size_bytes
+    cdef object _rules_key
+
+    def __cinit__(self, int tt_mb=64):
+        cdef uint64_t buckets = 1
+        if tt_mb < 1 or tt_mb > 65536:
+            raise ValueError("tt_mb must be 1..65536")
+        while buckets * 2 * BUCKET * sizeof(Entry) <= <uint64_t>tt_mb * 1024 * 1024:
+            buckets *= 2
+        self.size_bytes = buckets * BUCKET * sizeof(Entry)
+        self.s.table = <Entry*>malloc(self.size_bytes)
+        if self.s.table == NULL:
+            raise MemoryError("cannot allocate the transposition table")
+        memset(self.s.table, 0, self.size_bytes)
+        self.s.mask = buckets - 1
+        self.s.etc_min_seeds = 12
+        self.s.eval_kind = EVAL_SIDES
+        self._rules_key = None
+
+    def __dealloc__(self):
+        free(self.s.table)
+
+    def clear(self):
+        """Empty the table."""
+        memset(self.s.table, 0, self.size_bytes)
+
+    property etc_min_seeds:
+        def __get__(self):
+            return self.s.etc_min_seeds
+        def __set__(self, int v):
+            self.s.etc_min_seeds = v
+
+    property eval_kind:
+        def __get__(self):
+            return self.s.eval_kind
+        def __set__(self, int v):
+            if v not in (EVAL_STORES, EVAL_SIDES):
+                raise ValueError("eval_kind must be 0 (stores) or 1 (sides)")
+            self.s.eval_kind = v
+
+    cdef Board _prepare(self, object position, object rules, double time_ms, long long nodes) except *:
+        # The table holds values for one rule set (and, under majority, one total).
+        key = (rules, position.total_seeds if rules.majority else None)
+        if key != self._rules_key:
+            self.clear()
+            self._rules_key = key
+        self.s.r = make_crules(rules, position.total_seeds)
+        self.s.keyed_on_store = rules.majority
+        self.s.nodes = 0
+        self.s.horizon = 0
+        self.s.aborted = 0
+        self.s.node_limit = nodes if nodes > 0 else 0
+        self.s.deadline_ns = now_ns() + <int64_t>(time_ms * 1e6) if time_ms > 0 else 0
+        return make_board(position)
+
+    def set_budget(self, double time_ms, long long nodes):
+        """Restart the budget clock without touching the table (between calls of one analysis)."""
+        self.s.node_limit = self.s.nodes + nodes if nodes > 0 else 0
+        self.s.deadline_ns = now_ns() + <int64_t>(time_ms * 1e6) if time_ms > 0 else 0
+        self.s.aborted = 0
+
+    def mtdf(self, position, rules, int guess, int lower, int upper, double time_ms=0,
+             long long nodes=0, bint fresh=True):
+        """Narrow proven bounds [lower, upper] on the value of ``position`` (not over) with
+        null-window probes around ``guess``. Returns (lower, upper, nodes, aborted)."""
+        cdef Board b
+        cdef int g, beta, v
+        cdef int64_t start_nodes
+        if fresh:
+            b = self._prepare(position, rules, time_ms, nodes)
+        else:
+            b = make_board(position)
+        start_nodes = self.s.nodes
+        if is_over(&b, &self.s.r):
+            raise ValueError("the game is over in this position")
+        g = min(max(guess, lower), upper)
+        with nogil:
+            while lower < upper:
+                beta = g + 1 if g == lower else g
+                v = exact(&self.s, &b, beta - 1, beta)
+                if self.s.aborted:
+                    break
+                if v < beta:
+                    upper = v
+                else:
+                    lower = v
+                g = v
+        return lower, upper, self.s.nodes - start_nodes, bool(self.s.aborted)
+
+    def test(self, position, rules, int beta):
+        """One null-window probe: True if the value is >= beta, False if < beta, None when the
+        budget ran out."""
+        cdef Board b = make_board(position)
+        cdef int v
+        with nogil:
+            v = exact(&self.s, &b, beta - 1, beta)
+        if self.s.aborted:
+            return None
+        return v >= beta
+
+    def heuristic(self, position, rules, int depth, int alpha=-INF, int beta=INF,
+                  double time_ms=0, long long nodes=0, bint fresh=True):
+        """Depth-limited value (``depth`` sowings) of ``position``. Returns
+        (value, nodes, aborted, horizon); horizon == 0 means no leaf was estimated, so the
+        value is exact."""
+        cdef Board b
+        cdef int v
+        cdef int64_t start_nodes, start_horizon
+        if fresh:
+            b = self._prepare(position, rules, time_ms, nodes)
+        else:
+            b = make_board(position)
+        start_nodes = self.s.nodes
+        start_horizon = self.s.horizon
+        if is_over(&b, &self.s.r):
+            raise ValueError("the game is over in this position")
+        with nogil:
+            v = heuristic(&self.s, &b, alpha, beta, depth)
+        return v, self.s.nodes - start_nodes, bool(self.s.aborted), self.s.horizon - start_horizon
+
+    def begin(self, position, rules, double time_ms=0, long long nodes=0):
+        """Start an analysis: select the rules and start the budget clock."""
+        self._prepare(position, rules, time_ms, nodes)
+
+    def table_move(self, position):
+        """The best move stored for ``position`` (a move code), or None."""
+        cdef Board b = make_board(position)
+        cdef Probe p
+        if b.flags & FLAG_PIE:
+            return None
+        probe(&self.s, hash_of(&self.s, &b), &p)
+        return p.move if p.found and p.move != NO_MOVE else None
+
+    def table_bounds(self, position):
+        """Proven (lower, upper) bounds on the value of ``position`` from the table, or None."""
+        cdef Board b = make_board(position)
+        cdef Probe p
+        cdef int d = b.my_store - b.opp_store
+        if b.flags & FLAG_PIE:
+            return None
+        probe(&self.s, hash_of(&self.s, &b), &p)
+        if p.found and p.depth == PROVEN:
+            return p.lower + d, p.upper + d
+        return None
+
+    @property
+    def nodes(self):
+        return self.s.nodes
+
+    @property
+    def aborted(self):
+        return bool(self.s.aborted)

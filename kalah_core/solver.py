@@ -8,11 +8,15 @@ heuristic estimate from a depth-limited search (``depth`` sowings deep).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .game import Move
-from .position import Position
+from ._board import SWAP_CODE
+from ._search import Searcher
+from .game import SWAP, Move, MoveResult, legal_moves, outcome, play
+from .position import Position, Side
+from .rules import Rules
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,3 +64,228 @@ class Analysis:
     time_ms: float
     over: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+ENGINE_VERSION = "kalah-core-0.1.0/search-1"
+"""Changes whenever a search change could change an answer; part of every cache key."""
+
+
+@dataclass(slots=True)
+class _Line:
+    """Working state of one root move during an analysis."""
+
+    result: MoveResult
+    sign: int  # +1 when the mover moves again (extra turn), -1 when the turn passes
+    lower: int
+    upper: int
+    estimate: int
+    estimate_exact: bool = False
+
+    @property
+    def exact(self) -> bool:
+        return self.lower == self.upper
+
+    @property
+    def value(self) -> int:
+        return self.lower if self.exact else min(max(self.estimate, self.lower), self.upper)
+
+
+class Engine:
+    """A solver with its transposition table, kept warm across analyses (a server keeps one
+    per worker). ``analyse`` never runs past its time or node budget by more than a few ms."""
+
+    def __init__(self, tt_mb: int = 64) -> None:
+        self.tt_mb = tt_mb
+        self.searcher = Searcher(tt_mb)
+
+    def clear(self) -> None:
+        self.searcher.clear()
+
+    def analyse(
+        self,
+        position: Position,
+        rules: Rules,
+        *,
+        time_ms: float | None = None,
+        nodes: int | None = None,
+        depth: int | None = None,
+        pv_limit: int = 64,
+    ) -> Analysis:
+        """Analyse ``position`` under ``rules``. With no ``depth``: solve exactly within the
+        budget (unbounded when neither ``time_ms`` nor ``nodes`` is given), falling back to
+        proven bounds and a heuristic estimate when the budget runs out. With ``depth``: a
+        heuristic search that deep only (exact if no leaf needed the evaluation)."""
+        position.validate(rules)
+        started = time.perf_counter()
+        over = outcome(position, rules)
+        if over is not None:
+            me = 0 if position.to_move is Side.SOUTH else 1
+            value = over.score[me] - over.score[1 - me]
+            return Analysis(value, True, value, value, [], [], [], None, 0, _ms(started), over=True)
+
+        s = self.searcher
+        s.begin(position, rules, time_ms or 0.0, nodes or 0)
+        lines = [self._line(position, rules, move) for move in legal_moves(position, rules)]
+        reached = self._deepen(position, rules, lines, depth, time_ms, started)
+        if depth is None:
+            for line in sorted(lines, key=lambda ln: -ln.value):
+                if s.aborted:
+                    break
+                if line.exact:
+                    continue
+                child = line.result.after
+                low, high = sorted((line.sign * line.lower, line.sign * line.upper))
+                low, high, _, _ = s.mtdf(child, rules, line.sign * line.estimate, low, high, fresh=False)
+                line.lower, line.upper = sorted((line.sign * low, line.sign * high))
+
+        lines.sort(key=lambda ln: (-ln.value, not ln.exact, _order(ln.result.move)))
+        lower = max(ln.lower for ln in lines)
+        upper = max(ln.upper for ln in lines)
+        exact = lower == upper
+        value = lower if exact else lines[0].value
+        if exact:
+            best = [ln.result.move for ln in lines if ln.exact and ln.value == value]
+        else:
+            best = [lines[0].result.move]
+        pv = self._pv(position, rules, lines[0], exact, pv_limit if exact else min(pv_limit, reached))
+        moves = [
+            MoveValue(
+                ln.result.move, ln.value, ln.exact, ln.lower, ln.upper,
+                ln.result.extra_turn, ln.result.captured, ln.result.after,
+            )
+            for ln in lines
+        ]
+        return Analysis(
+            value, exact, lower, upper, best, moves, pv, None if exact else reached,
+            int(s.nodes), _ms(started),
+        )
+
+    def _line(self, position: Position, rules: Rules, move: Move) -> _Line:
+        result = play(position, rules, move)
+        child = result.after
+        sign = 1 if result.extra_turn else -1
+        if result.over:
+            south, north = child.stores
+            v = south - north if position.to_move is Side.SOUTH else north - south
+            return _Line(result, sign, v, v, v, True)
+        me = child.store(child.to_move) - child.store(child.to_move.other)
+        rest = sum(child.south) + sum(child.north)
+        low, high = sorted((sign * (me - rest), sign * (me + rest)))
+        bounds = self.searcher.table_bounds(child)
+        if bounds is not None:
+            b_low, b_high = sorted((sign * bounds[0], sign * bounds[1]))
+            low, high = max(low, b_low), min(high, b_high)
+        return _Line(result, sign, low, high, (low + high) // 2)
+
+    def _deepen(
+        self,
+        position: Position,
+        rules: Rules,
+        lines: list[_Line],
+        depth: int | None,
+        time_ms: float | None,
+        started: float,
+    ) -> int:
+        """Iterative deepening over the root moves: estimates for ordering and for the MTD(f)
+        guesses, or the whole answer in depth-limited mode. Returns the depth completed."""
+        s = self.searcher
+        target = depth if depth is not None else HEURISTIC_MAX_DEPTH
+        share = (time_ms or 0.0) * (1.0 if depth is not None else ESTIMATE_SHARE)
+        reached = 0
+        for d in range(1, target + 1):
+            iteration_nodes = 0
+            exact_all = True
+            for line in lines:
+                if line.exact:
+                    continue
+                v, n, aborted, horizon = s.heuristic(line.result.after, rules, d - 1, fresh=False)
+                if aborted:
+                    return reached
+                iteration_nodes += n
+                line.estimate = line.sign * v
+                if horizon == 0:
+                    line.lower = line.upper = line.estimate
+                else:
+                    exact_all = False
+            reached = d
+            if exact_all:
+                break
+            if depth is None:
+                elapsed = (time.perf_counter() - started) * 1000.0
+                if (share and elapsed > share) or (not share and iteration_nodes > ESTIMATE_NODES):
+                    break
+        return reached
+
+    def _pv(self, position: Position, rules: Rules, first: _Line, exact: bool, limit: int) -> list[list[Move]]:
+        """A principal variation grouped by turns: proven by null-window tests along the way when
+        the value is exact (stopping where the budget runs out), else the table's moves."""
+        s = self.searcher
+        line: list[MoveResult] = [first.result]
+        value = first.sign * first.value  # the value of the child for its own mover
+        node = first.result.after
+        while len(line) < limit and not s.aborted and outcome(node, rules) is None:
+            if exact:
+                step = self._proven_step(node, rules, value)
+                if step is None:
+                    break
+                result, value = step
+            else:
+                code = s.table_move(node)
+                if code is None:
+                    break
+                move: Move = SWAP if code == SWAP_CODE else code + 1
+                if move not in legal_moves(node, rules):
+                    break
+                result = play(node, rules, move)
+            line.append(result)
+            node = result.after
+        turns: list[list[Move]] = []
+        for i, result in enumerate(line):
+            if i == 0 or result.mover is not line[i - 1].mover or result.move == SWAP:
+                turns.append([])
+            turns[-1].append(result.move)
+        return turns
+
+    def _proven_step(self, node: Position, rules: Rules, value: int) -> tuple[MoveResult, int] | None:
+        s = self.searcher
+        moves = legal_moves(node, rules)
+        code = s.table_move(node)
+        if code is not None:
+            preferred: Move = SWAP if code == SWAP_CODE else code + 1
+            if preferred in moves:
+                moves.remove(preferred)
+                moves.insert(0, preferred)
+        for move in moves:
+            result = play(node, rules, move)
+            child = result.after
+            if result.over:
+                south, north = child.stores
+                v = south - north if node.to_move is Side.SOUTH else north - south
+                if v == value:
+                    return result, 0
+                continue
+            if result.extra_turn:
+                ok = s.test(child, rules, value)
+                child_value = value
+            else:
+                ok = s.test(child, rules, -value + 1)
+                ok = None if ok is None else not ok
+                child_value = -value
+            if ok is None:
+                return None
+            if ok:
+                return result, child_value
+        return None
+
+
+HEURISTIC_MAX_DEPTH = 60
+ESTIMATE_SHARE = 0.25  # of a time budget spent on iterative deepening before exact probes
+ESTIMATE_NODES = 20_000  # without a time budget, deepen until an iteration costs this much
+
+
+def _order(move: Move) -> int:
+    return 99 if move == SWAP else int(move)
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000.0, 3)
