@@ -12,7 +12,7 @@ The hot path (``exact``, ``heuristic``) runs without the GIL on C structs only.
 """
 
 from libc.stdint cimport uint64_t, int64_t
-from libc.stdlib cimport malloc, free
+from libc.stdlib cimport abs, free, malloc
 from libc.string cimport memset
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
@@ -20,6 +20,9 @@ from kalah_core._board cimport (
     Board, CRules, Sowing, SWAP, FLAG_PIE, FLAG_NORTH,
     play, is_over, seeds_in, byte_at, swap_legal, make_crules, make_board,
 )
+
+cdef extern from *:
+    void __builtin_prefetch(const void* addr) noexcept nogil
 
 cdef enum:
     INF = 1000
@@ -159,6 +162,7 @@ ctypedef struct Child:
     int over
     int score
     int value                # the mover's final value when over
+    uint64_t hash            # table hash of the child (0 when it is never stored)
 
 cdef inline int gen_children(const Search* s, const Board* b, int tt_move, Child* kids) noexcept nogil:
     """Fill kids best-first; return their number."""
@@ -180,6 +184,11 @@ cdef inline int gen_children(const Search* s, const Board* b, int tt_move, Child
                 kids[n].value = kids[n].board.opp_store - kids[n].board.my_store
             # Table move first, then extra turns, then by seeds gained, then nearer the store.
             kids[n].score = (1 << 20 if i == tt_move else 0) + sw.extra * 4096 + gain * 16 + i
+            kids[n].hash = 0
+            if not sw.over and not (kids[n].board.flags & FLAG_PIE):
+                # Start loading the child's bucket now; it is probed soon after.
+                kids[n].hash = hash_of(s, &kids[n].board)
+                __builtin_prefetch(bucket_of(s, kids[n].hash))
             n += 1
     if swap_legal(b):
         kids[n].board = b[0]
@@ -189,6 +198,7 @@ cdef inline int gen_children(const Search* s, const Board* b, int tt_move, Child
         kids[n].over = 0
         kids[n].value = 0
         kids[n].score = (1 << 20) if tt_move == SWAP else 0
+        kids[n].hash = hash_of(s, &kids[n].board)   # the pie rule is spent: stored
         n += 1
     for i in range(1, n):                    # insertion sort, descending score
         tmp = kids[i]
@@ -203,11 +213,12 @@ cdef inline int gen_children(const Search* s, const Board* b, int tt_move, Child
 # Exact search.
 # ---------------------------------------------------------------------------------------------
 
-cdef int exact(Search* s, const Board* b, int alpha, int beta) noexcept nogil:
+cdef int exact(Search* s, const Board* b, int alpha, int beta, uint64_t h) noexcept nogil:
     """The value of the non-final node b, fail-soft, for alpha < beta:
     returns v with  v <= alpha  =>  true value <= v  (an upper bound);
                     v >= beta   =>  true value >= v  (a lower bound);
                     otherwise       v is the true value.
+    h is the table hash of b (0 where b is never stored: the pie rule is pending).
     When s.aborted is set on return the result means nothing."""
     cdef int d = b.my_store - b.opp_store
     cdef int rest = seeds_in(b.me) + seeds_in(b.opp)
@@ -215,15 +226,17 @@ cdef int exact(Search* s, const Board* b, int alpha, int beta) noexcept nogil:
     cdef int n, k, v, best = -INF, best_move = NO_MOVE, a = alpha
     cdef int use_table = not (b.flags & FLAG_PIE)
     cdef int64_t nodes_before = s.nodes
-    cdef uint64_t h = 0, hk
     cdef Probe p, q
     cdef Child kids[9]
     count_node(s)
     if s.aborted:
         return 0
+    if not use_table:
+        # A swap to come exchanges the stores: the difference may change sign.
+        lo = -abs(d) - rest
+        hi = abs(d) + rest
     p.move = NO_MOVE
     if use_table:
-        h = hash_of(s, b)
         probe(s, h, &p)
         if p.found and p.depth == PROVEN:
             if p.lower + d > lo:
@@ -242,10 +255,9 @@ cdef int exact(Search* s, const Board* b, int alpha, int beta) noexcept nogil:
     if use_table and rest >= s.etc_min_seeds:
         # Enhanced transposition cutoff: a child whose stored bounds already prove v >= beta.
         for k in range(n):
-            if kids[k].over or (kids[k].board.flags & FLAG_PIE):
+            if kids[k].hash == 0:
                 continue
-            hk = hash_of(s, &kids[k].board)
-            probe(s, hk, &q)
+            probe(s, kids[k].hash, &q)
             if q.found and q.depth == PROVEN:
                 if kids[k].extra:
                     v = q.lower + kids[k].board.my_store - kids[k].board.opp_store
@@ -258,9 +270,9 @@ cdef int exact(Search* s, const Board* b, int alpha, int beta) noexcept nogil:
         if kids[k].over:
             v = kids[k].value
         elif kids[k].extra:
-            v = exact(s, &kids[k].board, a, beta)
+            v = exact(s, &kids[k].board, a, beta, kids[k].hash)
         else:
-            v = -exact(s, &kids[k].board, -beta, -a)
+            v = -exact(s, &kids[k].board, -beta, -a, kids[k].hash)
         if s.aborted:
             return 0
         if v > best:
@@ -406,6 +418,9 @@ cdef class Searcher:
         self.s.deadline_ns = now_ns() + <int64_t>(time_ms * 1e6) if time_ms > 0 else 0
         return make_board(position)
 
+    cdef uint64_t _hash(self, const Board* b) noexcept:
+        return 0 if b.flags & FLAG_PIE else hash_of(&self.s, b)
+
     def set_budget(self, double time_ms, long long nodes):
         """Restart the budget clock without touching the table (between calls of one analysis)."""
         self.s.node_limit = self.s.nodes + nodes if nodes > 0 else 0
@@ -418,6 +433,7 @@ cdef class Searcher:
         null-window probes around ``guess``. Returns (lower, upper, nodes, aborted)."""
         cdef Board b
         cdef int g, beta, v
+        cdef uint64_t root_hash
         cdef int64_t start_nodes
         if fresh:
             b = self._prepare(position, rules, time_ms, nodes)
@@ -427,10 +443,11 @@ cdef class Searcher:
         if is_over(&b, &self.s.r):
             raise ValueError("the game is over in this position")
         g = min(max(guess, lower), upper)
+        root_hash = self._hash(&b)
         with nogil:
             while lower < upper:
                 beta = g + 1 if g == lower else g
-                v = exact(&self.s, &b, beta - 1, beta)
+                v = exact(&self.s, &b, beta - 1, beta, root_hash)
                 if self.s.aborted:
                     break
                 if v < beta:
@@ -445,8 +462,9 @@ cdef class Searcher:
         budget ran out."""
         cdef Board b = make_board(position)
         cdef int v
+        cdef uint64_t h = self._hash(&b)
         with nogil:
-            v = exact(&self.s, &b, beta - 1, beta)
+            v = exact(&self.s, &b, beta - 1, beta, h)
         if self.s.aborted:
             return None
         return v >= beta

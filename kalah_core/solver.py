@@ -170,7 +170,10 @@ class Engine:
             return _Line(result, sign, v, v, v, True)
         me = child.store(child.to_move) - child.store(child.to_move.other)
         rest = sum(child.south) + sum(child.north)
-        low, high = sorted((sign * (me - rest), sign * (me + rest)))
+        if child.swap_available:  # a swap to come exchanges the stores
+            low, high = -abs(me) - rest, abs(me) + rest
+        else:
+            low, high = sorted((sign * (me - rest), sign * (me + rest)))
         bounds = self.searcher.table_bounds(child)
         if bounds is not None:
             b_low, b_high = sorted((sign * bounds[0], sign * bounds[1]))

@@ -1,0 +1,146 @@
+"""The solver against a plain-Python brute force over the reference rules.
+
+The brute force is memoized negamax with no pruning at all: the obviously-correct definition
+of the value (final store difference for the player to move) and of the optimal moves.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kalah_core import Position, Rules, Side
+from kalah_core import reference as ref
+from kalah_core.game import Move
+from kalah_core.solver import Engine
+
+ENGINE = Engine(tt_mb=8)
+
+
+def brute_value(position: Position, rules: Rules) -> int:
+    return _brute(position, rules)
+
+
+@lru_cache(maxsize=200_000)
+def _brute(position: Position, rules: Rules) -> int:
+    if ref.is_over(position, rules):
+        south, north = ref.final_score(position, rules)
+        return south - north if position.to_move is Side.SOUTH else north - south
+    return max(brute_move_values(position, rules).values())
+
+
+def brute_move_values(position: Position, rules: Rules) -> dict[Move, int]:
+    values: dict[Move, int] = {}
+    for move in ref.legal_moves(position, rules):
+        child, _extra, _captured, _over = ref.play(position, rules, move)
+        v = _brute(child, rules)
+        values[move] = v if child.to_move is position.to_move and move != "swap" else -v
+    return values
+
+
+rules_strategy = st.builds(
+    Rules,
+    houses=st.integers(1, 4),
+    seeds=st.integers(1, 3),
+    capture=st.sampled_from(["nonempty", "always"]),
+    end=st.sampled_from(["either-side-empty", "mover-empty"]),
+    remaining=st.sampled_from(["owner", "empty-side"]),
+    majority=st.booleans(),
+    pie=st.booleans(),
+)
+
+
+@st.composite
+def small_positions(draw: st.DrawFn) -> tuple[Position, Rules]:
+    rules = draw(rules_strategy)
+    h = rules.houses
+    total = draw(st.integers(1, min(11, 3 * h)))
+    cells = [0] * (2 * h)
+    for _ in range(total):
+        cells[draw(st.integers(0, 2 * h - 1))] += 1
+    stores = (draw(st.integers(0, 6)), draw(st.integers(0, 6)))
+    to_move = draw(st.sampled_from([Side.SOUTH, Side.NORTH]))
+    swap = rules.pie and stores[1] == 0 and draw(st.booleans())
+    return Position(tuple(cells[:h]), tuple(cells[h:]), stores, to_move, swap), rules
+
+
+@settings(max_examples=2500)
+@given(small_positions())
+def test_exact_values_and_optimal_moves_equal_brute_force(case: tuple[Position, Rules]) -> None:
+    position, rules = case
+    analysis = ENGINE.analyse(position, rules)
+    assert analysis.exact
+    assert analysis.value == brute_value(position, rules)
+    assert analysis.lower == analysis.upper == analysis.value
+    if ref.is_over(position, rules):
+        assert analysis.moves == [] and analysis.best_moves == []
+        return
+    expected = brute_move_values(position, rules)
+    assert {m.move: m.value for m in analysis.moves} == expected
+    assert all(m.exact for m in analysis.moves)
+    assert set(analysis.best_moves) == {m for m, v in expected.items() if v == analysis.value}
+    values = [m.value for m in analysis.moves]
+    assert values == sorted(values, reverse=True)
+
+
+@settings(max_examples=300)
+@given(small_positions(), st.integers(0, 6))
+def test_depth_limited_mode_is_labelled_and_bounded(case: tuple[Position, Rules], depth: int) -> None:
+    position, rules = case
+    if ref.is_over(position, rules):
+        return
+    analysis = ENGINE.analyse(position, rules, depth=depth + 1)
+    truth = brute_value(position, rules)
+    assert analysis.lower <= truth <= analysis.upper
+    if analysis.exact:
+        assert analysis.value == truth
+    else:
+        assert analysis.depth == depth + 1
+
+
+@settings(max_examples=300)
+@given(small_positions(), st.integers(1, 400))
+def test_node_budget_keeps_bounds_proven(case: tuple[Position, Rules], nodes: int) -> None:
+    position, rules = case
+    analysis = ENGINE.analyse(position, rules, nodes=nodes)
+    truth = brute_value(position, rules)
+    assert analysis.lower <= truth <= analysis.upper
+    for move in analysis.moves:
+        assert move.lower <= move.value <= move.upper
+    if analysis.exact:
+        assert analysis.value == truth
+
+
+def test_principal_variation_replays_to_the_value() -> None:
+    rules = Rules(houses=4, seeds=3)
+    position = Position.start(rules)
+    analysis = Engine(16).analyse(position, rules)
+    node = position
+    for turn in analysis.pv:
+        for move in turn:
+            node = ref.play(node, rules, move)[0]
+    assert ref.is_over(node, rules), "an exact PV on a small game reaches the end"
+    south, north = ref.final_score(node, rules)
+    assert south - north == analysis.value
+
+
+@pytest.mark.parametrize("preset", ["kalah", "kalaha", "kalah-ru", "piet-hein", "kalah-pie"])
+def test_every_preset_solves_a_small_board(preset: str) -> None:
+    rules = Rules.preset(preset, houses=3, seeds=2)
+    position = Position.start(rules)
+    analysis = Engine(8).analyse(position, rules)
+    assert analysis.exact
+    assert analysis.value == brute_value(position, rules)
+
+
+def test_pie_swap_value_is_minus_the_same_board_without_swap() -> None:
+    rules = Rules(houses=3, seeds=2, pie=True)
+    after_first = ref.play(Position.start(rules), rules, 1)[0]
+    assert after_first.swap_available and after_first.to_move is Side.NORTH
+    analysis = Engine(8).analyse(after_first, rules)
+    swap = next(m for m in analysis.moves if m.move == "swap")
+    no_swap = Position(after_first.south, after_first.north, after_first.stores, Side.NORTH, False)
+    assert swap.value == -brute_value(no_swap, rules)
