@@ -365,6 +365,7 @@ cdef class Searcher:
     cdef Search s
     cdef readonly size_t size_bytes
     cdef object _rules_key
+    cdef bint _dirty                 # something was stored since the last clear
 
     def __cinit__(self, int tt_mb=64):
         cdef uint64_t buckets = 1
@@ -386,8 +387,10 @@ cdef class Searcher:
         free(self.s.table)
 
     def clear(self):
-        """Empty the table."""
-        memset(self.s.table, 0, self.size_bytes)
+        """Empty the table (free when it is already empty)."""
+        if self._dirty:
+            memset(self.s.table, 0, self.size_bytes)
+            self._dirty = False
 
     property etc_min_seeds:
         def __get__(self):
@@ -411,6 +414,7 @@ cdef class Searcher:
             self._rules_key = key
         self.s.r = make_crules(rules, position.total_seeds)
         self.s.keyed_on_store = rules.majority
+        self._dirty = True
         self.s.nodes = 0
         self.s.horizon = 0
         self.s.aborted = 0

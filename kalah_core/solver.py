@@ -226,7 +226,7 @@ class Engine:
         line: list[MoveResult] = [first.result]
         value = first.sign * first.value  # the value of the child for its own mover
         node = first.result.after
-        while len(line) < limit and not s.aborted and outcome(node, rules) is None:
+        while len(line) < limit and not (exact and s.aborted) and outcome(node, rules) is None:
             if exact:
                 step = self._proven_step(node, rules, value)
                 if step is None:
