@@ -1,0 +1,301 @@
+"""The ``kalah`` command line: look at positions, list moves, replay games.
+
+Every subcommand is a small function ``cmd_<name>(args) -> int`` registered in
+:func:`build_parser` with :func:`add_command`, which also gives it the shared options (the
+rules and ``--json``). Inside a command, :func:`rules_from_args` builds the :class:`Rules`
+and :func:`position_from_arg` reads a POSITION (``start``, compact notation or JSON), and
+:func:`emit` prints either the human text or the JSON document. A
+:class:`~kalah_core.errors.KalahError` raised by a command becomes a one-line message on
+stderr (and ``{"error": ..., "field": ...}`` on stdout with ``--json``) and exit status 2.
+
+To add a command: write ``cmd_foo(args) -> int``, then in :func:`build_parser`
+``parser = add_command(commands, "foo", cmd_foo, "one-line help")`` and add its own
+arguments to ``parser``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .errors import InvalidRulesError, KalahError
+from .game import Game, legal_moves, outcome, play
+from .position import Position, Side, parse_position
+from .rules import OPTION_DOCS, PRESET_DOCS, PRESETS, Rules
+
+EXIT_OK = 0
+EXIT_ERROR = 2
+"""Exit status for bad input, the same as argparse's own usage errors."""
+
+Command = Callable[[argparse.Namespace], int]
+
+POSITION_HELP = (
+    "'start', the compact notation (e.g. 444444-0-444444-0-s) or the JSON form "
+    '(e.g. \'{"south": [4,4,4,4,4,4], "north": [4,4,4,4,4,4], "stores": [0,0], '
+    '"to_move": "south"}\')'
+)
+
+# The options that override a preset, as (flag, rule option, argparse keywords).
+_RULE_OPTIONS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("--houses", "houses", {"type": int, "metavar": "N"}),
+    ("--seeds", "seeds", {"type": int, "metavar": "N"}),
+    ("--capture", "capture", {"metavar": "nonempty|always"}),
+    ("--end", "end", {"metavar": "either-side-empty|mover-empty"}),
+    ("--remaining", "remaining", {"metavar": "owner|empty-side"}),
+    ("--majority", "majority", {"action": argparse.BooleanOptionalAction}),
+    ("--pie", "pie", {"action": argparse.BooleanOptionalAction}),
+)
+
+
+# --------------------------------------------------------------------- shared helpers
+
+
+def add_common_options(parser: argparse.ArgumentParser) -> None:
+    """Give a subcommand ``--json``, ``--rules PRESET`` and one override per rule option.
+
+    Choices are checked by :class:`Rules`, not by argparse, so that a bad value is reported
+    like every other engine error (and as JSON under ``--json``)."""
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    group = parser.add_argument_group("rules", "a preset, then overrides of single options")
+    group.add_argument(
+        "--rules",
+        default="kalah",
+        metavar="PRESET",
+        help="one of " + ", ".join(PRESETS) + " (default kalah), or a JSON object of options",
+    )
+    for flag, option, kwargs in _RULE_OPTIONS:
+        group.add_argument(flag, dest=option, default=None, help=OPTION_DOCS[option], **kwargs)
+
+
+def add_command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    func: Command,
+    help_text: str,
+) -> argparse.ArgumentParser:
+    """Register the subcommand ``name`` run by ``func``, with the shared options."""
+    parser = commands.add_parser(name, help=help_text, description=help_text)
+    add_common_options(parser)
+    parser.set_defaults(func=func)
+    return parser
+
+
+def rules_from_args(args: argparse.Namespace) -> Rules:
+    """The rules chosen by ``--rules`` and the per-option overrides."""
+    text: str = args.rules
+    base = (
+        Rules.from_json(_json_object(text, "rules"))
+        if text.lstrip().startswith("{")
+        else Rules.preset(text)
+    )
+    overrides = {option: getattr(args, option) for _, option, _ in _RULE_OPTIONS}
+    return base.replace(**{k: v for k, v in overrides.items() if v is not None})
+
+
+def position_from_arg(text: str | None, rules: Rules) -> Position:
+    """A POSITION argument (``start`` when omitted), checked against ``rules``."""
+    return Position.start(rules) if text is None else parse_position(text, rules)
+
+
+def emit(args: argparse.Namespace, text: str, data: object) -> None:
+    """Print ``data`` as JSON under ``--json``, else the human ``text``."""
+    print(json.dumps(data) if args.json else text)
+
+
+def _json_object(text: str, what: str) -> object:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InvalidRulesError(what, text, f"a preset name or a JSON object ({error})") from None
+
+
+def _score_json(score: tuple[int, int] | None) -> list[int] | None:
+    return None if score is None else list(score)
+
+
+def _score_text(score: tuple[int, int]) -> str:
+    south, north = score
+    verdict = "draw" if south == north else ("South" if south > north else "North") + " wins"
+    return f"South {south}, North {north}: {verdict}"
+
+
+# --------------------------------------------------------------------- the board picture
+
+
+def board_text(position: Position) -> str:
+    """An ASCII board: North's houses on top as North sees them (house h..1 from left to
+    right), South's houses 1..h below, North's store on the left, South's on the right."""
+    h = position.houses
+    width = max(3, *(len(str(c)) for c in (*position.south, *position.north)))
+    left = len(str(position.stores[1]))
+    pad = " " * (left + 1)
+    rule = pad + "+" + "+".join("-" * (width + 2) for _ in range(h)) + "+"
+
+    def labels(numbers: Sequence[int], name: str) -> str:
+        return pad + " " + " ".join(f"{n:^{width + 2}}" for n in numbers) + "  " + name
+
+    def row(counts: Sequence[int]) -> str:
+        return pad + "|" + "|".join(f" {c:>{width}} " for c in counts) + "|"
+
+    return "\n".join(
+        [
+            labels(range(h, 0, -1), "North"),
+            rule,
+            row(position.north[::-1]),
+            f"{position.stores[1]} " + rule[left + 1 :] + f" {position.stores[0]}",
+            row(position.south),
+            rule,
+            labels(range(1, h + 1), "South"),
+        ]
+    )
+
+
+def position_summary(position: Position, rules: Rules) -> str:
+    """The board, then the side to move or the final score."""
+    lines = [board_text(position), f"position: {position.compact()}"]
+    result = outcome(position, rules)
+    if result is None:
+        swap = (
+            " (may answer 'swap')"
+            if position.swap_available and position.to_move is Side.NORTH
+            else ""
+        )
+        lines.append(f"{position.to_move.value.capitalize()} to move{swap}")
+    else:
+        lines.append(f"game over: {_score_text(result.score)}")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------- commands
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """Draw a position and say who is to move, or the score when the game is over."""
+    rules = rules_from_args(args)
+    position = position_from_arg(args.position, rules)
+    result = outcome(position, rules)
+    data = {
+        "position": position.to_json(),
+        "compact": position.compact(),
+        "to_move": position.to_move.value,
+        "over": result is not None,
+        "score": _score_json(result.score if result else None),
+        "rules": rules.to_json(),
+    }
+    emit(args, position_summary(position, rules), data)
+    return EXIT_OK
+
+
+def cmd_moves(args: argparse.Namespace) -> int:
+    """List every legal move with the position it leads to and what it does."""
+    rules = rules_from_args(args)
+    position = position_from_arg(args.position, rules)
+    results = [play(position, rules, move) for move in legal_moves(position, rules)]
+    data = {
+        "position": position.compact(),
+        "moves": [
+            {
+                "move": r.move,
+                "position": r.after.compact(),
+                "extra_turn": r.extra_turn,
+                "captured": r.captured,
+                "over": r.over,
+                "score": _score_json(r.score),
+            }
+            for r in results
+        ],
+    }
+    if not results:
+        text = f"no legal moves in {position.compact()}: the game is over"
+    else:
+        header = (
+            f"{'move':<5} {'position':<{len(results[0].after.compact())}}  extra  captured  over"
+        )
+        rows = [
+            f"{r.move!s:<5} {r.after.compact()}  {'yes' if r.extra_turn else 'no':<5}  "
+            f"{r.captured:<8}  {_score_text(r.after.stores) if r.over else 'no'}"
+            for r in results
+        ]
+        text = "\n".join(
+            [
+                f"{position.to_move.value.capitalize()} to move in {position.compact()}",
+                header,
+                *rows,
+            ]
+        )
+    emit(args, text, data)
+    return EXIT_OK
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    """Replay a game in the seed-000 notation and print where it ends."""
+    rules = rules_from_args(args)
+    start = position_from_arg(args.start, rules)
+    game = Game.parse_fi(args.game, rules, start)
+    result = game.outcome()
+    score = result.score if result else None
+    data = {
+        "position": game.position.to_json(),
+        "over": result is not None,
+        "score": _score_json(score),
+    }
+    text = "\n".join([f"moves: {game.fi()}", position_summary(game.position, rules)])
+    emit(args, text, data)
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------- parser and main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``kalah`` parser; each subcommand's function is in ``args.func``."""
+    parser = argparse.ArgumentParser(
+        prog="kalah",
+        description="Kalah engine: positions, moves and games under every rule set of RULES.md.",
+        epilog="presets: " + "; ".join(f"{name}: {doc}" for name, doc in PRESET_DOCS.items()),
+    )
+    commands = parser.add_subparsers(
+        title="commands", dest="command", required=True, metavar="COMMAND"
+    )
+
+    show = add_command(commands, "show", cmd_show, "draw a position")
+    show.add_argument("position", metavar="POSITION", help=POSITION_HELP)
+
+    moves = add_command(commands, "moves", cmd_moves, "list the legal moves and what each does")
+    moves.add_argument("position", metavar="POSITION", help=POSITION_HELP)
+
+    replay = add_command(commands, "replay", cmd_replay, "replay a game in the seed-000 notation")
+    replay.add_argument(
+        "game",
+        metavar="GAME",
+        help="the game, e.g. '45-46, 1*-5, 2-, -63*'; put '--' before a game that starts with '-'",
+    )
+    replay.add_argument(
+        "--from",
+        dest="start",
+        metavar="POSITION",
+        default=None,
+        help="start here instead of the start position",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``kalah`` with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    args = build_parser().parse_args(argv)
+    func: Command = args.func
+    try:
+        return func(args)
+    except KalahError as error:
+        message = str(error).replace("\n", " ")
+        if args.json:
+            print(json.dumps({"error": message, "field": error.field}))
+        print(f"kalah {args.command}: error: {message}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())
