@@ -38,7 +38,9 @@ def play_game(start: Position, rules: Rules, south: Engine, north: Engine, depth
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--games", type=int, default=200, help="games (pairs of openings x 2)")
     parser.add_argument("--depth", type=int, default=6)
     parser.add_argument("--preset", default="kalah")
@@ -65,8 +67,11 @@ def main() -> None:
             tally["win" if mine > 0 else "loss" if mine < 0 else "draw"] += 1
     played = sum(tally.values())
     print(f"{args.preset}, depth {args.depth}, {played} games: evaluation 'sides' against 'stores'")
-    print(f"  wins {tally['win']}  draws {tally['draw']}  losses {tally['loss']}  "
-          f"score {(tally['win'] + tally['draw'] / 2) / played:.1%}  mean margin {margin / played:+.2f}")
+    print(
+        f"  wins {tally['win']}  draws {tally['draw']}  losses {tally['loss']}  "
+        f"score {(tally['win'] + tally['draw'] / 2) / played:.1%}  "
+        f"mean margin {margin / played:+.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -35,7 +35,9 @@ RULE_SETS = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--budget-s", type=float, default=20.0, help="time budget per cell")
     parser.add_argument("--tt-mb", type=int, default=512)
     parser.add_argument("--max-houses", type=int, default=6)
@@ -44,7 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     mismatches = 0
     for title, (base, published) in RULE_SETS.items():
         print(f"\n{title}")
-        print(f"{'m':>2} {'n':>2} {'value':>9} {'published':>9} {'time_s':>8} {'nodes':>12}  status")
+        print(
+            f"{'m':>2} {'n':>2} {'value':>9} {'published':>9} {'time_s':>8} {'nodes':>12}  status"
+        )
         for m in range(1, args.max_houses + 1):
             for n in range(1, 7):
                 rules = base.replace(houses=m, seeds=n)
@@ -61,7 +65,11 @@ def main(argv: list[str] | None = None) -> int:
                         status = "MISMATCH"
                 mismatches += status == "MISMATCH"
                 pub = "" if known is None else f"{known:+d}"
-                print(f"{m:>2} {n:>2} {shown:>9} {pub:>9} {a.time_ms / 1000:>8.2f} {a.nodes:>12,}  {status}", flush=True)
+                print(
+                    f"{m:>2} {n:>2} {shown:>9} {pub:>9} {a.time_ms / 1000:>8.2f} "
+                    f"{a.nodes:>12,}  {status}",
+                    flush=True,
+                )
     print(f"\nmismatches: {mismatches}")
     return 1 if mismatches else 0
 

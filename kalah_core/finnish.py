@@ -39,7 +39,9 @@ class Sowing:
 def parse_fi(text: str) -> list[list[Sowing]]:
     """The turns written in ``text``, each a list of sowings by one side, in order."""
     if len(text) > MAX_GAME_LENGTH:
-        raise InvalidNotationError(f"game longer than {MAX_GAME_LENGTH} characters", text=text[:80], field="game")
+        raise InvalidNotationError(
+            f"game longer than {MAX_GAME_LENGTH} characters", text=text[:80], field="game"
+        )
     body = text.strip()
     if body.startswith("(") and body.endswith(")"):
         body = body[1:-1]
@@ -48,7 +50,9 @@ def parse_fi(text: str) -> list[list[Sowing]]:
     for number, round_text in enumerate(body.split(","), start=1):
         halves = round_text.split("-")
         if len(halves) != 2:
-            raise InvalidNotationError(f"round {number} must have exactly one '-'", text=text, field="game")
+            raise InvalidNotationError(
+                f"round {number} must have exactly one '-'", text=text, field="game"
+            )
         base = offset
         for side, half in zip((Side.SOUTH, Side.NORTH), halves, strict=True):
             turn = _parse_turn(half, side, number, base, text)
@@ -91,7 +95,9 @@ def replay_fi(game: Game, text: str) -> list[MoveResult]:
             where = f"round {sowing.round}, {sowing.side.value} sowing {sowing.move!r}"
             position = game.position
             if game.outcome() is not None:
-                raise IllegalMoveError(f"{where}: the game is already over", move=sowing.move, position=position)
+                raise IllegalMoveError(
+                    f"{where}: the game is already over", move=sowing.move, position=position
+                )
             if position.to_move is not sowing.side:
                 reason = (
                     "the previous sowing ended in the store, so the same player moves again"
@@ -102,21 +108,27 @@ def replay_fi(game: Game, text: str) -> list[MoveResult]:
             try:
                 result = game.push(sowing.move)
             except IllegalMoveError as error:
-                raise IllegalMoveError(f"{where}: {error}", move=sowing.move, position=position) from None
+                raise IllegalMoveError(
+                    f"{where}: {error}", move=sowing.move, position=position
+                ) from None
             if sowing.starred and not result.captured:
                 game.pop()
-                raise IllegalMoveError(f"{where}: marked '*' but captures nothing", move=sowing.move, position=position)
+                raise IllegalMoveError(
+                    f"{where}: marked '*' but captures nothing", move=sowing.move, position=position
+                )
             results.append(result)
             last_of_text = t == len(turns) - 1 and i == len(turn) - 1
             if i < len(turn) - 1 and not result.extra_turn and not result.over:
                 raise IllegalMoveError(
-                    f"{where}: does not end in the store, so the turn passes before the next sowing",
+                    f"{where}: does not end in the store, so the turn passes "
+                    "before the next sowing",
                     move=sowing.move,
                     position=position,
                 )
             if i == len(turn) - 1 and result.extra_turn and not result.over and not last_of_text:
                 raise IllegalMoveError(
-                    f"{where}: ends in the store, so the turn goes on; write its next sowing with it",
+                    f"{where}: ends in the store, so the turn goes on; "
+                    "write its next sowing with it",
                     move=sowing.move,
                     position=position,
                 )

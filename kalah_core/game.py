@@ -78,12 +78,16 @@ def _to_code(position: Position, rules: Rules, move: object) -> int:
         if not rules.pie:
             raise IllegalMoveError("the rules have no pie rule", move=move, position=position)
         if position.to_move is not Side.NORTH or not position.swap_available:
-            raise IllegalMoveError("swap is only legal at North's first turn", move=move, position=position)
+            raise IllegalMoveError(
+                "swap is only legal at North's first turn", move=move, position=position
+            )
         return int(_board.SWAP_CODE)
     if isinstance(move, bool) or not isinstance(move, int):
         raise IllegalMoveError("a move is a house number or 'swap'", move=move, position=position)
     if not 1 <= move <= rules.houses:
-        raise IllegalMoveError(f"houses are numbered 1..{rules.houses}", move=move, position=position)
+        raise IllegalMoveError(
+            f"houses are numbered 1..{rules.houses}", move=move, position=position
+        )
     if position.side(position.to_move)[move - 1] == 0:
         raise IllegalMoveError(f"house {move} is empty", move=move, position=position)
     return move - 1

@@ -34,7 +34,9 @@ MAX_NOTATION_LENGTH = 64
 
 DIGITS = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _DIGIT_VALUE = {c: i for i, c in enumerate(DIGITS)}
-_COMPACT = re.compile(r"([0-9a-zA-Z~]+)-(0|[1-9][0-9]{0,2})-([0-9a-zA-Z~]+)-(0|[1-9][0-9]{0,2})-([sn])(p?)")
+_COMPACT = re.compile(
+    r"([0-9a-zA-Z~]+)-(0|[1-9][0-9]{0,2})-([0-9a-zA-Z~]+)-(0|[1-9][0-9]{0,2})-([sn])(p?)"
+)
 
 
 class Side(enum.StrEnum):
@@ -134,8 +136,12 @@ class Position:
         status = self.status(rules)
         for flag, text in _STATUS_TEXT.items():
             if status & flag:
-                detail = f" (rules have {rules.houses})" if flag is Status.HOUSE_COUNT and rules else ""
-                raise InvalidPositionError(f"invalid position {self.compact_or_repr()}: {text}{detail}")
+                detail = (
+                    f" (rules have {rules.houses})" if flag is Status.HOUSE_COUNT and rules else ""
+                )
+                raise InvalidPositionError(
+                    f"invalid position {self.compact_or_repr()}: {text}{detail}"
+                )
         return self
 
     # ----------------------------------------------------------------- compact notation
@@ -143,7 +149,9 @@ class Position:
     def compact(self) -> str:
         """The canonical compact notation of this position (see the module docstring)."""
         side = ("s" if self.to_move is Side.SOUTH else "n") + ("p" if self.swap_available else "")
-        return f"{_houses(self.south)}-{self.stores[0]}-{_houses(self.north)}-{self.stores[1]}-{side}"
+        return (
+            f"{_houses(self.south)}-{self.stores[0]}-{_houses(self.north)}-{self.stores[1]}-{side}"
+        )
 
     def compact_or_repr(self) -> str:
         try:
@@ -158,15 +166,21 @@ class Position:
     def parse(cls, text: str) -> Position:
         """A position from its compact notation; only the canonical spelling is accepted."""
         if not isinstance(text, str):
-            raise InvalidNotationError("a compact position must be a string", text=str(text), field="position")
+            raise InvalidNotationError(
+                "a compact position must be a string", text=str(text), field="position"
+            )
         if len(text) > MAX_NOTATION_LENGTH:
             raise InvalidNotationError(
-                f"compact position longer than {MAX_NOTATION_LENGTH} characters", text=text[:80], field="position"
+                f"compact position longer than {MAX_NOTATION_LENGTH} characters",
+                text=text[:80],
+                field="position",
             )
         match = _COMPACT.fullmatch(text)
         if not match:
             raise InvalidNotationError(
-                "not a compact position (expected like 444444-0-444444-0-s)", text=text, field="position"
+                "not a compact position (expected like 444444-0-444444-0-s)",
+                text=text,
+                field="position",
             )
         south, south_store, north, north_store, side, pie = match.groups()
         position = cls(
@@ -177,7 +191,9 @@ class Position:
             pie == "p",
         )
         if position.compact() != text:  # e.g. "~0a" for a count below 62
-            raise InvalidNotationError("not the canonical spelling of a position", text=text, field="position")
+            raise InvalidNotationError(
+                "not the canonical spelling of a position", text=text, field="position"
+            )
         return position.validate()
 
     # ----------------------------------------------------------------- JSON form
@@ -198,17 +214,25 @@ class Position:
             raise InvalidPositionError("a position must be an object, a compact string or 'start'")
         unknown = set(data) - {"south", "north", "stores", "to_move", "swap_available"}
         if unknown:
-            raise InvalidPositionError(f"unknown field(s) {sorted(unknown)}", field=f"position.{min(unknown)}")
+            raise InvalidPositionError(
+                f"unknown field(s) {sorted(unknown)}", field=f"position.{min(unknown)}"
+            )
         south = _int_list(data, "south", None)
         north = _int_list(data, "north", None)
         stores = _int_list(data, "stores", 2) if "stores" in data else [0, 0]
         to_move = data.get("to_move", "south")
         if to_move not in ("south", "north"):
-            raise InvalidPositionError(f"to_move must be 'south' or 'north', not {to_move!r}", field="position.to_move")
+            raise InvalidPositionError(
+                f"to_move must be 'south' or 'north', not {to_move!r}", field="position.to_move"
+            )
         swap = data.get("swap_available", False)
         if not isinstance(swap, bool):
-            raise InvalidPositionError("swap_available must be true or false", field="position.swap_available")
-        return cls(tuple(south), tuple(north), (stores[0], stores[1]), Side(to_move), swap).validate()
+            raise InvalidPositionError(
+                "swap_available must be true or false", field="position.swap_available"
+            )
+        return cls(
+            tuple(south), tuple(north), (stores[0], stores[1]), Side(to_move), swap
+        ).validate()
 
 
 def parse_position(value: object, rules: Rules) -> Position:
@@ -241,14 +265,18 @@ def _parse_houses(text: str, whole: str) -> tuple[int, ...]:
         if text[i] == "~":
             pair = text[i + 1 : i + 3]
             if len(pair) != 2 or "~" in pair:
-                raise InvalidNotationError("'~' must be followed by two base-62 digits", text=whole, field="position")
+                raise InvalidNotationError(
+                    "'~' must be followed by two base-62 digits", text=whole, field="position"
+                )
             counts.append(_DIGIT_VALUE[pair[0]] * 62 + _DIGIT_VALUE[pair[1]])
             i += 3
         else:
             counts.append(_DIGIT_VALUE[text[i]])
             i += 1
     if not 1 <= len(counts) <= MAX_HOUSES:
-        raise InvalidNotationError(f"a side must have 1..{MAX_HOUSES} houses", text=whole, field="position")
+        raise InvalidNotationError(
+            f"a side must have 1..{MAX_HOUSES} houses", text=whole, field="position"
+        )
     return tuple(counts)
 
 

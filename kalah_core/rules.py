@@ -68,7 +68,9 @@ class Rules:
         """A copy with some options changed; unknown option names are an error."""
         for option in overrides:
             if option not in OPTION_DOCS:
-                raise InvalidRulesError(option, overrides[option], "a rule option: " + ", ".join(OPTION_DOCS))
+                raise InvalidRulesError(
+                    option, overrides[option], "a rule option: " + ", ".join(OPTION_DOCS)
+                )
         return dataclasses.replace(self, **overrides)
 
     @classmethod
@@ -99,7 +101,8 @@ class Rules:
     def key(self) -> str:
         """A short canonical text of every option, for cache keys."""
         return (
-            f"h{self.houses}s{self.seeds}{self.capture[0]}{'e' if self.end == 'either-side-empty' else 'm'}"
+            f"h{self.houses}s{self.seeds}{self.capture[0]}"
+            f"{'e' if self.end == 'either-side-empty' else 'm'}"
             f"{self.remaining[0]}{int(self.majority)}{int(self.pie)}"
         )
 

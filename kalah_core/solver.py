@@ -135,7 +135,9 @@ class Engine:
                     continue
                 child = line.result.after
                 low, high = sorted((line.sign * line.lower, line.sign * line.upper))
-                low, high, _, _ = s.mtdf(child, rules, line.sign * line.estimate, low, high, fresh=False)
+                low, high, _, _ = s.mtdf(
+                    child, rules, line.sign * line.estimate, low, high, fresh=False
+                )
                 line.lower, line.upper = sorted((line.sign * low, line.sign * high))
 
         lines.sort(key=lambda ln: (-ln.value, not ln.exact, _order(ln.result.move)))
@@ -147,17 +149,33 @@ class Engine:
             best = [ln.result.move for ln in lines if ln.exact and ln.value == value]
         else:
             best = [lines[0].result.move]
-        pv = self._pv(position, rules, lines[0], exact, pv_limit if exact else min(pv_limit, reached))
+        pv = self._pv(
+            position, rules, lines[0], exact, pv_limit if exact else min(pv_limit, reached)
+        )
         moves = [
             MoveValue(
-                ln.result.move, ln.value, ln.exact, ln.lower, ln.upper,
-                ln.result.extra_turn, ln.result.captured, ln.result.after,
+                ln.result.move,
+                ln.value,
+                ln.exact,
+                ln.lower,
+                ln.upper,
+                ln.result.extra_turn,
+                ln.result.captured,
+                ln.result.after,
             )
             for ln in lines
         ]
         return Analysis(
-            value, exact, lower, upper, best, moves, pv, None if exact else reached,
-            int(s.nodes), _ms(started),
+            value,
+            exact,
+            lower,
+            upper,
+            best,
+            moves,
+            pv,
+            None if exact else reached,
+            int(s.nodes),
+            _ms(started),
         )
 
     def _line(self, position: Position, rules: Rules, move: Move) -> _Line:
@@ -219,7 +237,9 @@ class Engine:
                     break
         return reached
 
-    def _pv(self, position: Position, rules: Rules, first: _Line, exact: bool, limit: int) -> list[list[Move]]:
+    def _pv(
+        self, position: Position, rules: Rules, first: _Line, exact: bool, limit: int
+    ) -> list[list[Move]]:
         """A principal variation grouped by turns: proven by null-window tests along the way when
         the value is exact (stopping where the budget runs out), else the table's moves."""
         s = self.searcher
@@ -249,7 +269,9 @@ class Engine:
             turns[-1].append(result.move)
         return turns
 
-    def _proven_step(self, node: Position, rules: Rules, value: int) -> tuple[MoveResult, int] | None:
+    def _proven_step(
+        self, node: Position, rules: Rules, value: int
+    ) -> tuple[MoveResult, int] | None:
         s = self.searcher
         moves = legal_moves(node, rules)
         code = s.table_move(node)

@@ -88,7 +88,9 @@ def test_exact_values_and_optimal_moves_equal_brute_force(case: tuple[Position, 
 
 @settings(max_examples=300)
 @given(small_positions(), st.integers(0, 6))
-def test_depth_limited_mode_is_labelled_and_bounded(case: tuple[Position, Rules], depth: int) -> None:
+def test_depth_limited_mode_is_labelled_and_bounded(
+    case: tuple[Position, Rules], depth: int
+) -> None:
     position, rules = case
     if ref.is_over(position, rules):
         return

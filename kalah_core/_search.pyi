@@ -1,0 +1,44 @@
+"""Type stub of the compiled search (_search.pyx)."""
+
+from .position import Position
+from .rules import Rules
+
+class Searcher:
+    size_bytes: int
+    etc_min_seeds: int
+    eval_kind: int
+    def __init__(self, tt_mb: int = 64) -> None: ...
+    def clear(self) -> None: ...
+    def begin(
+        self, position: Position, rules: Rules, time_ms: float = 0, nodes: int = 0
+    ) -> None: ...
+    def set_budget(self, time_ms: float, nodes: int) -> None: ...
+    def mtdf(
+        self,
+        position: Position,
+        rules: Rules,
+        guess: int,
+        lower: int,
+        upper: int,
+        time_ms: float = 0,
+        nodes: int = 0,
+        fresh: bool = True,
+    ) -> tuple[int, int, int, bool]: ...
+    def test(self, position: Position, rules: Rules, beta: int) -> bool | None: ...
+    def heuristic(
+        self,
+        position: Position,
+        rules: Rules,
+        depth: int,
+        alpha: int = -1000,
+        beta: int = 1000,
+        time_ms: float = 0,
+        nodes: int = 0,
+        fresh: bool = True,
+    ) -> tuple[int, int, bool, int]: ...
+    def table_move(self, position: Position) -> int | None: ...
+    def table_bounds(self, position: Position) -> tuple[int, int] | None: ...
+    @property
+    def nodes(self) -> int: ...
+    @property
+    def aborted(self) -> bool: ...
