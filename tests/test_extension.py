@@ -1,0 +1,31 @@
+"""The compiled move generator must be the one in use, never a silent pure-Python stand-in."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import inspect
+
+import pytest
+
+import kalah_core
+from kalah_core import _board, _search
+
+
+@pytest.mark.parametrize("module", [_board, _search], ids=["_board", "_search"])
+def test_extension_module_is_compiled(module: object) -> None:
+    path = getattr(module, "__file__", None)
+    assert path is not None, f"{module!r} has no __file__"
+    assert path.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)), path
+    assert not path.endswith((".py", ".pyc")), path
+    assert isinstance(module.__loader__, importlib.machinery.ExtensionFileLoader)  # type: ignore[attr-defined]
+
+
+def test_functions_are_compiled() -> None:
+    # Cython functions are not Python functions: no Python bytecode behind them.
+    for func in (_board.legal_moves, _board.play_move, _board.perft):
+        assert not inspect.isfunction(func), func
+        assert type(func).__name__ in ("cython_function_or_method", "builtin_function_or_method")
+
+
+def test_package_uses_the_compiled_perft() -> None:
+    assert kalah_core.perft is _board.perft
