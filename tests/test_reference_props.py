@@ -1,0 +1,150 @@
+"""Property tests: the compiled engine against the plain-Python reference of RULES.md.
+
+Random games under random rule options (every option drawn), from the start and from random
+positions (any seed counts, totals up to 255), are played move by move through both; legal
+moves, resulting positions, extra turns, captures, the end and the final score must be
+identical, and the invariants of the rules must hold. The two game tests together play
+``START_GAMES + RANDOM_GAMES`` (>= 1,000) games per run.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kalah_core import MAX_SEEDS, PRESETS, Position, Rules, Side, Status, game, perft
+from kalah_core import reference as ref
+
+START_GAMES = 1500
+RANDOM_GAMES = 1500
+MAX_PLIES = 5000  # a safety net; real games are far shorter
+
+rules_strategy = st.builds(
+    Rules,
+    houses=st.integers(1, 8),
+    seeds=st.integers(1, 10),
+    capture=st.sampled_from(["nonempty", "always"]),
+    end=st.sampled_from(["either-side-empty", "mover-empty"]),
+    remaining=st.sampled_from(["owner", "empty-side"]),
+    majority=st.booleans(),
+    pie=st.booleans(),
+)
+
+
+@st.composite
+def random_positions(draw: st.DrawFn) -> tuple[Rules, Position]:
+    """Rules and a valid position under them: random counts, any total up to MAX_SEEDS."""
+    rules = draw(rules_strategy)
+    h = rules.houses
+    total = draw(st.integers(0, MAX_SEEDS))
+    # Cut [0, total] at 2h+1 random points: the 2h+2 counts (houses and stores) in sowing order.
+    cuts = sorted(draw(st.lists(st.integers(0, total), min_size=2 * h + 1, max_size=2 * h + 1)))
+    bounds = [0, *cuts, total]
+    counts = [b - a for a, b in itertools.pairwise(bounds)]
+    draw(st.randoms(use_true_random=False)).shuffle(counts)
+    south, north = tuple(counts[:h]), tuple(counts[h + 1 : 2 * h + 1])
+    stores = (counts[h], counts[2 * h + 1])
+    to_move = draw(st.sampled_from(Side))
+    swap = rules.pie and stores[1] == 0 and draw(st.booleans())
+    position = Position(south, north, stores, to_move, swap)
+    assert position.is_valid(rules)
+    return rules, position
+
+
+def check_end(position: Position, rules: Rules) -> None:
+    """Engine and reference agree on whether ``position`` is over and on its final score."""
+    over = ref.is_over(position, rules)
+    assert game.is_over(position, rules) == over, position
+    outcome = game.outcome(position, rules)
+    if over:
+        assert outcome is not None
+        score = ref.final_score(position, rules)
+        assert outcome.score == score, position
+        assert sum(score) == position.total_seeds
+    else:
+        assert outcome is None
+
+
+def play_game(start: Position, rules: Rules, seed: int) -> int:
+    """Play one random game through both implementations, comparing every move; return the
+    number of plies."""
+    rng = random.Random(seed)
+    position = start
+    total = start.total_seeds
+    check_end(position, rules)
+    for ply in range(MAX_PLIES):
+        moves = ref.legal_moves(position, rules)
+        assert game.legal_moves(position, rules) == moves, position
+        if not moves:
+            assert ref.is_over(position, rules)
+            return ply
+        move = rng.choice(moves)
+        result = game.play(position, rules, move)
+        after, extra, captured, over = ref.play(position, rules, move)
+        context = (position.compact(), rules, move)
+        assert result.after == after, context
+        assert result.extra_turn == extra, context
+        assert result.captured == captured, context
+        assert result.over == over, context
+        assert result.mover is position.to_move
+        # Invariants of the rules.
+        status = after.status(rules)
+        if over and after.swap_available:
+            # Known quirk: a game that ends during South's first turn keeps the pie flag (North
+            # has not moved), and the sweep may put seeds in North's store, which
+            # Position.status flags as SWAP_AFTER_FIRST_TURN. Engine and reference agree.
+            status &= ~Status.SWAP_AFTER_FIRST_TURN
+        assert status == Status.VALID, context
+        assert after.total_seeds == total, context
+        assert after.stores[0] >= position.stores[0] and after.stores[1] >= position.stores[1]
+        if extra:
+            assert after.to_move is position.to_move
+        if move == "swap":
+            assert (after.south, after.north, after.stores) == (
+                position.south,
+                position.north,
+                position.stores,
+            )
+            assert not extra and not captured and not over and after.to_move is Side.NORTH
+        if over:
+            assert not any(after.south) and not any(after.north), context
+            assert sum(after.stores) == total
+        check_end(after, rules)
+        position = after
+    pytest.fail(f"no end after {MAX_PLIES} plies from {start} under {rules}")
+
+
+@settings(max_examples=START_GAMES)
+@given(rules=rules_strategy, seed=st.integers(0, 2**32 - 1))
+def test_random_games_from_start(rules: Rules, seed: int) -> None:
+    play_game(Position.start(rules), rules, seed)
+
+
+@settings(max_examples=RANDOM_GAMES)
+@given(drawn=random_positions(), seed=st.integers(0, 2**32 - 1))
+def test_random_games_from_random_positions(drawn: tuple[Rules, Position], seed: int) -> None:
+    rules, position = drawn
+    for depth in range(3):
+        assert perft(position, rules, depth) == ref.perft(position, rules, depth), (position, depth)
+    play_game(position, rules, seed)
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_perft_matches_reference_shallow(name: str) -> None:
+    rules = PRESETS[name]
+    start = Position.start(rules)
+    for depth in range(5):
+        assert perft(start, rules, depth) == ref.perft(start, rules, depth), (name, depth)
+
+
+def test_seed_000_vectors() -> None:
+    """The test vectors of RULES.md, on the reference itself."""
+    rules = PRESETS["kalaha"]
+    position = Position.start(rules)
+    for move in (4, 1):
+        position, *_ = ref.play(position, rules, move)
+    assert position == Position((0, 4, 4, 0, 4, 4), (3, 3, 0, 3, 3, 3), (5, 0), Side.NORTH)
