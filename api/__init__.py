@@ -1,0 +1,125 @@
+"""The Kalah analysis REST API: a Flask app built by :func:`create_app`.
+
+One folder per resource (``routes.py`` + ``schemas.py``), registered from :data:`RESOURCES`;
+routes are thin and call :mod:`kalah_core`; every error is problem+json (:mod:`api.errors`);
+settings come from the environment (:mod:`api.config`). OpenAPI 3 is served at
+``/openapi.json`` with a docs UI at ``/docs``; ``python -m api.export_openapi`` writes the
+spec to ``api/openapi.json``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from flask import Flask, Response, g, request
+from flask_smorest import Api
+from werkzeug.exceptions import HTTPException
+
+from kalah_core import __version__
+from kalah_core.errors import KalahError
+
+from . import metrics
+from .analysis import routes as analysis_routes
+from .analysis.service import Analyser
+from .cache import make_cache
+from .config import ENV_NAMES, MAX_BODY_BYTES, Settings, load_settings
+from .errors import ApiProblem, problem_for
+from .health import routes as health_routes
+from .play import routes as play_routes
+from .problems import routes as problems_routes
+from .rules import routes as rules_routes
+
+RESOURCES = (analysis_routes, play_routes, rules_routes, health_routes, problems_routes)
+"""Every resource's routes module; each has a flask-smorest ``blp``."""
+
+SWAGGER_UI_URL = "https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/"
+
+API_DESCRIPTION = """\
+Analysis of Kalah positions under every rule set of the project's rule texts: exact values
+with every optimal move when the solver proves them, honest bounds otherwise.
+
+Values are always from the point of view of the side to move (`perspective: side_to_move`):
+the final store difference under perfect play, seeds already stored included.
+Positions are given as `start`, in the compact notation (`444444-0-444444-0-s`) or in JSON
+form. Errors are RFC 9457 `application/problem+json` with a `field` naming the offending input.
+"""
+
+
+class KalahApi(Api):
+    """flask-smorest's Api with every HTTP error rendered as problem+json."""
+
+    def handle_http_exception(self, error: HTTPException) -> Response:  # type: ignore[override]
+        return problem_for(error)
+
+
+def create_app(config: Mapping[str, Any] | None = None) -> Flask:
+    """The app. ``config`` entries override Flask settings and, under their environment
+    variable names (``KALAH_REDIS_URL`` ...), the environment."""
+    config = dict(config or {})
+    settings: Settings = load_settings({k: v for k, v in config.items() if k in ENV_NAMES})
+
+    app = Flask(__name__)
+    app.config.update(
+        API_TITLE="Kalah analysis API",
+        API_VERSION="v1",
+        OPENAPI_VERSION="3.0.3",
+        OPENAPI_URL_PREFIX="/",
+        OPENAPI_JSON_PATH="openapi.json",
+        OPENAPI_SWAGGER_UI_PATH="docs",
+        OPENAPI_SWAGGER_UI_URL=SWAGGER_UI_URL,
+        API_SPEC_OPTIONS={
+            "info": {
+                "description": API_DESCRIPTION,
+                "license": {"name": "MIT"},
+                "x-package-version": __version__,
+            },
+        },
+        MAX_CONTENT_LENGTH=MAX_BODY_BYTES,
+        MAX_FORM_MEMORY_SIZE=MAX_BODY_BYTES,
+    )
+    app.config.update({k: v for k, v in config.items() if k not in ENV_NAMES})
+
+    cache = make_cache(
+        settings.redis_url,
+        ttl_s=settings.cache_ttl_s,
+        lru_size=settings.lru_size,
+        timeout_s=settings.redis_timeout_s,
+        max_connections=settings.threads + 4,
+    )
+    app.extensions["kalah"] = Analyser(settings, cache)
+
+    api = KalahApi(app)
+    for resource in RESOURCES:
+        api.register_blueprint(resource.blp)
+
+    _register_error_handlers(app)
+    _register_metrics(app)
+    return app
+
+
+def _register_error_handlers(app: Flask) -> None:
+    app.register_error_handler(ApiProblem, problem_for)
+    app.register_error_handler(KalahError, problem_for)
+    app.register_error_handler(HTTPException, problem_for)
+
+    @app.errorhandler(Exception)
+    def unhandled(error: Exception) -> Response:
+        return problem_for(error)
+
+
+def _register_metrics(app: Flask) -> None:
+    @app.before_request
+    def start_timer() -> None:
+        g.kalah_started = time.perf_counter()
+
+    @app.after_request
+    def observe(response: Response) -> Response:
+        started = g.pop("kalah_started", None)
+        if started is not None:
+            endpoint = request.url_rule.rule if request.url_rule is not None else "unmatched"
+            labels = (endpoint, request.method, str(response.status_code))
+            metrics.REQUESTS.labels(*labels).inc()
+            metrics.LATENCY.labels(*labels).observe(time.perf_counter() - started)
+        return response

@@ -1,0 +1,1 @@
+"""Analysis: values and every legal move of a position, cached."""

@@ -1,0 +1,141 @@
+"""``/v1/analysis`` (GET and POST) and ``/v1/best-move``: thin routes over :mod:`.service`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Response, current_app, json, request
+from flask.views import MethodView
+from flask_smorest import Blueprint
+
+from ..schemas import ProblemSchema
+from .schemas import (
+    RULE_PARAMETERS,
+    AnalysisAnswerSchema,
+    AnalysisQuerySchema,
+    AnalysisRequestSchema,
+    BestMoveAnswerSchema,
+    BestMoveQuerySchema,
+)
+from .service import (
+    Analyser,
+    Answer,
+    effective_limits,
+    etag_of,
+    parse_position_field,
+    parse_query_rules,
+    parse_rules,
+)
+
+blp = Blueprint(
+    "analysis",
+    __name__,
+    url_prefix="/v1",
+    description="Values of positions and of every legal move: exact when proven, bounded otherwise.",
+)
+
+IMMUTABLE = "public, max-age=31536000, immutable"
+ERRORS = {
+    400: "Unparsable input: a malformed body or position notation.",
+    413: "The body is too large.",
+    422: "Invalid rules or position, a bad parameter, or a budget above the server's maximum.",
+    503: "The engine is not available.",
+}
+
+
+def _document_errors(view: Any) -> Any:
+    for status, description in ERRORS.items():
+        view = blp.alt_response(
+            status,
+            schema=ProblemSchema,
+            content_type="application/problem+json",
+            description=description,
+        )(view)
+    return view
+
+
+def analyser() -> Analyser:
+    result: Analyser = current_app.extensions["kalah"]
+    return result
+
+
+def _answer(body: bytes, exact: bool, *, conditional: bool) -> Response:
+    """The answer with its strong ETag; a GET also gets Cache-Control and may be a 304."""
+    tag = etag_of(body)
+    headers = {"ETag": tag}
+    if conditional:
+        headers["Cache-Control"] = IMMUTABLE if exact else "no-cache"
+        if request.if_none_match and request.if_none_match.contains_weak(tag.strip('"')):
+            return Response(status=304, headers=headers)
+    return Response(body, status=200, mimetype="application/json", headers=headers)
+
+
+def _from_query(args: dict[str, Any], *, best: bool = False) -> Answer:
+    overrides = {name: args[name] for name in RULE_PARAMETERS if name in args}
+    rules = parse_query_rules(args.get("rules"), overrides)
+    position = parse_position_field(args["position"], rules)
+    limits = effective_limits(
+        analyser().settings, args.get("time_ms"), args.get("depth"), args.get("nodes")
+    )
+    return analyser().analyse(position, rules, limits)
+
+
+@blp.route("/analysis")
+class Analysis(MethodView):
+    @blp.arguments(AnalysisQuerySchema, location="query", as_kwargs=False)
+    @blp.response(200, AnalysisAnswerSchema, description="The analysis.")
+    @blp.alt_response(304, description="Not modified (If-None-Match matched the ETag).")
+    @_document_errors
+    def get(self, args: dict[str, Any]) -> Response:
+        """Analyse a position given in the query (cacheable).
+
+        `position` is `start` or the compact notation; `rules` a preset, and each rule option
+        may be overridden by its own parameter (`&houses=4&capture=always`). Exact answers
+        are served with a strong ETag and `Cache-Control: public, max-age=31536000, immutable`.
+        """
+        answer = _from_query(args)
+        return _answer(answer.body, answer.exact, conditional=True)
+
+    @blp.arguments(AnalysisRequestSchema, as_kwargs=False)
+    @blp.response(200, AnalysisAnswerSchema, description="The analysis.")
+    @_document_errors
+    def post(self, data: dict[str, Any]) -> Response:
+        """Analyse a position given in the body: JSON form or compact notation, rules as a
+        preset or an object of options, and search limits."""
+        rules = parse_rules(data.get("rules"))
+        position = parse_position_field(data["position"], rules)
+        limits_in = data.get("limits") or {}
+        limits = effective_limits(
+            analyser().settings,
+            limits_in.get("time_ms"),
+            limits_in.get("depth"),
+            limits_in.get("nodes"),
+            prefix="limits.",
+        )
+        answer = analyser().analyse(position, rules, limits)
+        return _answer(answer.body, answer.exact, conditional=False)
+
+
+@blp.route("/best-move")
+class BestMove(MethodView):
+    @blp.arguments(BestMoveQuerySchema, location="query", as_kwargs=False)
+    @blp.response(200, BestMoveAnswerSchema, description="The best move and the value.")
+    @blp.alt_response(304, description="Not modified (If-None-Match matched the ETag).")
+    @_document_errors
+    def get(self, args: dict[str, Any]) -> Response:
+        """The best move and the value only: the quickest answer (same cache as /v1/analysis)."""
+        full = _from_query(args).json()
+        best = {
+            "cached": full["cached"],
+            "position": full["position"],
+            "perspective": full["perspective"],
+            "best_move": full["best_moves"][0] if full["best_moves"] else None,
+            "best_moves": full["best_moves"],
+            "value": full["value"],
+            "exact": full["exact"],
+            "lower": full["lower"],
+            "upper": full["upper"],
+        }
+        return _answer(
+            json.dumps(best, separators=(",", ":")).encode(), full["exact"], conditional=True
+        )

@@ -1,0 +1,101 @@
+"""Every setting of the service, read from environment variables in this one place.
+
+``load_settings()`` reads the environment (plus overrides given to ``create_app``) and checks
+every value; a bad value stops the service at start with a message naming the variable.
+The table in ``CONFIG.md`` documents them; keep both in step.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+MAX_BODY_BYTES = 64 * 1024
+"""Largest request body accepted (413 above)."""
+
+MAX_DEPTH = 100
+"""Largest heuristic search depth (sowings) a client may ask for."""
+
+MAX_MOVES = 1024
+"""Most moves one ``POST /v1/play`` may apply."""
+
+
+def _default_workers() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The service's configuration; see CONFIG.md for each variable."""
+
+    redis_url: str | None = None
+    tt_mb: int = 64
+    default_time_ms: int = 1000
+    max_time_ms: int = 10000
+    max_nodes: int = 1_000_000_000
+    egdb_path: str | None = None
+    workers: int = 1
+    threads: int = 4
+    cache_ttl_s: int = 3600
+    lru_size: int = 10000
+    redis_timeout_s: float = 0.25
+    lock_wait_ms: int = 0
+    """How long a request waits for another worker computing the same key; 0 means the
+    search budget plus a margin."""
+
+
+# variable name -> (attribute, type, default, minimum, maximum)
+_VARIABLES: dict[str, tuple[str, type, Any, float | None, float | None]] = {
+    "KALAH_REDIS_URL": ("redis_url", str, None, None, None),
+    "KALAH_TT_MB": ("tt_mb", int, 64, 1, 65536),
+    "KALAH_DEFAULT_TIME_MS": ("default_time_ms", int, 1000, 1, None),
+    "KALAH_MAX_TIME_MS": ("max_time_ms", int, 10000, 1, 600_000),
+    "KALAH_MAX_NODES": ("max_nodes", int, 1_000_000_000, 1, None),
+    "KALAH_EGDB_PATH": ("egdb_path", str, None, None, None),
+    "KALAH_WORKERS": ("workers", int, None, 1, 1024),
+    "KALAH_THREADS": ("threads", int, 4, 1, 256),
+    "KALAH_CACHE_TTL_S": ("cache_ttl_s", int, 3600, 1, None),
+    "KALAH_LRU_SIZE": ("lru_size", int, 10000, 1, None),
+    "KALAH_REDIS_TIMEOUT_S": ("redis_timeout_s", float, 0.25, 0.001, 60),
+}
+
+ENV_NAMES = tuple(_VARIABLES)
+
+
+def load_settings(
+    overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
+) -> Settings:
+    """Settings from ``environ`` (default ``os.environ``), with ``overrides`` (same names,
+    values already typed or text) taking precedence. Raises ValueError naming a bad variable."""
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for name, (attribute, kind, default, low, high) in _VARIABLES.items():
+        raw: Any = environ.get(name)
+        if overrides is not None and name in overrides:
+            raw = overrides[name]
+        if raw is None or raw == "":
+            values[attribute] = _default_workers() if name == "KALAH_WORKERS" else default
+            continue
+        try:
+            value = kind(raw)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name}={raw!r}: expected {kind.__name__}") from None
+        if low is not None and value < low or high is not None and value > high:
+            raise ValueError(f"{name}={raw!r}: expected {low}..{high if high is not None else ''}")
+        values[attribute] = value
+    settings = Settings(**values)
+    if settings.default_time_ms > settings.max_time_ms:
+        raise ValueError(
+            f"KALAH_DEFAULT_TIME_MS={settings.default_time_ms} is above KALAH_MAX_TIME_MS={settings.max_time_ms}"
+        )
+    return settings
+
+
+def worker_timeout_s(settings: Settings) -> int:
+    """The gunicorn worker timeout: well above the longest search a request may start."""
+    return int(settings.max_time_ms / 1000 * 3) + 30

@@ -1,0 +1,279 @@
+"""One error envelope for everything: RFC 9457 ``application/problem+json``.
+
+Every error answer has ``type``, ``title``, ``status``, ``detail``, ``instance`` and, when one
+input is at fault, ``field`` naming it (dotted path into the request, e.g. ``limits.time_ms``,
+``rules.houses``, ``moves.3``). :data:`PROBLEMS` is the one table of problem types: status,
+title and log level; :func:`problem_for` maps every exception the service can meet onto it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from flask import Response, json, request
+from werkzeug.exceptions import HTTPException
+
+from kalah_core.errors import (
+    IllegalMoveError,
+    InvalidNotationError,
+    InvalidPositionError,
+    InvalidRulesError,
+    KalahError,
+)
+
+PROBLEM_JSON = "application/problem+json"
+TYPE_PREFIX = "/problems/"
+
+log = logging.getLogger("api")
+
+
+@dataclass(frozen=True, slots=True)
+class ProblemType:
+    slug: str
+    status: int
+    title: str
+    description: str
+    log_level: int = logging.INFO
+
+
+PROBLEMS: dict[str, ProblemType] = {
+    p.slug: p
+    for p in (
+        ProblemType(
+            "invalid-rules",
+            422,
+            "Invalid rules",
+            "An unknown preset, an unknown rule option or a value outside its range.",
+        ),
+        ProblemType(
+            "invalid-position",
+            422,
+            "Invalid position",
+            "A position that is malformed or impossible under the rules.",
+        ),
+        ProblemType(
+            "invalid-notation",
+            400,
+            "Invalid notation",
+            "A compact position or a seed-000 game that cannot be parsed.",
+        ),
+        ProblemType(
+            "illegal-move",
+            422,
+            "Illegal move",
+            "A move that is not legal in the position it is played in.",
+        ),
+        ProblemType(
+            "invalid-request", 422, "Invalid request", "A parameter or body field fails validation."
+        ),
+        ProblemType("malformed-body", 400, "Malformed body", "The request body is not valid JSON."),
+        ProblemType(
+            "limit-exceeded",
+            422,
+            "Limit exceeded",
+            "A budget (time, depth, nodes) above the server's maximum.",
+        ),
+        ProblemType(
+            "body-too-large",
+            413,
+            "Request body too large",
+            "The request body is above the server's maximum.",
+        ),
+        ProblemType(
+            "not-ready",
+            503,
+            "Service not ready",
+            "A dependency (Redis, the engine) is not available.",
+        ),
+        ProblemType(
+            "internal-error", 500, "Internal error", "A bug: please report it.", logging.ERROR
+        ),
+    )
+}
+
+_CORE_ERRORS: tuple[tuple[type[KalahError], str], ...] = (
+    (InvalidRulesError, "invalid-rules"),
+    (InvalidNotationError, "invalid-notation"),
+    (InvalidPositionError, "invalid-position"),
+    (IllegalMoveError, "illegal-move"),
+)
+
+
+class ApiProblem(Exception):
+    """Raised by routes for an error that is not the core's; rendered as problem+json."""
+
+    def __init__(
+        self,
+        slug: str,
+        detail: str,
+        *,
+        field: str | None = None,
+        status: int | None = None,
+        **extra: Any,
+    ) -> None:
+        super().__init__(detail)
+        self.slug = slug
+        self.detail = detail
+        self.field = field
+        self.status = status or PROBLEMS[slug].status
+        self.extra = extra
+
+
+def problem_response(
+    status: int,
+    title: str,
+    detail: str,
+    *,
+    type_: str = "about:blank",
+    field: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    **extra: Any,
+) -> Response:
+    body: dict[str, Any] = {"type": type_, "title": title, "status": status, "detail": detail}
+    try:
+        body["instance"] = request.path
+    except RuntimeError:  # pragma: no cover - outside a request
+        pass
+    if field is not None:
+        body["field"] = field
+    body.update(extra)
+    response = Response(json.dumps(body), status=status, mimetype=PROBLEM_JSON)
+    response.headers["Cache-Control"] = "no-store"
+    if headers:
+        response.headers.update(headers)
+    return response
+
+
+def _typed(
+    slug: str, detail: str, *, field: str | None, status: int | None = None, **extra: Any
+) -> Response:
+    problem = PROBLEMS[slug]
+    log.log(problem.log_level, "%s %s: %s (%s)", request.method, request.path, detail, field)
+    return problem_response(
+        status or problem.status,
+        problem.title,
+        detail,
+        type_=TYPE_PREFIX + slug,
+        field=field,
+        **extra,
+    )
+
+
+def core_problem(error: KalahError, *, field: str | None = None) -> Response:
+    slug = (
+        next(s for cls, s in _CORE_ERRORS if isinstance(error, cls))
+        if type(error) is not KalahError
+        else "invalid-request"
+    )
+    return _typed(slug, str(error), field=field or error.field)
+
+
+def _first_field(messages: Any, prefix: str = "") -> tuple[str | None, str]:
+    """The dotted path and message of the first error in a marshmallow ``messages`` tree."""
+    if isinstance(messages, Mapping):
+        for key, value in messages.items():
+            if key == "_schema":
+                return (prefix or None), _first_field(value)[1]
+            path = f"{prefix}.{key}" if prefix else str(key)
+            return _first_field(value, path)
+        return (prefix or None), "invalid"
+    if isinstance(messages, list) and messages:
+        if all(isinstance(m, str) for m in messages):
+            return (prefix or None), " ".join(messages)
+        return _first_field(messages[0], prefix)
+    return (prefix or None), str(messages)
+
+
+def validation_problem(error: HTTPException) -> Response:
+    """A webargs/flask-smorest validation failure: ``messages`` is ``{location: {field: [..]}}``."""
+    data = getattr(error, "data", None) or {}
+    messages = data.get("messages") or data.get("errors") or {}
+    location_free = {k: v for k, v in messages.items()} if isinstance(messages, Mapping) else {}
+    # drop the location level ("json", "query") that webargs adds
+    if len(location_free) == 1 and next(iter(location_free)) in (
+        "json",
+        "query",
+        "form",
+        "headers",
+        "files",
+    ):
+        messages = next(iter(location_free.values()))
+    field, reason = _first_field(messages)
+    if error.code == 400:
+        return _typed(
+            "malformed-body", f"the request body is not valid JSON ({reason})", field="body"
+        )
+    detail = f"{field}: {reason}" if field else reason
+    return _typed("invalid-request", detail, field=field or "body")
+
+
+def http_problem(error: HTTPException) -> Response:
+    """Any other HTTP error (404, 405, 413, ...) as problem+json."""
+    code = error.code or 500
+    if code == 422 or (code == 400 and getattr(error, "data", None)):
+        return validation_problem(error)
+    if code == 413:
+        from .config import MAX_BODY_BYTES
+
+        return _typed(
+            "body-too-large",
+            f"request bodies are limited to {MAX_BODY_BYTES} bytes",
+            field="body",
+            max=MAX_BODY_BYTES,
+        )
+    if code == 400:
+        return _typed("malformed-body", "the request body is not valid JSON", field="body")
+    headers = {}
+    if code == 405 and hasattr(error, "valid_methods") and error.valid_methods:
+        headers["Allow"] = ", ".join(error.valid_methods)
+    description = error.description or error.name
+    if code == 404:
+        description = f"no resource at {request.path}; see /docs for the API"
+    elif code == 405:
+        description = f"{request.method} is not allowed on {request.path}"
+    return problem_response(code, error.name, description, headers=headers)
+
+
+def problem_for(error: BaseException) -> Response:
+    """The problem+json answer for any exception raised while handling a request."""
+    if isinstance(error, ApiProblem):
+        return _typed(
+            error.slug, error.detail, field=error.field, status=error.status, **error.extra
+        )
+    if isinstance(error, KalahError):
+        return core_problem(error)
+    if isinstance(error, HTTPException):
+        return http_problem(error)
+    log.exception("unhandled error on %s %s", request.method, request.path, exc_info=error)
+    return _typed("internal-error", "an internal error occurred", field=None)
+
+
+class renamed_field:
+    """Context manager: a core error raised inside gets its ``field`` renamed by ``rename``
+    (e.g. the rule option ``houses`` becomes ``rules.houses``), so the problem names the field
+    of the request rather than the core's argument."""
+
+    def __init__(self, rename: Callable[[str | None], str]) -> None:
+        self.rename = rename
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, error: BaseException | None, tb: object) -> bool:
+        if isinstance(error, KalahError):
+            error.field = self.rename(error.field)
+        return False
+
+
+def rules_field(prefix: str | None) -> Callable[[str | None], str]:
+    """Rename for rule errors: ``preset``/``rules`` stay ``rules``; an option gets ``prefix.``."""
+
+    def rename(field: str | None) -> str:
+        if field in (None, "rules", "preset"):
+            return "rules"
+        return f"{prefix}.{field}" if prefix else str(field)
+
+    return rename

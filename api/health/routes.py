@@ -1,0 +1,78 @@
+"""``/livez``, ``/readyz`` and ``/metrics``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Response, current_app
+from flask.views import MethodView
+from flask_smorest import Blueprint
+
+from .. import metrics
+from ..errors import PROBLEMS, TYPE_PREFIX, problem_response
+from ..schemas import ProblemSchema
+from .schemas import LiveSchema, ReadySchema
+
+blp = Blueprint(
+    "health", __name__, description="Liveness, readiness and metrics for orchestrators."
+)
+
+
+@blp.route("/livez")
+class Live(MethodView):
+    @blp.response(200, LiveSchema, description="The process answers.")
+    def get(self) -> dict[str, Any]:
+        """Liveness: the process answers (checks nothing else, so a Redis outage restarts nothing)."""
+        return {"status": "ok"}
+
+
+@blp.route("/readyz")
+class Ready(MethodView):
+    @blp.response(200, ReadySchema, description="Ready: every check passed.")
+    @blp.alt_response(
+        503,
+        schema=ProblemSchema,
+        content_type="application/problem+json",
+        description="Not ready: the problem's checks say which failed.",
+    )
+    def get(self) -> Any:
+        """Readiness: Redis reachable (when configured) and the engine self-test passed.
+
+        The service still answers analyses while Redis is down (by computing); this says so,
+        and becomes ready again by itself when Redis is back."""
+        analyser = current_app.extensions["kalah"]
+        cache_ok, cache_detail = analyser.cache.ping()
+        engine_ok, engine_detail = analyser.self_test()
+        checks = {
+            "cache": {"ok": cache_ok, "detail": cache_detail},
+            "engine": {"ok": engine_ok, "detail": engine_detail},
+        }
+        if cache_ok and engine_ok:
+            return {"status": "ready", "backend": analyser.cache.backend, "checks": checks}
+        failed = ", ".join(name for name, check in checks.items() if not check["ok"])
+        problem = PROBLEMS["not-ready"]
+        return problem_response(
+            503,
+            problem.title,
+            f"not ready: {failed}",
+            type_=TYPE_PREFIX + problem.slug,
+            field=None,
+            checks=checks,
+            headers={"Retry-After": "1"},
+        )
+
+
+@blp.route("/metrics")
+class Metrics(MethodView):
+    @blp.doc(
+        responses={
+            "200": {
+                "description": "Prometheus text exposition of every worker's metrics.",
+                "content": {"text/plain": {"schema": {"type": "string"}}},
+            }
+        }
+    )
+    def get(self) -> Response:
+        """Prometheus metrics, aggregated over every gunicorn worker."""
+        body, content_type = metrics.render()
+        return Response(body, mimetype=None, content_type=content_type)

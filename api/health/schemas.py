@@ -1,0 +1,32 @@
+"""Answers of ``/livez`` and ``/readyz``."""
+
+from __future__ import annotations
+
+import marshmallow as ma
+from marshmallow import fields
+
+
+class LiveSchema(ma.Schema):
+    status = fields.String(metadata={"description": "Always 'ok' while the process answers."})
+
+
+class CheckSchema(ma.Schema):
+    ok = fields.Boolean(metadata={"description": "Whether the check passed."})
+    detail = fields.String(metadata={"description": "What was checked, or why it failed."})
+
+
+class ChecksSchema(ma.Schema):
+    cache = fields.Nested(
+        CheckSchema, metadata={"description": "The answer cache (Redis reachable, or the LRU)."}
+    )
+    engine = fields.Nested(
+        CheckSchema, metadata={"description": "The engine self-test (a tiny solve)."}
+    )
+
+
+class ReadySchema(ma.Schema):
+    status = fields.String(
+        metadata={"description": "'ready'; when not ready the answer is a 503 problem."}
+    )
+    backend = fields.String(metadata={"description": "The cache backend: redis or memory."})
+    checks = fields.Nested(ChecksSchema, metadata={"description": "Each check and its detail."})

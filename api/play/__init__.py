@@ -1,0 +1,1 @@
+"""Play: apply moves to a position and report every step (a rules service for apps)."""

@@ -1,0 +1,1 @@
+"""Problems: the documentation behind each problem ``type`` URI."""

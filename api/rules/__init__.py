@@ -1,0 +1,1 @@
+"""Rules: the presets and options the engine plays, and this server's limits."""

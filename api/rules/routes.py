@@ -1,0 +1,62 @@
+"""``GET /v1/rules``: presets, options and this server's limits."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from flask import current_app
+from flask.views import MethodView
+from flask_smorest import Blueprint
+
+from kalah_core.rules import MAX_HOUSES, MAX_START_SEEDS, OPTION_DOCS, PRESET_DOCS, PRESETS, Rules
+
+from ..config import MAX_BODY_BYTES, MAX_DEPTH, MAX_MOVES
+from .schemas import RulesAnswerSchema
+
+blp = Blueprint("rules", __name__, url_prefix="/v1", description="The rule presets and options.")
+
+_VALUES: dict[str, list[Any]] = {
+    "houses": [1, MAX_HOUSES],
+    "seeds": [1, MAX_START_SEEDS],
+    "capture": ["nonempty", "always"],
+    "end": ["either-side-empty", "mover-empty"],
+    "remaining": ["owner", "empty-side"],
+    "majority": [False, True],
+    "pie": [False, True],
+}
+
+
+@blp.route("/rules")
+class RulesView(MethodView):
+    @blp.response(200, RulesAnswerSchema, description="The presets, options and limits.")
+    def get(self) -> dict[str, Any]:
+        """The presets and rule options with their descriptions, and this server's limits."""
+        default = Rules()
+        settings = current_app.extensions["kalah"].settings
+        types = {f.name: f.type for f in dataclasses.fields(Rules)}
+        return {
+            "default_preset": "kalah",
+            "presets": [
+                {"name": name, "description": PRESET_DOCS.get(name, ""), "rules": rules.to_json()}
+                for name, rules in PRESETS.items()
+            ],
+            "options": [
+                {
+                    "name": name,
+                    "description": doc,
+                    "type": {"int": "integer", "bool": "boolean"}.get(str(types[name]), "string"),
+                    "values": _VALUES[name],
+                    "default": getattr(default, name),
+                }
+                for name, doc in OPTION_DOCS.items()
+            ],
+            "limits": {
+                "default_time_ms": settings.default_time_ms,
+                "max_time_ms": settings.max_time_ms,
+                "max_depth": MAX_DEPTH,
+                "max_nodes": settings.max_nodes,
+                "max_body_bytes": MAX_BODY_BYTES,
+                "max_moves": MAX_MOVES,
+            },
+        }

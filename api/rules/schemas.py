@@ -1,0 +1,63 @@
+"""Answer of ``GET /v1/rules``."""
+
+from __future__ import annotations
+
+import marshmallow as ma
+from marshmallow import fields
+
+from ..schemas import RulesOptionsSchema
+
+
+class PresetSchema(ma.Schema):
+    name = fields.String(metadata={"description": "The preset's name, as given in a rules field."})
+    description = fields.String(metadata={"description": "Which rule text the preset plays."})
+    rules = fields.Nested(
+        RulesOptionsSchema, metadata={"description": "Every option of the preset."}
+    )
+
+
+class OptionSchema(ma.Schema):
+    name = fields.String(
+        metadata={"description": "The option's name, as given in a rules object or query."}
+    )
+    description = fields.String(metadata={"description": "What the option does."})
+    type = fields.String(metadata={"description": "integer, string or boolean."})
+    values = fields.List(
+        fields.Raw(),
+        metadata={"description": "The allowed values (for integers: the minimum and maximum)."},
+    )
+    default = fields.Raw(metadata={"description": "The value in the default preset (kalah)."})
+
+
+class ServerLimitsSchema(ma.Schema):
+    default_time_ms = fields.Integer(
+        metadata={"description": "The search budget when a request gives none."}
+    )
+    max_time_ms = fields.Integer(
+        metadata={"description": "The largest search budget a request may ask for."}
+    )
+    max_depth = fields.Integer(
+        metadata={"description": "The largest search depth a request may ask for."}
+    )
+    max_nodes = fields.Integer(
+        metadata={"description": "The largest node budget a request may ask for."}
+    )
+    max_body_bytes = fields.Integer(metadata={"description": "The largest request body accepted."})
+    max_moves = fields.Integer(
+        metadata={"description": "The most moves one /v1/play request may apply."}
+    )
+
+
+class RulesAnswerSchema(ma.Schema):
+    default_preset = fields.String(
+        metadata={"description": "The preset used when a request names none."}
+    )
+    presets = fields.List(
+        fields.Nested(PresetSchema), metadata={"description": "Every named preset."}
+    )
+    options = fields.List(
+        fields.Nested(OptionSchema), metadata={"description": "Every rule option."}
+    )
+    limits = fields.Nested(
+        ServerLimitsSchema, metadata={"description": "This server's input limits."}
+    )
