@@ -24,6 +24,13 @@ from kalah_core._board cimport (
 cdef extern from *:
     void __builtin_prefetch(const void* addr) noexcept nogil
 
+cdef extern from "<sys/mman.h>" nogil:
+    int madvise(void* addr, size_t length, int advice)
+    int MADV_HUGEPAGE
+
+cdef extern from "<stdlib.h>" nogil:
+    int posix_memalign(void** memptr, size_t alignment, size_t size)
+
 cdef enum:
     INF = 1000
     PROVEN = 255             # depth of an entry holding proven bounds
@@ -152,7 +159,7 @@ cdef inline void store(Search* s, uint64_t h, int lower, int upper, int move, in
     e[victim].data = pack_data(lower, upper, move, depth, w)
 
 # ---------------------------------------------------------------------------------------------
-# Children: every move played on a copy, ordered by a cheap score.
+# Children: each move played on a copy of the board.
 # ---------------------------------------------------------------------------------------------
 
 ctypedef struct Child:
@@ -160,58 +167,67 @@ ctypedef struct Child:
     int move
     int extra
     int over
-    int score
+    int score                # ordering key: extra turns, then seeds gained, then nearer the store
     int value                # the mover's final value when over
     uint64_t hash            # table hash of the child (0 when it is never stored)
 
-cdef inline int gen_children(const Search* s, const Board* b, int tt_move, Child* kids) noexcept nogil:
-    """Fill kids best-first; return their number."""
-    cdef int n = 0, i, j, gain
+cdef inline void make_child(const Search* s, const Board* b, int move, Child* c) noexcept nogil:
     cdef Sowing sw
-    cdef Child tmp
+    cdef int gain
+    c.board = b[0]
+    play(&c.board, move, &s.r, &sw)
+    c.move = move
+    c.extra = sw.extra
+    c.over = sw.over
+    if sw.extra:
+        gain = c.board.my_store - b.my_store
+        c.value = c.board.my_store - c.board.opp_store
+    else:
+        gain = c.board.opp_store - b.my_store
+        c.value = c.board.opp_store - c.board.my_store
+    c.score = 0 if move == SWAP else sw.extra * 4096 + gain * 16 + move
+    c.hash = 0
+    if not sw.over and not (c.board.flags & FLAG_PIE):
+        # Start loading the child's bucket now; it is probed soon after.
+        c.hash = hash_of(s, &c.board)
+        __builtin_prefetch(bucket_of(s, c.hash))
+
+cdef inline bint is_legal(const Search* s, const Board* b, int move) noexcept nogil:
+    if move == SWAP:
+        return swap_legal(b)
+    return move < s.r.houses and byte_at(b.me, move) != 0
+
+cdef inline int gen_children(const Search* s, const Board* b, int skip, Child* kids,
+                             int* order) noexcept nogil:
+    """Play every legal move but ``skip`` into kids; order[] lists them best first."""
+    cdef int n = 0, i, j, t
     for i in range(s.r.houses):
-        if byte_at(b.me, i):
-            kids[n].board = b[0]
-            play(&kids[n].board, i, &s.r, &sw)
-            kids[n].move = i
-            kids[n].extra = sw.extra
-            kids[n].over = sw.over
-            if sw.extra:
-                gain = kids[n].board.my_store - b.my_store
-                kids[n].value = kids[n].board.my_store - kids[n].board.opp_store
-            else:
-                gain = kids[n].board.opp_store - b.my_store
-                kids[n].value = kids[n].board.opp_store - kids[n].board.my_store
-            # Table move first, then extra turns, then by seeds gained, then nearer the store.
-            kids[n].score = (1 << 20 if i == tt_move else 0) + sw.extra * 4096 + gain * 16 + i
-            kids[n].hash = 0
-            if not sw.over and not (kids[n].board.flags & FLAG_PIE):
-                # Start loading the child's bucket now; it is probed soon after.
-                kids[n].hash = hash_of(s, &kids[n].board)
-                __builtin_prefetch(bucket_of(s, kids[n].hash))
+        if i != skip and byte_at(b.me, i):
+            make_child(s, b, i, &kids[n])
             n += 1
-    if swap_legal(b):
-        kids[n].board = b[0]
-        play(&kids[n].board, SWAP, &s.r, &sw)
-        kids[n].move = SWAP
-        kids[n].extra = 0
-        kids[n].over = 0
-        kids[n].value = 0
-        kids[n].score = (1 << 20) if tt_move == SWAP else 0
-        kids[n].hash = hash_of(s, &kids[n].board)   # the pie rule is spent: stored
+    if skip != SWAP and swap_legal(b):
+        make_child(s, b, SWAP, &kids[n])
         n += 1
-    for i in range(1, n):                    # insertion sort, descending score
-        tmp = kids[i]
+    for i in range(n):                       # insertion sort of indices, descending score
+        t = i
         j = i - 1
-        while j >= 0 and kids[j].score < tmp.score:
-            kids[j + 1] = kids[j]
+        while j >= 0 and kids[order[j]].score < kids[t].score:
+            order[j + 1] = order[j]
             j -= 1
-        kids[j + 1] = tmp
+        order[j + 1] = t
     return n
 
 # ---------------------------------------------------------------------------------------------
 # Exact search.
 # ---------------------------------------------------------------------------------------------
+
+cdef inline int exact_child(Search* s, Child* c, int alpha, int beta) noexcept nogil:
+    """The value of a child for the player who made its move."""
+    if c.over:
+        return c.value
+    if c.extra:
+        return exact(s, &c.board, alpha, beta, c.hash)
+    return -exact(s, &c.board, -beta, -alpha, c.hash)
 
 cdef int exact(Search* s, const Board* b, int alpha, int beta, uint64_t h) noexcept nogil:
     """The value of the non-final node b, fail-soft, for alpha < beta:
@@ -223,11 +239,12 @@ cdef int exact(Search* s, const Board* b, int alpha, int beta, uint64_t h) noexc
     cdef int d = b.my_store - b.opp_store
     cdef int rest = seeds_in(b.me) + seeds_in(b.opp)
     cdef int lo = d - rest, hi = d + rest        # futility: every seed left goes one way
-    cdef int n, k, v, best = -INF, best_move = NO_MOVE, a = alpha
-    cdef int use_table = not (b.flags & FLAG_PIE)
+    cdef int n = 0, k, v, best = -INF, best_move = NO_MOVE, a = alpha, first = NO_MOVE
+    cdef int use_table = h != 0
     cdef int64_t nodes_before = s.nodes
     cdef Probe p, q
     cdef Child kids[9]
+    cdef int order[9]
     count_node(s)
     if s.aborted:
         return 0
@@ -251,37 +268,43 @@ cdef int exact(Search* s, const Board* b, int alpha, int beta, uint64_t h) noexc
         return lo
     if hi <= alpha:
         return hi
-    n = gen_children(s, b, p.move, kids)
-    if use_table and rest >= s.etc_min_seeds:
-        # Enhanced transposition cutoff: a child whose stored bounds already prove v >= beta.
-        for k in range(n):
-            if kids[k].hash == 0:
-                continue
-            probe(s, kids[k].hash, &q)
-            if q.found and q.depth == PROVEN:
-                if kids[k].extra:
-                    v = q.lower + kids[k].board.my_store - kids[k].board.opp_store
-                else:
-                    v = -(q.upper + kids[k].board.my_store - kids[k].board.opp_store)
-                if v >= beta:
-                    store(s, h, v - d, hi - d, kids[k].move, PROVEN, 1)
-                    return v
-    for k in range(n):
-        if kids[k].over:
-            v = kids[k].value
-        elif kids[k].extra:
-            v = exact(s, &kids[k].board, a, beta, kids[k].hash)
-        else:
-            v = -exact(s, &kids[k].board, -beta, -a, kids[k].hash)
+    # The table's move first, before the other moves are even generated.
+    if p.move != NO_MOVE and is_legal(s, b, p.move):
+        first = p.move
+        make_child(s, b, first, &kids[8])
+        best = exact_child(s, &kids[8], a, beta)
         if s.aborted:
             return 0
-        if v > best:
-            best = v
-            best_move = kids[k].move
-            if v > a:
-                a = v
-                if a >= beta:
-                    break
+        best_move = first
+        if best > a:
+            a = best
+    if a < beta:
+        n = gen_children(s, b, first, kids, order)
+        if use_table and rest >= s.etc_min_seeds:
+            # Enhanced transposition cutoff: a child whose stored bounds already prove v >= beta.
+            for k in range(n):
+                if kids[k].hash == 0:
+                    continue
+                probe(s, kids[k].hash, &q)
+                if q.found and q.depth == PROVEN:
+                    if kids[k].extra:
+                        v = q.lower + kids[k].board.my_store - kids[k].board.opp_store
+                    else:
+                        v = -(q.upper + kids[k].board.my_store - kids[k].board.opp_store)
+                    if v >= beta:
+                        store(s, h, v - d, hi - d, kids[k].move, PROVEN, 1)
+                        return v
+        for k in range(n):
+            v = exact_child(s, &kids[order[k]], a, beta)
+            if s.aborted:
+                return 0
+            if v > best:
+                best = v
+                best_move = kids[order[k]].move
+                if v > a:
+                    a = v
+                    if a >= beta:
+                        break
     if use_table:
         if best <= alpha:
             hi = best
@@ -305,14 +328,22 @@ cdef inline int evaluate(const Search* s, const Board* b) noexcept nogil:
         return d + (seeds_in(b.me) - seeds_in(b.opp)) // 4
     return d
 
-cdef int heuristic(Search* s, const Board* b, int alpha, int beta, int depth) noexcept nogil:
+cdef inline int heuristic_child(Search* s, Child* c, int alpha, int beta, int depth) noexcept nogil:
+    if c.over:
+        return c.value
+    if c.extra:
+        return heuristic(s, &c.board, alpha, beta, depth, c.hash)
+    return -heuristic(s, &c.board, -beta, -alpha, depth, c.hash)
+
+cdef int heuristic(Search* s, const Board* b, int alpha, int beta, int depth,
+                   uint64_t h) noexcept nogil:
     cdef int d = b.my_store - b.opp_store
-    cdef int n, k, v, best = -INF, best_move = NO_MOVE, a = alpha
-    cdef int use_table = not (b.flags & FLAG_PIE)
+    cdef int n = 0, k, v, best = -INF, best_move = NO_MOVE, a = alpha, first = NO_MOVE
+    cdef int use_table = h != 0
     cdef int64_t nodes_before = s.nodes
-    cdef uint64_t h = 0
     cdef Probe p
     cdef Child kids[9]
+    cdef int order[9]
     count_node(s)
     if s.aborted:
         return 0
@@ -321,7 +352,6 @@ cdef int heuristic(Search* s, const Board* b, int alpha, int beta, int depth) no
         return evaluate(s, b)
     p.move = NO_MOVE
     if use_table:
-        h = hash_of(s, b)
         probe(s, h, &p)
         if p.found and p.depth >= depth:
             if p.depth != PROVEN and (p.lower + d >= beta or p.upper + d <= alpha or p.lower == p.upper):
@@ -330,23 +360,28 @@ cdef int heuristic(Search* s, const Board* b, int alpha, int beta, int depth) no
                 return p.lower + d
             if p.upper + d <= alpha:
                 return p.upper + d
-    n = gen_children(s, b, p.move, kids)
-    for k in range(n):
-        if kids[k].over:
-            v = kids[k].value
-        elif kids[k].extra:
-            v = heuristic(s, &kids[k].board, a, beta, depth - 1)
-        else:
-            v = -heuristic(s, &kids[k].board, -beta, -a, depth - 1)
+    if p.move != NO_MOVE and is_legal(s, b, p.move):
+        first = p.move
+        make_child(s, b, first, &kids[8])
+        best = heuristic_child(s, &kids[8], a, beta, depth - 1)
         if s.aborted:
             return 0
-        if v > best:
-            best = v
-            best_move = kids[k].move
-            if v > a:
-                a = v
-                if a >= beta:
-                    break
+        best_move = first
+        if best > a:
+            a = best
+    if a < beta:
+        n = gen_children(s, b, first, kids, order)
+        for k in range(n):
+            v = heuristic_child(s, &kids[order[k]], a, beta, depth - 1)
+            if s.aborted:
+                return 0
+            if v > best:
+                best = v
+                best_move = kids[order[k]].move
+                if v > a:
+                    a = v
+                    if a >= beta:
+                        break
     if use_table:
         if best <= alpha:
             store(s, h, -INF, best - d, best_move, depth, s.nodes - nodes_before)
@@ -369,14 +404,17 @@ cdef class Searcher:
 
     def __cinit__(self, int tt_mb=64):
         cdef uint64_t buckets = 1
+        cdef void* mem = NULL
         if tt_mb < 1 or tt_mb > 65536:
             raise ValueError("tt_mb must be 1..65536")
         while buckets * 2 * BUCKET * sizeof(Entry) <= <uint64_t>tt_mb * 1024 * 1024:
             buckets *= 2
         self.size_bytes = buckets * BUCKET * sizeof(Entry)
-        self.s.table = <Entry*>malloc(self.size_bytes)
-        if self.s.table == NULL:
+        # 2 MiB alignment and huge pages: table probes are random, so TLB misses are costly.
+        if posix_memalign(&mem, 2 * 1024 * 1024, self.size_bytes) != 0:
             raise MemoryError("cannot allocate the transposition table")
+        madvise(mem, self.size_bytes, MADV_HUGEPAGE)
+        self.s.table = <Entry*>mem
         memset(self.s.table, 0, self.size_bytes)
         self.s.mask = buckets - 1
         self.s.etc_min_seeds = 12
@@ -480,6 +518,7 @@ cdef class Searcher:
         value is exact."""
         cdef Board b
         cdef int v
+        cdef uint64_t h
         cdef int64_t start_nodes, start_horizon
         if fresh:
             b = self._prepare(position, rules, time_ms, nodes)
@@ -489,8 +528,9 @@ cdef class Searcher:
         start_horizon = self.s.horizon
         if is_over(&b, &self.s.r):
             raise ValueError("the game is over in this position")
+        h = self._hash(&b)
         with nogil:
-            v = heuristic(&self.s, &b, alpha, beta, depth)
+            v = heuristic(&self.s, &b, alpha, beta, depth, h)
         return v, self.s.nodes - start_nodes, bool(self.s.aborted), self.s.horizon - start_horizon
 
     def begin(self, position, rules, double time_ms=0, long long nodes=0):
