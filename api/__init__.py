@@ -9,6 +9,7 @@ spec to ``api/openapi.json``.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -93,6 +94,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     api = KalahApi(app)
     for resource in RESOURCES:
         api.register_blueprint(resource.blp)
+    app.extensions["kalah_api"] = api
 
     _register_error_handlers(app)
     _register_metrics(app)
@@ -123,3 +125,12 @@ def _register_metrics(app: Flask) -> None:
             metrics.REQUESTS.labels(*labels).inc()
             metrics.LATENCY.labels(*labels).observe(time.perf_counter() - started)
         return response
+
+
+def openapi_text(app: Flask | None = None) -> str:
+    """The OpenAPI document as committed in ``api/openapi.json``: built from an app with every
+    setting at its default, so that the environment never changes it."""
+    if app is None:
+        app = create_app(dict.fromkeys(ENV_NAMES))
+    spec = app.extensions["kalah_api"].spec.to_dict()
+    return json.dumps(spec, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

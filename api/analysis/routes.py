@@ -7,6 +7,7 @@ from typing import Any
 from flask import Response, current_app, json, request
 from flask.views import MethodView
 from flask_smorest import Blueprint
+from marshmallow import RAISE
 
 from ..schemas import ProblemSchema
 from .schemas import (
@@ -82,7 +83,7 @@ def _from_query(args: dict[str, Any], *, best: bool = False) -> Answer:
 
 @blp.route("/analysis")
 class Analysis(MethodView):
-    @blp.arguments(AnalysisQuerySchema, location="query", as_kwargs=False)
+    @blp.arguments(AnalysisQuerySchema, location="query", as_kwargs=False, unknown=RAISE)
     @blp.response(200, AnalysisAnswerSchema, description="The analysis.")
     @blp.alt_response(304, description="Not modified (If-None-Match matched the ETag).")
     @_document_errors
@@ -118,7 +119,7 @@ class Analysis(MethodView):
 
 @blp.route("/best-move")
 class BestMove(MethodView):
-    @blp.arguments(BestMoveQuerySchema, location="query", as_kwargs=False)
+    @blp.arguments(BestMoveQuerySchema, location="query", as_kwargs=False, unknown=RAISE)
     @blp.response(200, BestMoveAnswerSchema, description="The best move and the value.")
     @blp.alt_response(304, description="Not modified (If-None-Match matched the ETag).")
     @_document_errors

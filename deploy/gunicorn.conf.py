@@ -1,0 +1,68 @@
+"""gunicorn settings for the Kalah API: ``gunicorn -c deploy/gunicorn.conf.py api.wsgi:app``.
+
+Everything comes from the ``KALAH_*`` environment variables through ``api.config`` (see
+``api/CONFIG.md``); command-line options (``-b``, ``-w``) still override these.
+
+- workers: ``KALAH_WORKERS`` (default: the CPUs this process may use), each a ``gthread``
+  worker with ``KALAH_THREADS`` threads, so a long search does not hold up cached answers
+  (the worker's single engine is used under a lock).
+- ``preload_app``: the app, the compiled extension (and later the endgame database) load once
+  in the master and are shared copy-on-write; each worker creates its own engine on first use.
+- ``timeout``: well above the longest search a request may start (3 x KALAH_MAX_TIME_MS + 30 s).
+- Prometheus multiprocess: ``PROMETHEUS_MULTIPROC_DIR`` is set (to a fresh temporary folder
+  unless given) before the app is imported, emptied at start, and a dead worker's files are
+  marked by ``child_exit`` so ``/metrics`` aggregates every worker.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+# Must happen before prometheus_client is imported (by api, below, or by the preloaded app).
+_OWN_METRICS_DIR = not os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+if _OWN_METRICS_DIR:
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="kalah-metrics-")
+_METRICS_DIR = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
+_METRICS_DIR.mkdir(parents=True, exist_ok=True)
+
+from api.config import load_settings, worker_timeout_s  # noqa: E402
+
+_settings = load_settings()
+
+wsgi_app = "api.wsgi:app"
+bind = [os.environ.get("KALAH_BIND", "127.0.0.1:8000")]
+workers = _settings.workers
+worker_class = "gthread"
+threads = _settings.threads
+preload_app = True
+timeout = worker_timeout_s(_settings)
+graceful_timeout = 30
+keepalive = 5
+# Recycle workers now and then, with jitter so they do not all restart at once.
+max_requests = 20000
+max_requests_jitter = 2000
+accesslog = None
+errorlog = "-"
+loglevel = os.environ.get("KALAH_LOG_LEVEL", "info")
+proc_name = "kalah-api"
+control_socket_disable = True  # gunicorn >= 25: no shared control socket between instances
+
+
+def on_starting(server: object) -> None:
+    """Drop metric files left by an earlier run in the same folder."""
+    for path in _METRICS_DIR.glob("*.db"):
+        path.unlink(missing_ok=True)
+
+
+def child_exit(server: object, worker: object) -> None:
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)  # type: ignore[attr-defined]
+
+
+def on_exit(server: object) -> None:
+    if _OWN_METRICS_DIR:
+        shutil.rmtree(_METRICS_DIR, ignore_errors=True)

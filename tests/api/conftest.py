@@ -1,0 +1,162 @@
+"""Fixtures for the API tests: apps with the in-process LRU or a real Redis, a real
+``redis-server`` started on a free port (never a fake), and gunicorn serving over real HTTP."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from flask import Flask
+from flask.testing import FlaskClient
+
+from api import create_app
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SMALL = {"rules": "kalah", "houses": 3, "seeds": 3}
+"""Rules small enough for instant exact answers (query form)."""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_for(check: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if check():
+                return
+        except Exception:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"timed out waiting for {what}")
+
+
+class RedisServer:
+    """A real ``redis-server`` on a fixed port that a test may stop and start again."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.url = f"redis://127.0.0.1:{port}/0"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.dir = tempfile.mkdtemp(prefix="kalah-redis-")
+
+    def start(self) -> None:
+        assert self.process is None
+        self.process = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", self.dir],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        _wait_for(self.ping, 10, f"redis-server on port {self.port}")
+
+    def ping(self) -> bool:
+        with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(16).startswith(b"+PONG")
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(10)
+            self.process = None
+
+    def flush(self) -> None:
+        with socket.create_connection(("127.0.0.1", self.port), timeout=1) as sock:
+            sock.sendall(b"FLUSHALL\r\n")
+            sock.recv(16)
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _redis_server() -> Iterator[RedisServer]:
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed")
+    server = RedisServer(free_port())
+    server.start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """One Redis for the session; flushed by ``redis_app`` before each test."""
+    yield from _redis_server()
+
+
+@pytest.fixture
+def own_redis() -> Iterator[RedisServer]:
+    """A Redis of this test's own, which the test may stop and restart."""
+    yield from _redis_server()
+
+
+@pytest.fixture
+def app() -> Flask:
+    """The app on the embedded default: the in-process LRU, no Redis."""
+    return create_app({"TESTING": True, "KALAH_REDIS_URL": "", "KALAH_MAX_TIME_MS": 5000})
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()
+
+
+@pytest.fixture
+def redis_app(redis_server: RedisServer) -> Flask:
+    redis_server.flush()
+    return create_app({"TESTING": True, "KALAH_REDIS_URL": redis_server.url})
+
+
+@pytest.fixture(scope="session")
+def gunicorn_server(redis_server: RedisServer) -> Iterator[str]:
+    """gunicorn with ``deploy/gunicorn.conf.py``, 2 workers and the session's Redis; yields the
+    base URL."""
+    port = free_port()
+    metrics_dir = tempfile.mkdtemp(prefix="kalah-test-metrics-")
+    env = {
+        **os.environ,
+        "KALAH_REDIS_URL": redis_server.url,
+        "KALAH_WORKERS": "2",
+        "KALAH_MAX_TIME_MS": "5000",
+        "PROMETHEUS_MULTIPROC_DIR": metrics_dir,
+        "PYTHONPATH": str(ROOT),
+    }
+    log = tempfile.NamedTemporaryFile(prefix="kalah-gunicorn-", suffix=".log", delete=False)  # noqa: SIM115
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py", "-b", f"127.0.0.1:{port}", "api.wsgi:app"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for(lambda: requests.get(base + "/readyz", timeout=1).status_code == 200, 30, "gunicorn")
+        yield base
+    finally:
+        process.terminate()
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+        shutil.rmtree(metrics_dir, ignore_errors=True)
+        os.unlink(log.name)
