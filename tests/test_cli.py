@@ -1,0 +1,320 @@
+"""The ``kalah`` command line, run in-process through ``main`` and once as the installed script."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kalah_core import Position, Rules
+from kalah_core.cli import build_parser, main, rules_from_args
+
+EXAMPLE = "45-46, 1*-5, 2-, -63*, 6-, -561646562, 4-3, 656-"
+EXAMPLE_JSON = {
+    "position": {
+        "south": [0, 0, 0, 0, 0, 0],
+        "north": [0, 0, 0, 0, 0, 0],
+        "stores": [12, 24],
+        "to_move": "south",
+        "swap_available": False,
+    },
+    "over": True,
+    "score": [12, 24],
+}
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
+    code, out, err = run(capsys, argv[0], "--json", *argv[1:])
+    assert code == 0, err
+    assert err == ""
+    return json.loads(out)
+
+
+# ----------------------------------------------------------------------------- replay
+
+
+def test_replay_example_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_json(capsys, "replay", "--rules", "kalaha", EXAMPLE) == EXAMPLE_JSON
+
+
+def test_replay_example_via_the_installed_script() -> None:
+    script = Path(sys.executable).with_name("kalah")
+    found = str(script) if script.exists() else shutil.which("kalah")
+    assert found, "the 'kalah' console script is not installed"
+    env = os.environ | {"PATH": f"{script.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run(
+        ["kalah", "replay", "--rules", "kalaha", "--json", EXAMPLE],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == EXAMPLE_JSON
+
+
+def test_replay_human(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "replay", "--rules", "kalaha", EXAMPLE)
+    assert code == 0 and err == ""
+    assert "45-46, 1*-5, 2-63*, 6-561646562*, 4-3, 656-" in out  # the canonical spelling
+    assert "000000-12-000000-24-s" in out
+    assert "game over" in out
+    assert "South 12, North 24" in out
+    assert "North wins" in out
+
+
+def test_replay_in_progress(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(capsys, "replay", "--rules", "kalaha", "(1-2, 5-31, 2-5, 3-2, 2*-1*)")
+    assert data == {
+        "position": Position.parse("100706-10-002005-5-s").to_json(),
+        "over": False,
+        "score": None,
+    }
+    code, out, _ = run(capsys, "replay", "--rules", "kalaha", "41*-")
+    assert code == 0
+    assert "044044-5-330333-0-n" in out
+    assert "North to move" in out
+
+
+def test_replay_from_a_position(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(capsys, "replay", "--rules", "kalaha", "--from", "100706-10-002005-5-s", "4-")
+    assert data["position"] == Position.parse("100017-11-113105-5-n").to_json()
+    data = run_json(capsys, "replay", "--from", "start", "3-")
+    assert data["position"]["to_move"] == "south"  # 3 ends in the store under kalah
+
+
+def test_replay_game_starting_with_a_dash(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(capsys, "replay", "--from", "055554-0-444444-0-n", "--", "-1")
+    assert data["position"]["stores"] == [0, 0]
+    assert data["position"]["to_move"] == "south"
+
+
+def test_replay_pie_swap(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(capsys, "replay", "--rules", "kalah-pie", "1-swap")
+    assert data["position"]["to_move"] == "north"
+    assert data["position"]["swap_available"] is False
+
+
+# ----------------------------------------------------------------------------- show
+
+
+def test_show_start_human(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "show", "start")
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    assert "444444-0-444444-0-s" in out
+    assert "South to move" in out
+    # North's houses on top, numbered h..1 from the left; South's 1..h at the bottom.
+    assert lines[0].split() == ["6", "5", "4", "3", "2", "1", "North"]
+    assert lines[6].split() == ["1", "2", "3", "4", "5", "6", "South"]
+
+
+def test_show_board_layout(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "show", "123456-7-abcdef-8-n")
+    assert code == 0
+    lines = out.splitlines()
+    numbers = [[int(t) for t in line.replace("|", " ").split() if t.isdigit()] for line in lines]
+    assert numbers[2] == [15, 14, 13, 12, 11, 10]  # North seen from North: house 6 left
+    assert numbers[3] == [8, 7]  # North's store on the left, South's on the right
+    assert numbers[4] == [1, 2, 3, 4, 5, 6]
+    assert "North to move" in out
+
+
+def test_show_json(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(capsys, "show", "--rules", "kalah-pie", "start")
+    assert data["position"] == Position.start(Rules.preset("kalah-pie")).to_json()
+    assert data["compact"] == "444444-0-444444-0-sp"
+    assert data["over"] is False
+    assert data["score"] is None
+    assert data["rules"] == Rules.preset("kalah-pie").to_json()
+
+
+def test_show_accepts_the_json_form(capsys: pytest.CaptureFixture[str]) -> None:
+    text = json.dumps({"south": [1, 0, 2], "north": [0, 3, 0], "to_move": "north"})
+    data = run_json(capsys, "show", "--houses", "3", text)
+    assert data["compact"] == "102-0-030-0-n"
+
+
+def test_show_game_over(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "show", "000000-20-100000-27-s")
+    assert code == 0
+    assert "game over: South 20, North 28: North wins" in out
+    data = run_json(capsys, "show", "000000-20-100000-27-s")
+    assert data["over"] is True and data["score"] == [20, 28]
+    # Under mover-empty the game goes on while the mover still has seeds.
+    data = run_json(capsys, "show", "--end", "mover-empty", "000000-20-100000-27-n")
+    assert data["over"] is False and data["score"] is None
+
+
+def test_show_draw(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "show", "000000-24-000000-24-s")
+    assert code == 0
+    assert "draw" in out
+
+
+def test_show_big_counts(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "show", "--houses", "1", "~41-0-0-0-s")
+    assert code == 0
+    assert "249" in out
+
+
+# ----------------------------------------------------------------------------- moves
+
+
+def test_moves_json(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(capsys, "moves", "start")
+    assert data["position"] == "444444-0-444444-0-s"
+    assert [m["move"] for m in data["moves"]] == [1, 2, 3, 4, 5, 6]
+    third = data["moves"][2]
+    assert third == {
+        "move": 3,
+        "position": "440555-1-444444-0-s",
+        "extra_turn": True,
+        "captured": 0,
+        "over": False,
+        "score": None,
+    }
+    assert data["moves"][0]["position"] == "055554-0-444444-0-n"
+
+
+def test_moves_capture_and_end(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(capsys, "moves", "--rules", "kalaha", "100706-10-002005-5-s")
+    by_move = {m["move"]: m for m in data["moves"]}
+    assert set(by_move) == {1, 4, 6}
+    assert by_move[1]["captured"] == 0
+    data = run_json(capsys, "moves", "--houses", "2", "10-0-10-0-s")
+    (only,) = data["moves"]
+    assert only == {
+        "move": 1,
+        "position": "00-2-00-0-n",
+        "extra_turn": False,
+        "captured": 2,
+        "over": True,
+        "score": [2, 0],
+    }
+
+
+def test_moves_swap(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(capsys, "moves", "--rules", "kalah-pie", "055554-0-444444-0-np")
+    assert data["moves"][-1]["move"] == "swap"
+    assert data["moves"][-1]["position"] == "055554-0-444444-0-n"
+
+
+def test_moves_human(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "moves", "start")
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    assert "South to move" in lines[0]
+    assert lines[1].split() == ["move", "position", "extra", "captured", "over"]
+    assert lines[4].split() == ["3", "440555-1-444444-0-s", "yes", "0", "no"]
+    assert len(lines) == 2 + 6
+
+
+def test_moves_when_over(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "moves", "000000-20-100000-27-s")
+    assert code == 0
+    assert "game is over" in out
+    assert run_json(capsys, "moves", "000000-20-100000-27-s")["moves"] == []
+
+
+# ----------------------------------------------------------------------------- rule options
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ([], Rules.preset("kalah")),
+        (["--rules", "kalaha"], Rules.preset("kalaha")),
+        (["--rules", "kalaha", "--seeds", "5"], Rules.preset("kalaha", seeds=5)),
+        (["--houses", "4", "--seeds", "2"], Rules(houses=4, seeds=2)),
+        (["--capture", "always"], Rules(capture="always")),
+        (["--end", "mover-empty"], Rules(end="mover-empty")),
+        (["--remaining", "empty-side"], Rules(remaining="empty-side")),
+        (["--majority"], Rules(majority=True)),
+        (["--rules", "kalah-ru", "--no-majority"], Rules.preset("kalah-ru", majority=False)),
+        (["--pie"], Rules.preset("kalah-pie")),
+        (["--rules", "kalah-pie", "--no-pie"], Rules.preset("kalah")),
+        (["--rules", '{"preset": "kalaha", "seeds": 4}'], Rules.preset("kalaha", seeds=4)),
+    ],
+)
+def test_rule_options(argv: list[str], expected: Rules) -> None:
+    args = build_parser().parse_args(["show", *argv, "start"])
+    assert rules_from_args(args) == expected
+
+
+def test_rule_options_reach_the_command(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(capsys, "show", "--rules", "kalaha", "--houses", "3", "--seeds", "5", "start")
+    assert data["compact"] == "555-0-555-0-s"
+    assert data["rules"]["end"] == "mover-empty"
+
+
+# ----------------------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize(
+    ("argv", "field", "words"),
+    [
+        (["show", "--rules", "oware", "start"], "preset", "oware"),
+        (["show", "--houses", "9", "start"], "houses", "1..8"),
+        (["show", "--seeds", "0", "start"], "seeds", "1..10"),
+        (["show", "--capture", "sometimes", "start"], "capture", "'always'"),
+        (["moves", "--end", "never", "start"], "end", "mover-empty"),
+        (["moves", "--remaining", "x", "start"], "remaining", "empty-side"),
+        (["show", "--rules", "{oops", "start"], "rules", "JSON"),
+        (["show", "444444-0-444444-0-x"], "position", "compact position"),
+        (["show", "4444-0-4444-0-s"], "position", "rules have 6"),
+        (["show", "444444-0-444444-0-sp"], "position", "pie"),
+        (["show", '{"south": [4, 4, 4, 4, 4, 4], "north": "x"}'], "position.north", "north"),
+        (["moves", "{not json"], "position", "JSON"),
+        (["replay", "--rules", "kalaha", "1-2, 1-"], "move", "house 1 is empty"),
+        (["replay", "--rules", "kalaha", "1*-"], "move", "captures nothing"),
+        (["replay", "1-x"], "game", "unexpected 'x'"),
+        (["replay", "--from", "nowhere", "1-"], "position", "nowhere"),
+    ],
+)
+def test_errors(
+    capsys: pytest.CaptureFixture[str], argv: list[str], field: str, words: str
+) -> None:
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1 and err.endswith("\n")
+    assert "error" in err and words in err, err
+
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 2
+    assert json.loads(out) == {"error": json.loads(out)["error"], "field": field}
+    assert words in json.loads(out)["error"]
+    assert words in err
+
+
+def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in ([], ["fly"], ["show"], ["show", "--houses", "six", "start"]):
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        assert exit_info.value.code == 2
+    capsys.readouterr()
+
+
+def test_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["replay", "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    for option in ("--rules", "--houses", "--seeds", "--capture", "--end", "--remaining"):
+        assert option in out
+    assert "--majority, --no-majority" in out and "--pie, --no-pie" in out
+    assert "--from" in out and "--json" in out
