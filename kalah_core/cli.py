@@ -211,12 +211,11 @@ def cmd_moves(args: argparse.Namespace) -> int:
     if not results:
         text = f"no legal moves in {position.compact()}: the game is over"
     else:
-        header = (
-            f"{'move':<5} {'position':<{len(results[0].after.compact())}}  extra  captured  over"
-        )
+        width = max(len(r.after.compact()) for r in results)
+        header = f"{'move':<5} {'position':<{width}}  extra  captured  over"
         rows = [
-            f"{r.move!s:<5} {r.after.compact()}  {'yes' if r.extra_turn else 'no':<5}  "
-            f"{r.captured:<8}  {_score_text(r.after.stores) if r.over else 'no'}"
+            f"{r.move!s:<5} {r.after.compact():<{width}}  {'yes' if r.extra_turn else 'no':<5}  "
+            f"{r.captured:<8}  {'no' if r.score is None else _score_text(r.score)}"
             for r in results
         ]
         text = "\n".join(
@@ -291,7 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return func(args)
     except KalahError as error:
         message = str(error).replace("\n", " ")
-        if args.json:
+        if getattr(args, "json", False):
             print(json.dumps({"error": message, "field": error.field}))
         print(f"kalah {args.command}: error: {message}", file=sys.stderr)
         return EXIT_ERROR
