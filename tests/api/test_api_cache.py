@@ -1,0 +1,217 @@
+"""The cache: a real ``redis-server`` (started by the fixtures, never a fake) and the LRU."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import redis
+from flask import Flask
+
+from api import create_app
+from api.analysis.service import Analyser, Limits, engine_version
+from api.cache import Entry, MemoryCache, RedisCache, _Lru, cache_keys
+from kalah_core import Rules
+
+if TYPE_CHECKING:
+    from conftest import RedisServer
+
+SMALL = "houses=3&seeds=3"
+MIDGAME = "01d120-17-001201-10-n"
+
+
+def analyse(app: Flask, query: str, **headers: str) -> Any:
+    return app.test_client().get(f"/v1/analysis?{query}", headers=headers)
+
+
+def count_searches(app: Flask) -> list[int]:
+    """Wrap the app's engine search to count how many searches actually ran."""
+    analyser: Analyser = app.extensions["kalah"]
+    calls: list[int] = []
+    search = analyser.search
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        time.sleep(0.2)  # make the overlap of concurrent requests certain
+        return search(*args, **kwargs)
+
+    analyser.search = counted  # type: ignore[method-assign]
+    return calls
+
+
+def redis_client(server: RedisServer) -> redis.Redis:
+    return redis.Redis.from_url(server.url)
+
+
+# ---------------------------------------------------------------------------------- Redis
+
+
+def test_second_request_is_a_cache_hit_from_redis(redis_app: Flask, redis_server: RedisServer) -> None:
+    first = analyse(redis_app, f"position=start&{SMALL}").get_json()
+    second = analyse(redis_app, f"position=start&{SMALL}").get_json()
+    assert (first["cached"], second["cached"]) == (False, True)
+    # Another app (another worker) has an empty memory: its hit comes from Redis.
+    other = create_app({"TESTING": True, "KALAH_REDIS_URL": redis_server.url})
+    third = analyse(other, f"position=start&{SMALL}").get_json()
+    assert third == second
+    keys = cache_keys(engine_version(), Rules(houses=3, seeds=3).key, "333-0-333-0-s", "t1000")
+    client = redis_client(redis_server)
+    assert client.ttl(keys.exact) == -1, "exact results never expire"
+    assert client.get(keys.exact).startswith(b"E|")
+
+
+def test_etag_and_304_with_redis(redis_app: Flask) -> None:
+    analyse(redis_app, f"position={MIDGAME}&time_ms=5000")
+    response = analyse(redis_app, f"position={MIDGAME}&time_ms=5000")
+    assert response.get_json()["cached"] is True
+    assert response.headers["Cache-Control"] == "public, max-age=31536000, immutable"
+    assert analyse(redis_app, f"position={MIDGAME}&time_ms=5000", **{"If-None-Match": response.headers["ETag"]}
+                   ).status_code == 304
+
+
+def test_heuristic_results_expire_and_only_deeper_ones_replace_them(
+    redis_app: Flask, redis_server: RedisServer
+) -> None:
+    answer = analyse(redis_app, "position=start&depth=3").get_json()
+    assert answer["exact"] is False
+    keys = cache_keys(engine_version(), Rules().key, "444444-0-444444-0-s", "t1000d3")
+    client = redis_client(redis_server)
+    assert 0 < client.ttl(keys.limits) <= 3600
+    cache = redis_app.extensions["kalah"].cache
+    stored = Entry.decode(client.get(keys.limits))
+    cache.put(keys, Entry(b'{"shallower":1}', False, stored.depth - 1))
+    assert client.get(keys.limits) == stored.encode(), "a shallower result does not replace a deeper one"
+    cache.put(keys, Entry(b'{"deeper":1}', False, stored.depth + 1))
+    assert Entry.decode(client.get(keys.limits)).body == b'{"deeper":1}'
+
+
+def test_concurrent_requests_compute_once(redis_server: RedisServer) -> None:
+    """Four workers (apps sharing Redis), three requests each, one uncached key: one search."""
+    redis_server.flush()
+    apps = [create_app({"TESTING": True, "KALAH_REDIS_URL": redis_server.url}) for _ in range(4)]
+    counters = [count_searches(app) for app in apps]
+    with ThreadPoolExecutor(12) as pool:
+        answers = list(pool.map(lambda i: analyse(apps[i % 4], f"position={MIDGAME}&time_ms=3000").get_json(),
+                                range(12)))
+    assert sum(len(c) for c in counters) == 1
+    assert sorted(a["cached"] for a in answers) == [False] + [True] * 11
+    assert len({a["value"] for a in answers}) == 1
+
+
+def test_a_dead_lock_holder_does_not_block(redis_app: Flask, redis_server: RedisServer) -> None:
+    """A lock left by a worker that died: the request waits for the lease, then computes."""
+    keys = cache_keys(engine_version(), Rules(houses=3, seeds=3).key, "333-0-333-0-s", "t100")
+    redis_client(redis_server).set(keys.lock, "dead-worker", px=400)
+    started = time.monotonic()
+    answer = analyse(redis_app, f"position=start&{SMALL}&time_ms=100").get_json()
+    assert answer["cached"] is False and answer["exact"] is True
+    assert 0.3 < time.monotonic() - started < 3
+
+
+def test_redis_down_then_back(own_redis: RedisServer) -> None:
+    app = create_app({"TESTING": True, "KALAH_REDIS_URL": own_redis.url, "KALAH_REDIS_TIMEOUT_S": 0.2})
+    client = app.test_client()
+    assert client.get("/readyz").status_code == 200
+    expected = analyse(app, f"position=start&{SMALL}").get_json()
+
+    own_redis.stop()
+    for position in ("start", "start", "222-0-222-0-s", "222-0-222-0-s"):  # hits from memory, then misses
+        seeds = 2 if position.startswith("2") else 3
+        response = analyse(app, f"position={position}&houses=3&seeds={seeds}")
+        assert response.status_code == 200
+        if seeds == 3:
+            assert response.get_json()["value"] == expected["value"]
+    assert analyse(app, "position=111-0-111-0-s&houses=3&seeds=1").get_json()["cached"] is False
+    ready = client.get("/readyz")
+    assert ready.status_code == 503
+    assert ready.mimetype == "application/problem+json"
+    problem = ready.get_json()
+    assert problem["status"] == 503 and problem["type"] == "/problems/not-ready"
+    assert problem["checks"]["cache"]["ok"] is False and problem["checks"]["engine"]["ok"] is True
+    assert client.get("/livez").status_code == 200
+
+    own_redis.start()  # same port, empty
+    deadline = time.monotonic() + 5
+    while client.get("/readyz").status_code != 200:
+        assert time.monotonic() < deadline, "readyz did not recover"
+        time.sleep(0.1)
+    query = f"position={MIDGAME}&time_ms=5000"
+    assert analyse(app, query).get_json()["cached"] is False
+    assert analyse(app, query).get_json()["cached"] is True
+    other = create_app({"TESTING": True, "KALAH_REDIS_URL": own_redis.url})
+    assert analyse(other, query).get_json()["cached"] is True, "the result went to Redis again"
+
+
+def test_redis_recovers_without_a_health_check(own_redis: RedisServer) -> None:
+    """Requests alone reconnect (after the short back-off): no permanent failure state."""
+    app = create_app({"TESTING": True, "KALAH_REDIS_URL": own_redis.url})
+    own_redis.stop()
+    assert analyse(app, f"position=start&{SMALL}").status_code == 200
+    own_redis.start()
+    time.sleep(RedisCache.BACKOFF_S + 0.1)
+    analyse(app, "position=start&houses=2&seeds=2")
+    other = create_app({"TESTING": True, "KALAH_REDIS_URL": own_redis.url})
+    assert analyse(other, "position=start&houses=2&seeds=2").get_json()["cached"] is True
+
+
+# ---------------------------------------------------------------------------------- memory
+
+
+def test_memory_cache_computes_once_in_a_process(app: Flask) -> None:
+    calls = count_searches(app)
+    with ThreadPoolExecutor(6) as pool:
+        answers = list(pool.map(lambda _: analyse(app, f"position=start&{SMALL}").get_json(), range(6)))
+    assert len(calls) == 1
+    assert sorted(a["cached"] for a in answers) == [False] + [True] * 5
+
+
+def test_lru_is_bounded_and_expires() -> None:
+    lru = _Lru(3)
+    for i in range(5):
+        lru.put(f"k{i}", Entry(b"{}", True, None), None)
+    assert len(lru) == 3 and lru.get("k0") is None and lru.get("k4") is not None
+    lru.put("h", Entry(b"{}", False, 3), 0.05)
+    assert lru.get("h") is not None
+    time.sleep(0.06)
+    assert lru.get("h") is None
+
+
+def test_memory_heuristic_replaced_only_by_deeper() -> None:
+    cache = MemoryCache(10, 60)
+    keys = cache_keys("v", "r", "p", "t1")
+    cache.put(keys, Entry(b'{"d":5}', False, 5))
+    cache.put(keys, Entry(b'{"d":4}', False, 4))
+    assert cache.get(keys) == Entry(b'{"d":5}', False, 5)
+    cache.put(keys, Entry(b'{"d":6}', False, 6))
+    assert cache.get(keys) == Entry(b'{"d":6}', False, 6)
+    cache.put(keys, Entry(b'{"x":1}', True, None))
+    assert cache.get(keys) == Entry(b'{"x":1}', True, None), "an exact entry wins"
+
+
+@pytest.mark.parametrize("entry", [Entry(b'{"a":1}', True, None), Entry(b'{"a":|1}', False, 17)])
+def test_entry_round_trip(entry: Entry) -> None:
+    assert Entry.decode(entry.encode()) == entry
+
+
+def test_keys_hold_version_rules_position_and_limits() -> None:
+    keys = cache_keys("eng-1", Rules().key, "444444-0-444444-0-s", Limits(500, 4).key)
+    assert keys.limits == "kalah:v1:eng-1:h6s4neo00:444444-0-444444-0-s:t500d4"
+    assert keys.exact == "kalah:v1:eng-1:h6s4neo00:444444-0-444444-0-s:exact"
+
+
+def test_lock_released_after_compute(redis_app: Flask, redis_server: RedisServer) -> None:
+    analyse(redis_app, f"position=start&{SMALL}")
+    client = redis_client(redis_server)
+    assert not [k for k in client.scan_iter("*:lock")]
+
+
+def test_threads_hold_no_state_between_apps() -> None:
+    """Two apps in one process never share a cache (tests rely on it)."""
+    a = create_app({"TESTING": True, "KALAH_REDIS_URL": ""})
+    b = create_app({"TESTING": True, "KALAH_REDIS_URL": ""})
+    assert analyse(a, f"position=start&{SMALL}").get_json()["cached"] is False
+    assert analyse(b, f"position=start&{SMALL}").get_json()["cached"] is False
+    assert threading.active_count() >= 1
