@@ -1,0 +1,89 @@
+"""Real HTTP: gunicorn with ``deploy/gunicorn.conf.py``, 2 workers and a real Redis."""
+
+from __future__ import annotations
+
+import re
+
+import requests
+
+MIDGAME = "233110-13-013025-14-s"
+
+
+def metric(text: str, name: str, **labels: str) -> float:
+    """The sum of the samples of ``name`` whose labels include ``labels``."""
+    total = 0.0
+    for line in text.splitlines():
+        match = re.match(r"^([a-z_]+)(?:\{(.*)\})? (\S+)$", line)
+        if not match or match.group(1) != name:
+            continue
+        have = dict(re.findall(r'(\w+)="([^"]*)"', match.group(2) or ""))
+        if all(have.get(k) == v for k, v in labels.items()):
+            total += float(match.group(3))
+    return total
+
+
+def test_analysis_over_http_and_cache_hits_across_workers(gunicorn_server: str) -> None:
+    url = f"{gunicorn_server}/v1/analysis?position={MIDGAME}&time_ms=4000"
+    first = requests.get(url, timeout=10)
+    assert first.status_code == 200
+    assert first.headers["Content-Type"] == "application/json"
+    assert first.json()["cached"] is False and first.json()["exact"] is True
+    # Fresh connections are spread over both workers; every one is a hit (the other
+    # worker's memory is empty, so its hits come from Redis).
+    answers = [requests.get(url, headers={"Connection": "close"}, timeout=10) for _ in range(12)]
+    assert all(a.json()["cached"] is True for a in answers)
+    assert all(a.json()["value"] == first.json()["value"] for a in answers)
+    text = requests.get(f"{gunicorn_server}/metrics", timeout=10).text
+    assert metric(text, "kalah_cache_lookups_total", level="redis", result="hit") >= 1
+
+
+def test_etag_304_over_http(gunicorn_server: str) -> None:
+    url = f"{gunicorn_server}/v1/best-move?position=start&houses=4&seeds=2"
+    requests.get(url, timeout=10)
+    cached = requests.get(url, timeout=10)
+    assert cached.headers["Cache-Control"] == "public, max-age=31536000, immutable"
+    again = requests.get(url, headers={"If-None-Match": cached.headers["ETag"]}, timeout=10)
+    assert again.status_code == 304 and again.content == b""
+
+
+def test_post_and_play_over_http(gunicorn_server: str) -> None:
+    answer = requests.post(
+        f"{gunicorn_server}/v1/analysis",
+        json={"position": {"south": [2, 2, 2], "north": [2, 2, 2]}, "rules": {"houses": 3, "seeds": 2}},
+        timeout=10,
+    ).json()
+    assert answer["exact"] is True and answer["position"] == "222-0-222-0-s"
+    played = requests.post(f"{gunicorn_server}/v1/play", json={"moves": [3]}, timeout=10).json()
+    assert played["steps"][0]["extra_turn"] is True
+
+
+def test_errors_over_http(gunicorn_server: str) -> None:
+    response = requests.get(f"{gunicorn_server}/v1/analysis?position=start&time_ms=999999", timeout=10)
+    assert response.status_code == 422
+    assert response.headers["Content-Type"] == "application/problem+json"
+    assert response.json()["field"] == "time_ms" and response.json()["max"] == 5000
+    big = requests.post(
+        f"{gunicorn_server}/v1/analysis", data=b"{" + b" " * 100_000 + b"}",
+        headers={"Content-Type": "application/json"}, timeout=10,
+    )
+    assert big.status_code == 413 and big.json()["field"] == "body"
+
+
+def test_metrics_aggregate_every_worker(gunicorn_server: str) -> None:
+    before = requests.get(f"{gunicorn_server}/metrics", timeout=10).text
+    count_before = metric(before, "kalah_http_requests_total", endpoint="/livez")
+    for _ in range(20):
+        assert requests.get(f"{gunicorn_server}/livez", headers={"Connection": "close"}, timeout=10).ok
+    after = requests.get(f"{gunicorn_server}/metrics", timeout=10)
+    assert after.headers["Content-Type"].startswith("text/plain")
+    assert metric(after.text, "kalah_http_requests_total", endpoint="/livez") == count_before + 20
+    for name in ("kalah_http_request_duration_seconds_count", "kalah_search_nodes_total",
+                 "kalah_analysis_answers_total", "kalah_cache_lookups_total"):
+        assert name in after.text
+
+
+def test_readyz_and_docs_over_http(gunicorn_server: str) -> None:
+    ready = requests.get(f"{gunicorn_server}/readyz", timeout=10).json()
+    assert ready["status"] == "ready" and ready["backend"] == "redis"
+    assert requests.get(f"{gunicorn_server}/openapi.json", timeout=10).json()["info"]["title"]
+    assert "swagger" in requests.get(f"{gunicorn_server}/docs", timeout=10).text.lower()
