@@ -265,6 +265,11 @@ def test_written_games_replay_to_the_same_positions(
     assert write_fi(again.history) == text
     # The '*' is optional: the same game without any still replays.
     assert Game.parse_fi(text.replace("*", ""), rules).position == game.position
+    # The tail of the game from any position in it, whoever is to move there.
+    k = rng.randrange(len(game.history))
+    tail = game.history[k:]
+    rest = Game.parse_fi(write_fi(tail), rules, tail[0].before)
+    assert [r.after for r in rest.history] == [r.after for r in tail]
 
 
 GAME_ALPHABET = "123456789*-, ()swap0x\n"
