@@ -1,0 +1,57 @@
+"""Configuration from environment variables (api/config.py) and serving helpers."""
+
+from __future__ import annotations
+
+import pytest
+
+from api.config import ENV_NAMES, load_settings, worker_timeout_s
+from api.serve import CONFIG_PATH, gunicorn_command
+
+
+def test_defaults() -> None:
+    settings = load_settings(environ={})
+    assert settings.redis_url is None
+    assert settings.tt_mb == 64
+    assert settings.default_time_ms == 1000
+    assert settings.max_time_ms == 10000
+    assert settings.egdb_path is None
+    assert settings.workers >= 1
+    assert settings.cache_ttl_s == 3600
+    assert worker_timeout_s(settings) >= 3 * settings.max_time_ms / 1000
+
+
+def test_environment_and_overrides() -> None:
+    env = {"KALAH_REDIS_URL": "redis://r:6379/1", "KALAH_TT_MB": "16", "KALAH_MAX_TIME_MS": "2000",
+           "KALAH_DEFAULT_TIME_MS": "500", "KALAH_WORKERS": "3", "KALAH_CACHE_TTL_S": "60",
+           "KALAH_EGDB_PATH": "/data/kalah.egdb"}
+    settings = load_settings(environ=env)
+    assert (settings.redis_url, settings.tt_mb, settings.max_time_ms, settings.default_time_ms) == (
+        "redis://r:6379/1", 16, 2000, 500)
+    assert (settings.workers, settings.cache_ttl_s, settings.egdb_path) == (3, 60, "/data/kalah.egdb")
+    assert load_settings({"KALAH_REDIS_URL": ""}, environ=env).redis_url is None
+    assert load_settings({"KALAH_TT_MB": 8}, environ=env).tt_mb == 8
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("KALAH_TT_MB", "lots"), ("KALAH_TT_MB", "0"), ("KALAH_MAX_TIME_MS", "-5"), ("KALAH_WORKERS", "0"),
+     ("KALAH_DEFAULT_TIME_MS", "20000")],
+)
+def test_bad_values_name_the_variable(name: str, value: str) -> None:
+    with pytest.raises(ValueError, match=name):
+        load_settings(environ={name: value})
+
+
+def test_every_variable_is_documented() -> None:
+    text = (CONFIG_PATH.parent.parent / "api" / "CONFIG.md").read_text(encoding="utf-8")
+    for name in ENV_NAMES:
+        assert f"`{name}`" in text, name
+
+
+def test_serve_runs_gunicorn_with_the_deploy_config() -> None:
+    command = gunicorn_command("0.0.0.0", 8080, 3)
+    assert command[1:3] == ["-m", "gunicorn"]
+    assert ["-c", str(CONFIG_PATH)] == command[3:5]
+    assert "0.0.0.0:8080" in command and command[-3:] == ["-w", "3", "api.wsgi:app"]
+    assert "[::1]:80" in gunicorn_command("::1", 80, None)
+    assert CONFIG_PATH.exists()
