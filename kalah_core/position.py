@@ -31,6 +31,7 @@ MAX_SEEDS = 255
 """The engine's maximum number of seeds in one position (houses and stores)."""
 
 MAX_NOTATION_LENGTH = 64
+MAX_JSON_LENGTH = 4096
 
 DIGITS = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _DIGIT_VALUE = {c: i for i, c in enumerate(DIGITS)}
@@ -212,10 +213,11 @@ class Position:
         """A position from the JSON form; raises InvalidPositionError naming the bad field."""
         if not isinstance(data, Mapping):
             raise InvalidPositionError("a position must be an object, a compact string or 'start'")
-        unknown = set(data) - {"south", "north", "stores", "to_move", "swap_available"}
+        fields = {"south", "north", "stores", "to_move", "swap_available"}
+        unknown = sorted({str(key) for key in data} - fields)
         if unknown:
             raise InvalidPositionError(
-                f"unknown field(s) {sorted(unknown)}", field=f"position.{min(unknown)}"
+                f"unknown field(s) {unknown}", field=f"position.{unknown[0]}"
             )
         south = _int_list(data, "south", None)
         north = _int_list(data, "north", None)
@@ -243,9 +245,13 @@ def parse_position(value: object, rules: Rules) -> Position:
         if text == "start":
             return Position.start(rules)
         if text.startswith("{"):
+            if len(text) > MAX_JSON_LENGTH:
+                raise InvalidPositionError(
+                    f"position JSON longer than {MAX_JSON_LENGTH} characters"
+                )
             try:
                 value = json.loads(text)
-            except json.JSONDecodeError as error:
+            except (ValueError, RecursionError) as error:  # JSONDecodeError, int digit limit
                 raise InvalidPositionError(f"position is not valid JSON: {error}") from None
             return Position.from_json(value).validate(rules)
         return Position.parse(text).validate(rules)

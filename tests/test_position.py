@@ -426,20 +426,13 @@ def test_arbitrary_json_raises_only_kalah_errors(data: object) -> None:
 # ----------------------------------------------------------------------------- known bugs
 
 
-@pytest.mark.xfail(
-    strict=True, raises=RecursionError, reason="bug: deep JSON escapes as RecursionError"
-)
 def test_deeply_nested_json_text() -> None:
     only_kalah_errors(parse_position, '{"south": ' + "[" * 100_000 + "]" * 100_000 + "}", KALAH)
 
 
-@pytest.mark.xfail(
-    strict=True, raises=ValueError, reason="bug: a huge integer escapes as ValueError"
-)
 def test_huge_integer_in_json_text() -> None:
     only_kalah_errors(parse_position, '{"south": [' + "1" * 5000 + "]}", KALAH)
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason="bug: mixed-type keys escape as TypeError")
 def test_json_object_with_non_string_keys() -> None:
     only_kalah_errors(Position.from_json, {1: 2, "x": 3})
