@@ -433,9 +433,10 @@ def test_deeply_nested_json_text(depth: int) -> None:
         parse_position('{"south": ' + "[" * depth + "]" * depth + "}", KALAH)
 
 
-def test_huge_integer_in_json_text() -> None:
+@pytest.mark.parametrize("digits", [4_000, 5_000])  # below and above int()'s digit limit
+def test_huge_integer_in_json_text(digits: int) -> None:
     with pytest.raises(InvalidPositionError):
-        parse_position('{"south": [' + "1" * 4000 + "]}", KALAH)
+        parse_position('{"south": [' + "1" * digits + "]}", KALAH)
 
 
 def test_json_object_with_non_string_keys() -> None:
