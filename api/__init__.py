@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from flask import Flask, Response, g, request
-from flask_smorest import Api
+from flask_smorest import Api  # type: ignore[import-untyped]
 from werkzeug.exceptions import HTTPException
 
 from kalah_core import __version__
@@ -48,10 +48,10 @@ form. Errors are RFC 9457 `application/problem+json` with a `field` naming the o
 """
 
 
-class KalahApi(Api):
+class KalahApi(Api):  # type: ignore[misc]
     """flask-smorest's Api with every HTTP error rendered as problem+json."""
 
-    def handle_http_exception(self, error: HTTPException) -> Response:  # type: ignore[override]
+    def handle_http_exception(self, error: HTTPException) -> Response:
         return problem_for(error)
 
 

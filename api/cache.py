@@ -28,6 +28,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import cast
 
 from . import metrics
 
@@ -134,9 +135,8 @@ class _Lru:
     def put(self, key: str, entry: Entry, ttl_s: float | None) -> None:
         with self._lock:
             old = self._items.get(key)
-            if old is not None and not entry.exact and not old[0].exact:
-                if (old[0].depth or 0) > (entry.depth or 0) and (old[1] or 0) > time.monotonic():
-                    return  # replaced only by a deeper result
+            if old is not None and _keeps(old, entry):
+                return
             self._items[key] = (entry, None if ttl_s is None else time.monotonic() + ttl_s)
             self._items.move_to_end(key)
             while len(self._items) > self.size:
@@ -144,6 +144,14 @@ class _Lru:
 
     def __len__(self) -> int:
         return len(self._items)
+
+
+def _keeps(old: tuple[Entry, float | None], new: Entry) -> bool:
+    """Whether a live heuristic entry stays: it is replaced only by a deeper (or exact) one."""
+    entry, expires = old
+    if new.exact or entry.exact or expires is None or expires <= time.monotonic():
+        return False
+    return (entry.depth or 0) > (new.depth or 0)
 
 
 class MemoryCache(AnswerCache):
@@ -259,7 +267,7 @@ class RedisCache(AnswerCache):
         if not self._available():
             return None, "redis"
         try:
-            exact, limited = self.client.mget(keys.exact, keys.limits)
+            exact, limited = cast(list[bytes | None], self.client.mget(keys.exact, keys.limits))
         except self._redis_errors as error:
             self._failed(error)
             return None, "redis"

@@ -85,13 +85,14 @@ def load_settings(
             value = kind(raw)
         except (TypeError, ValueError):
             raise ValueError(f"{name}={raw!r}: expected {kind.__name__}") from None
-        if low is not None and value < low or high is not None and value > high:
+        if (low is not None and value < low) or (high is not None and value > high):
             raise ValueError(f"{name}={raw!r}: expected {low}..{high if high is not None else ''}")
         values[attribute] = value
     settings = Settings(**values)
     if settings.default_time_ms > settings.max_time_ms:
         raise ValueError(
-            f"KALAH_DEFAULT_TIME_MS={settings.default_time_ms} is above KALAH_MAX_TIME_MS={settings.max_time_ms}"
+            f"KALAH_DEFAULT_TIME_MS={settings.default_time_ms} is above "
+            f"KALAH_MAX_TIME_MS={settings.max_time_ms}"
         )
     return settings
 

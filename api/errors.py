@@ -9,11 +9,12 @@ title and log level; :func:`problem_for` maps every exception the service can me
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from flask import Response, json, request
+from flask import Response, has_request_context, json, request
 from werkzeug.exceptions import HTTPException
 
 from kalah_core.errors import (
@@ -133,10 +134,8 @@ def problem_response(
     **extra: Any,
 ) -> Response:
     body: dict[str, Any] = {"type": type_, "title": title, "status": status, "detail": detail}
-    try:
+    if has_request_context():
         body["instance"] = request.path
-    except RuntimeError:  # pragma: no cover - outside a request
-        pass
     if field is not None:
         body["field"] = field
     body.update(extra)
@@ -251,21 +250,16 @@ def problem_for(error: BaseException) -> Response:
     return _typed("internal-error", "an internal error occurred", field=None)
 
 
-class renamed_field:
-    """Context manager: a core error raised inside gets its ``field`` renamed by ``rename``
-    (e.g. the rule option ``houses`` becomes ``rules.houses``), so the problem names the field
-    of the request rather than the core's argument."""
-
-    def __init__(self, rename: Callable[[str | None], str]) -> None:
-        self.rename = rename
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: object, error: BaseException | None, tb: object) -> bool:
-        if isinstance(error, KalahError):
-            error.field = self.rename(error.field)
-        return False
+@contextmanager
+def renamed_field(rename: Callable[[str | None], str]) -> Iterator[None]:
+    """A core error raised inside gets its ``field`` renamed by ``rename`` (e.g. the rule
+    option ``houses`` becomes ``rules.houses``), so the problem names the request's field
+    rather than the core's argument."""
+    try:
+        yield
+    except KalahError as error:
+        error.field = rename(error.field)
+        raise
 
 
 def rules_field(prefix: str | None) -> Callable[[str | None], str]:

@@ -16,14 +16,20 @@ SPEC_PATH = Path(__file__).with_name("openapi.json")
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m api.export_openapi", description=__doc__)
-    parser.add_argument("--check", action="store_true", help="only check that the file is up to date")
-    parser.add_argument("--output", type=Path, default=SPEC_PATH, help="where to write (default: %(default)s)")
+    parser.add_argument(
+        "--check", action="store_true", help="only check that the file is up to date"
+    )
+    parser.add_argument(
+        "--output", type=Path, default=SPEC_PATH, help="where to write (default: %(default)s)"
+    )
     args = parser.parse_args(argv)
     text = openapi_text()
     if args.check:
         current = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
         if current != text:
-            print(f"{args.output} is out of date: run python -m api.export_openapi", file=sys.stderr)
+            print(
+                f"{args.output} is out of date: run python -m api.export_openapi", file=sys.stderr
+            )
             return 1
         return 0
     args.output.write_text(text, encoding="utf-8")

@@ -102,7 +102,7 @@ MOVE_DOC = {
 }
 
 
-class PositionField(fields.Field):
+class PositionField(fields.Field[Any]):
     """A position: ``"start"``, the compact notation, or the JSON form (object or its text).
     Only the type is checked here; the core parses and reports the problem."""
 
@@ -121,7 +121,7 @@ class PositionField(fields.Field):
         raise self.make_error("type")
 
 
-class RulesField(fields.Field):
+class RulesField(fields.Field[Any]):
     """Rules: a preset name or an object of options (validated by the core)."""
 
     default_error_messages = {  # noqa: RUF012
@@ -129,17 +129,14 @@ class RulesField(fields.Field):
     }
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
-        if (
-            isinstance(value, str)
-            and len(value) <= 64
-            or isinstance(value, dict)
-            and len(value) <= 16
+        if (isinstance(value, str) and len(value) <= 64) or (
+            isinstance(value, dict) and len(value) <= 16
         ):
             return value
         raise self.make_error("type")
 
 
-class MoveField(fields.Field):
+class MoveField(fields.Field[Any]):
     """A move: a house number or ``"swap"``."""
 
     default_error_messages = {  # noqa: RUF012
@@ -244,7 +241,8 @@ class ProblemSchema(ma.Schema):
 
     type = fields.String(
         metadata={
-            "description": "A URI reference naming the problem type (/problems/<slug>), or about:blank."
+            "description": "A URI reference naming the problem type (/problems/<slug>), or "
+            "about:blank."
         }
     )
     title = fields.String(metadata={"description": "A short summary of the problem type."})
@@ -255,7 +253,8 @@ class ProblemSchema(ma.Schema):
     instance = fields.String(metadata={"description": "The request path."})
     field = fields.String(
         metadata={
-            "description": "The offending request field as a dotted path, e.g. limits.time_ms, rules.houses, moves.3."
+            "description": "The offending request field as a dotted path, e.g. limits.time_ms, "
+            "rules.houses, moves.3."
         }
     )
     max = fields.Integer(

@@ -13,7 +13,15 @@ CONFIG_PATH = Path(__file__).resolve().parent.parent / "deploy" / "gunicorn.conf
 
 
 def gunicorn_command(host: str, port: int, workers: int | None) -> list[str]:
-    command = [sys.executable, "-m", "gunicorn", "-c", str(CONFIG_PATH), "-b", f"{_bind_host(host)}:{port}"]
+    command = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "-c",
+        str(CONFIG_PATH),
+        "-b",
+        f"{_bind_host(host)}:{port}",
+    ]
     if workers is not None:
         command += ["-w", str(workers)]
     return [*command, "api.wsgi:app"]
@@ -32,7 +40,10 @@ def serve(host: str, port: int, workers: int | None) -> int:
     root = str(CONFIG_PATH.parent.parent)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    print(f"Kalah API on http://{_bind_host(host)}:{port}/ (docs: /docs, spec: /openapi.json)", flush=True)
+    print(
+        f"Kalah API on http://{_bind_host(host)}:{port}/ (docs: /docs, spec: /openapi.json)",
+        flush=True,
+    )
     process = subprocess.Popen(gunicorn_command(host, port, workers), env=env)
 
     def forward(signum: int, frame: FrameType | None) -> None:

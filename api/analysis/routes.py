@@ -1,3 +1,4 @@
+# mypy: disable-error-code="untyped-decorator"
 """``/v1/analysis`` (GET and POST) and ``/v1/best-move``: thin routes over :mod:`.service`."""
 
 from __future__ import annotations
@@ -6,7 +7,7 @@ from typing import Any
 
 from flask import Response, current_app, json, request
 from flask.views import MethodView
-from flask_smorest import Blueprint
+from flask_smorest import Blueprint  # type: ignore[import-untyped]
 from marshmallow import RAISE
 
 from ..schemas import ProblemSchema
@@ -32,7 +33,8 @@ blp = Blueprint(
     "analysis",
     __name__,
     url_prefix="/v1",
-    description="Values of positions and of every legal move: exact when proven, bounded otherwise.",
+    description="Values of positions and of every legal move: exact when proven, bounded "
+    "otherwise.",
 )
 
 IMMUTABLE = "public, max-age=31536000, immutable"

@@ -30,7 +30,8 @@ class AnalysisRequestSchema(ma.Schema):
         LimitsSchema,
         load_default=dict,
         metadata={
-            "description": "Search budgets; an exact result already known is answered whatever they are."
+            "description": "Search budgets; an exact result already known is answered whatever "
+            "they are."
         },
     )
 
@@ -45,7 +46,8 @@ class _QueryBase(ma.Schema):
         load_default="kalah",
         validate=validate.OneOf(list(PRESETS)),
         metadata={
-            "description": "The preset whose options the other rule parameters override; default kalah."
+            "description": "The preset whose options the other rule parameters override; default "
+            "kalah."
         },
     )
     houses = fields.Integer(metadata={"description": "Override: houses per side, 1..8."})
@@ -99,7 +101,8 @@ class MoveValueSchema(ma.Schema):
     move = move_field()
     value = fields.Integer(
         metadata={
-            "description": "The value after this move, from the same mover's point of view as the root value."
+            "description": "The value after this move, from the same mover's point of view as "
+            "the root value."
         }
     )
     exact = fields.Boolean(metadata={"description": "Whether this move's value is proven."})
@@ -114,7 +117,8 @@ class MoveValueSchema(ma.Schema):
     )
     captured = fields.Integer(
         metadata={
-            "description": "Seeds the capture put in the store, the capturing seed included; 0 if none."
+            "description": "Seeds the capture put in the store, the capturing seed included; 0 "
+            "if none."
         }
     )
     position = fields.String(metadata={"description": "The resulting position, compact notation."})
@@ -134,13 +138,15 @@ class AnalysisAnswerSchema(ma.Schema):
     perspective = fields.String(
         validate=validate.OneOf(["side_to_move"]),
         metadata={
-            "description": "Values are from the point of view of the side to move: always side_to_move."
+            "description": "Values are from the point of view of the side to move: always "
+            "side_to_move."
         },
     )
     to_move = fields.String(metadata={"description": "The side to move: south or north."})
     value = fields.Integer(
         metadata={
-            "description": "Final store difference (side to move minus opponent) under perfect play, "
+            "description": "Final store difference (side to move minus opponent) under perfect "
+            "play, "
             "seeds already stored included; a heuristic estimate when not exact."
         }
     )
@@ -158,13 +164,15 @@ class AnalysisAnswerSchema(ma.Schema):
     moves = fields.List(
         fields.Nested(MoveValueSchema),
         metadata={
-            "description": "Every legal move, best first (by value, then exactness, then house order)."
+            "description": "Every legal move, best first (by value, then exactness, then house "
+            "order)."
         },
     )
     pv = fields.List(
         fields.List(move_field()),
         metadata={
-            "description": "A principal variation grouped by turns (a turn is a chain of extra-turn sowings)."
+            "description": "A principal variation grouped by turns (a turn is a chain of "
+            "extra-turn sowings)."
         },
     )
     depth = fields.Integer(

@@ -34,7 +34,7 @@ LOCK_MARGIN_S = 2.0
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """The effective limits of a search: the client's, defaulted and checked against the server's."""
+    """The effective limits of a search: the client's, defaulted, checked against the server's."""
 
     time_ms: int
     depth: int | None = None
@@ -80,7 +80,7 @@ def effective_limits(
 
 
 def parse_rules(value: object, *, field: str = "rules") -> Rules:
-    """Rules from a preset name or an object of options; errors name ``rules`` or ``rules.<option>``."""
+    """Rules from a preset name or an object of options; errors name ``rules[.<option>]``."""
 
     def rename(name: str | None) -> str:
         if name in (None, "rules") or (name == "preset" and not isinstance(value, Mapping)):

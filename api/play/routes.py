@@ -1,3 +1,4 @@
+# mypy: disable-error-code="untyped-decorator"
 """``POST /v1/play``: apply moves or a seed-000 game, return every step and the status."""
 
 from __future__ import annotations
@@ -5,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask.views import MethodView
-from flask_smorest import Blueprint
+from flask_smorest import Blueprint  # type: ignore[import-untyped]
 
 from kalah_core.errors import IllegalMoveError
 from kalah_core.finnish import write_fi

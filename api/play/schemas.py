@@ -18,7 +18,8 @@ class PlayRequestSchema(ma.Schema):
         move_field(),
         validate=validate.Length(max=MAX_MOVES),
         metadata={
-            "description": f"Moves to play in order (at most {MAX_MOVES}); give this or game, not both."
+            "description": f"Moves to play in order (at most {MAX_MOVES}); give this or game, "
+            "not both."
         },
     )
     game = fields.String(
@@ -65,7 +66,8 @@ class StepSchema(ma.Schema):
     )
     captured = fields.Integer(
         metadata={
-            "description": "Seeds the capture put in the store, the capturing seed included; 0 if none."
+            "description": "Seeds the capture put in the store, the capturing seed included; 0 "
+            "if none."
         }
     )
     over = fields.Boolean(metadata={"description": "Whether this move ended the game."})

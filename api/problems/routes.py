@@ -1,3 +1,4 @@
+# mypy: disable-error-code="untyped-decorator"
 """``GET /problems/<slug>``: what a problem ``type`` means (RFC 9457 types should resolve)."""
 
 from __future__ import annotations
@@ -6,7 +7,7 @@ from typing import Any
 
 from flask import abort
 from flask.views import MethodView
-from flask_smorest import Blueprint
+from flask_smorest import Blueprint  # type: ignore[import-untyped]
 
 from ..errors import PROBLEMS, TYPE_PREFIX
 from ..schemas import ProblemSchema

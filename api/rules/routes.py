@@ -1,3 +1,4 @@
+# mypy: disable-error-code="untyped-decorator"
 """``GET /v1/rules``: presets, options and this server's limits."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from typing import Any
 
 from flask import current_app
 from flask.views import MethodView
-from flask_smorest import Blueprint
+from flask_smorest import Blueprint  # type: ignore[import-untyped]
 
 from kalah_core.rules import MAX_HOUSES, MAX_START_SEEDS, OPTION_DOCS, PRESET_DOCS, PRESETS, Rules
 

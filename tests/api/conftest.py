@@ -57,8 +57,19 @@ class RedisServer:
     def start(self) -> None:
         assert self.process is None
         self.process = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", self.dir],
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                self.dir,
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -141,7 +152,16 @@ def gunicorn_server(redis_server: RedisServer) -> Iterator[str]:
     }
     log = tempfile.NamedTemporaryFile(prefix="kalah-gunicorn-", suffix=".log", delete=False)  # noqa: SIM115
     process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py", "-b", f"127.0.0.1:{port}", "api.wsgi:app"],
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "-c",
+            "deploy/gunicorn.conf.py",
+            "-b",
+            f"127.0.0.1:{port}",
+            "api.wsgi:app",
+        ],
         cwd=ROOT,
         env=env,
         stdout=log,
@@ -149,7 +169,9 @@ def gunicorn_server(redis_server: RedisServer) -> Iterator[str]:
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        _wait_for(lambda: requests.get(base + "/readyz", timeout=1).status_code == 200, 30, "gunicorn")
+        _wait_for(
+            lambda: requests.get(base + "/readyz", timeout=1).status_code == 200, 30, "gunicorn"
+        )
         yield base
     finally:
         process.terminate()

@@ -14,8 +14,25 @@ MIDGAME = "01d120-17-001201-10-n"
 """A Kalah(6,4) position after 28 plies, 21 seeds in the houses: solved in a few ms."""
 
 ANSWER_FIELDS = {
-    "cached", "position", "board", "rules", "perspective", "to_move", "value", "exact", "lower", "upper",
-    "best_moves", "moves", "pv", "depth", "nodes", "time_ms", "over", "limits", "engine",
+    "cached",
+    "position",
+    "board",
+    "rules",
+    "perspective",
+    "to_move",
+    "value",
+    "exact",
+    "lower",
+    "upper",
+    "best_moves",
+    "moves",
+    "pv",
+    "depth",
+    "nodes",
+    "time_ms",
+    "over",
+    "limits",
+    "engine",
 }
 MOVE_FIELDS = {"move", "value", "exact", "lower", "upper", "extra_turn", "captured", "position"}
 
@@ -81,7 +98,10 @@ def test_exact_answers_are_immutable_with_a_strong_etag(client: FlaskClient) -> 
     assert again.status_code == 304
     assert again.data == b""
     assert again.headers["ETag"] == etag
-    assert get(client, f"position=start&{SMALL_QUERY}", **{"If-None-Match": '"other"'}).status_code == 200
+    assert (
+        get(client, f"position=start&{SMALL_QUERY}", **{"If-None-Match": '"other"'}).status_code
+        == 200
+    )
     assert get(client, f"position=start&{SMALL_QUERY}", **{"If-None-Match": "*"}).status_code == 304
 
 
@@ -90,7 +110,11 @@ def test_post_with_json_forms_matches_get(client: FlaskClient) -> None:
     start = Position.start(rules)
     posted = client.post(
         "/v1/analysis",
-        json={"position": start.to_json(), "rules": {"preset": "kalah", "houses": 3, "seeds": 3}, "limits": {}},
+        json={
+            "position": start.to_json(),
+            "rules": {"preset": "kalah", "houses": 3, "seeds": 3},
+            "limits": {},
+        },
     )
     assert posted.status_code == 200
     assert "Cache-Control" not in posted.headers
@@ -100,8 +124,12 @@ def test_post_with_json_forms_matches_get(client: FlaskClient) -> None:
 
 def test_post_accepts_compact_and_json_text(client: FlaskClient) -> None:
     text = '{"south": [3, 3, 3], "north": [3, 3, 3]}'
-    a = client.post("/v1/analysis", json={"position": text, "rules": {"houses": 3, "seeds": 3}}).get_json()
-    b = client.post("/v1/analysis", json={"position": "333-0-333-0-s", "rules": {"houses": 3, "seeds": 3}}).get_json()
+    a = client.post(
+        "/v1/analysis", json={"position": text, "rules": {"houses": 3, "seeds": 3}}
+    ).get_json()
+    b = client.post(
+        "/v1/analysis", json={"position": "333-0-333-0-s", "rules": {"houses": 3, "seeds": 3}}
+    ).get_json()
     assert a["position"] == b["position"] == "333-0-333-0-s"
     assert a["value"] == b["value"]
 
@@ -139,7 +167,9 @@ def test_game_over_position(client: FlaskClient) -> None:
 
 
 def test_rule_overrides_in_the_query(client: FlaskClient) -> None:
-    answer = get(client, "position=start&rules=piet-hein&houses=3&seeds=2&capture=always&majority=false").get_json()
+    answer = get(
+        client, "position=start&rules=piet-hein&houses=3&seeds=2&capture=always&majority=false"
+    ).get_json()
     assert answer["rules"] == Rules.preset("piet-hein", houses=3, seeds=2).to_json()
     assert answer["position"] == "222-0-222-0-s"
 
@@ -153,7 +183,9 @@ def test_pie_rule_offers_swap(client: FlaskClient) -> None:
     check_consistent(answer, rules)
 
 
-@pytest.mark.parametrize("query", [f"position=start&{SMALL_QUERY}", f"position={MIDGAME}&time_ms=5000"])
+@pytest.mark.parametrize(
+    "query", [f"position=start&{SMALL_QUERY}", f"position={MIDGAME}&time_ms=5000"]
+)
 def test_best_move(client: FlaskClient, query: str) -> None:
     full = get(client, query).get_json()
     response = client.get(f"/v1/best-move?{query}")
@@ -171,7 +203,9 @@ def test_best_move(client: FlaskClient, query: str) -> None:
         "upper": full["value"],
     }
     assert response.headers["Cache-Control"] == "public, max-age=31536000, immutable"
-    again = client.get(f"/v1/best-move?{query}", headers={"If-None-Match": response.headers["ETag"]})
+    again = client.get(
+        f"/v1/best-move?{query}", headers={"If-None-Match": response.headers["ETag"]}
+    )
     assert again.status_code == 304
 
 

@@ -49,7 +49,9 @@ def redis_client(server: RedisServer) -> redis.Redis:
 # ---------------------------------------------------------------------------------- Redis
 
 
-def test_second_request_is_a_cache_hit_from_redis(redis_app: Flask, redis_server: RedisServer) -> None:
+def test_second_request_is_a_cache_hit_from_redis(
+    redis_app: Flask, redis_server: RedisServer
+) -> None:
     first = analyse(redis_app, f"position=start&{SMALL}").get_json()
     second = analyse(redis_app, f"position=start&{SMALL}").get_json()
     assert (first["cached"], second["cached"]) == (False, True)
@@ -68,8 +70,14 @@ def test_etag_and_304_with_redis(redis_app: Flask) -> None:
     response = analyse(redis_app, f"position={MIDGAME}&time_ms=5000")
     assert response.get_json()["cached"] is True
     assert response.headers["Cache-Control"] == "public, max-age=31536000, immutable"
-    assert analyse(redis_app, f"position={MIDGAME}&time_ms=5000", **{"If-None-Match": response.headers["ETag"]}
-                   ).status_code == 304
+    assert (
+        analyse(
+            redis_app,
+            f"position={MIDGAME}&time_ms=5000",
+            **{"If-None-Match": response.headers["ETag"]},
+        ).status_code
+        == 304
+    )
 
 
 def test_heuristic_results_expire_and_only_deeper_ones_replace_them(
@@ -83,7 +91,9 @@ def test_heuristic_results_expire_and_only_deeper_ones_replace_them(
     cache = redis_app.extensions["kalah"].cache
     stored = Entry.decode(client.get(keys.limits))
     cache.put(keys, Entry(b'{"shallower":1}', False, stored.depth - 1))
-    assert client.get(keys.limits) == stored.encode(), "a shallower result does not replace a deeper one"
+    assert client.get(keys.limits) == stored.encode(), (
+        "a shallower result does not replace a deeper one"
+    )
     cache.put(keys, Entry(b'{"deeper":1}', False, stored.depth + 1))
     assert Entry.decode(client.get(keys.limits)).body == b'{"deeper":1}'
 
@@ -94,8 +104,12 @@ def test_concurrent_requests_compute_once(redis_server: RedisServer) -> None:
     apps = [create_app({"TESTING": True, "KALAH_REDIS_URL": redis_server.url}) for _ in range(4)]
     counters = [count_searches(app) for app in apps]
     with ThreadPoolExecutor(12) as pool:
-        answers = list(pool.map(lambda i: analyse(apps[i % 4], f"position={MIDGAME}&time_ms=3000").get_json(),
-                                range(12)))
+        answers = list(
+            pool.map(
+                lambda i: analyse(apps[i % 4], f"position={MIDGAME}&time_ms=3000").get_json(),
+                range(12),
+            )
+        )
     assert sum(len(c) for c in counters) == 1
     assert sorted(a["cached"] for a in answers) == [False] + [True] * 11
     assert len({a["value"] for a in answers}) == 1
@@ -112,13 +126,20 @@ def test_a_dead_lock_holder_does_not_block(redis_app: Flask, redis_server: Redis
 
 
 def test_redis_down_then_back(own_redis: RedisServer) -> None:
-    app = create_app({"TESTING": True, "KALAH_REDIS_URL": own_redis.url, "KALAH_REDIS_TIMEOUT_S": 0.2})
+    app = create_app(
+        {"TESTING": True, "KALAH_REDIS_URL": own_redis.url, "KALAH_REDIS_TIMEOUT_S": 0.2}
+    )
     client = app.test_client()
     assert client.get("/readyz").status_code == 200
     expected = analyse(app, f"position=start&{SMALL}").get_json()
 
     own_redis.stop()
-    for position in ("start", "start", "222-0-222-0-s", "222-0-222-0-s"):  # hits from memory, then misses
+    for position in (
+        "start",
+        "start",
+        "222-0-222-0-s",
+        "222-0-222-0-s",
+    ):  # hits from memory, then misses
         seeds = 2 if position.startswith("2") else 3
         response = analyse(app, f"position={position}&houses=3&seeds={seeds}")
         assert response.status_code == 200
@@ -163,7 +184,9 @@ def test_redis_recovers_without_a_health_check(own_redis: RedisServer) -> None:
 def test_memory_cache_computes_once_in_a_process(app: Flask) -> None:
     calls = count_searches(app)
     with ThreadPoolExecutor(6) as pool:
-        answers = list(pool.map(lambda _: analyse(app, f"position=start&{SMALL}").get_json(), range(6)))
+        answers = list(
+            pool.map(lambda _: analyse(app, f"position=start&{SMALL}").get_json(), range(6))
+        )
     assert len(calls) == 1
     assert sorted(a["cached"] for a in answers) == [False] + [True] * 5
 

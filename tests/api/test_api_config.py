@@ -21,21 +21,40 @@ def test_defaults() -> None:
 
 
 def test_environment_and_overrides() -> None:
-    env = {"KALAH_REDIS_URL": "redis://r:6379/1", "KALAH_TT_MB": "16", "KALAH_MAX_TIME_MS": "2000",
-           "KALAH_DEFAULT_TIME_MS": "500", "KALAH_WORKERS": "3", "KALAH_CACHE_TTL_S": "60",
-           "KALAH_EGDB_PATH": "/data/kalah.egdb"}
+    env = {
+        "KALAH_REDIS_URL": "redis://r:6379/1",
+        "KALAH_TT_MB": "16",
+        "KALAH_MAX_TIME_MS": "2000",
+        "KALAH_DEFAULT_TIME_MS": "500",
+        "KALAH_WORKERS": "3",
+        "KALAH_CACHE_TTL_S": "60",
+        "KALAH_EGDB_PATH": "/data/kalah.egdb",
+    }
     settings = load_settings(environ=env)
     assert (settings.redis_url, settings.tt_mb, settings.max_time_ms, settings.default_time_ms) == (
-        "redis://r:6379/1", 16, 2000, 500)
-    assert (settings.workers, settings.cache_ttl_s, settings.egdb_path) == (3, 60, "/data/kalah.egdb")
+        "redis://r:6379/1",
+        16,
+        2000,
+        500,
+    )
+    assert (settings.workers, settings.cache_ttl_s, settings.egdb_path) == (
+        3,
+        60,
+        "/data/kalah.egdb",
+    )
     assert load_settings({"KALAH_REDIS_URL": ""}, environ=env).redis_url is None
     assert load_settings({"KALAH_TT_MB": 8}, environ=env).tt_mb == 8
 
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("KALAH_TT_MB", "lots"), ("KALAH_TT_MB", "0"), ("KALAH_MAX_TIME_MS", "-5"), ("KALAH_WORKERS", "0"),
-     ("KALAH_DEFAULT_TIME_MS", "20000")],
+    [
+        ("KALAH_TT_MB", "lots"),
+        ("KALAH_TT_MB", "0"),
+        ("KALAH_MAX_TIME_MS", "-5"),
+        ("KALAH_WORKERS", "0"),
+        ("KALAH_DEFAULT_TIME_MS", "20000"),
+    ],
 )
 def test_bad_values_name_the_variable(name: str, value: str) -> None:
     with pytest.raises(ValueError, match=name):

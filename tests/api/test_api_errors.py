@@ -15,7 +15,9 @@ PROBLEM = "application/problem+json"
 A = "/v1/analysis"
 
 
-def check_problem(response: Any, status: int, field: str | None, type_: str | None = None) -> dict[str, Any]:
+def check_problem(
+    response: Any, status: int, field: str | None, type_: str | None = None
+) -> dict[str, Any]:
     assert response.status_code == status, response.get_data(as_text=True)
     assert response.mimetype == PROBLEM
     body: dict[str, Any] = response.get_json()
@@ -52,7 +54,9 @@ GET_CASES = [
 
 @pytest.mark.parametrize(("query", "status", "field", "type_"), GET_CASES)
 @pytest.mark.parametrize("path", ["/v1/analysis", "/v1/best-move"])
-def test_get_errors(client: FlaskClient, path: str, query: str, status: int, field: str, type_: str) -> None:
+def test_get_errors(
+    client: FlaskClient, path: str, query: str, status: int, field: str, type_: str
+) -> None:
     if path == "/v1/best-move" and query.startswith("position=start&depth"):
         field = "depth"  # best-move takes no depth: an unknown parameter, same field
     check_problem(client.get(f"{path}?{query}"), status, field, type_)
@@ -60,10 +64,18 @@ def test_get_errors(client: FlaskClient, path: str, query: str, status: int, fie
 
 @pytest.mark.parametrize(
     ("query", "field", "maximum"),
-    [("time_ms=5001", "time_ms", 5000), ("depth=101", "depth", 100), ("nodes=10000000000", "nodes", 1_000_000_000)],
+    [
+        ("time_ms=5001", "time_ms", 5000),
+        ("depth=101", "depth", 100),
+        ("nodes=10000000000", "nodes", 1_000_000_000),
+    ],
 )
-def test_get_limits_above_the_maximum(client: FlaskClient, query: str, field: str, maximum: int) -> None:
-    body = check_problem(client.get(f"{A}?position=start&{query}"), 422, field, "/problems/limit-exceeded")
+def test_get_limits_above_the_maximum(
+    client: FlaskClient, query: str, field: str, maximum: int
+) -> None:
+    body = check_problem(
+        client.get(f"{A}?position=start&{query}"), 422, field, "/problems/limit-exceeded"
+    )
     assert body["max"] == maximum
     assert str(maximum) in body["detail"]
 
@@ -77,30 +89,87 @@ POST_CASES = [
     ({"position": "start", "extra": 1}, 422, "extra", "/problems/invalid-request"),
     ({"position": {"south": [4] * 6}}, 422, "position.north", "/problems/invalid-position"),
     ({"position": {"south": [4] * 6, "north": [4] * 6, "color": 1}}, 422, "position.color", None),
-    ({"position": {"south": [4] * 6, "north": [-1] * 6}}, 422, "position.north", "/problems/invalid-position"),
-    ({"position": {"south": [4] * 6, "north": [4] * 6, "to_move": "east"}}, 422, "position.to_move", None),
-    ({"position": {"south": [4] * 6, "north": [4] * 6, "stores": [1]}}, 422, "position.stores", None),
-    ({"position": {"south": [200] * 6, "north": [4] * 6}}, 422, "position", "/problems/invalid-position"),
-    ({"position": {"south": [4] * 6, "north": [4] * 6, "swap_available": True}}, 422, "position", None),
+    (
+        {"position": {"south": [4] * 6, "north": [-1] * 6}},
+        422,
+        "position.north",
+        "/problems/invalid-position",
+    ),
+    (
+        {"position": {"south": [4] * 6, "north": [4] * 6, "to_move": "east"}},
+        422,
+        "position.to_move",
+        None,
+    ),
+    (
+        {"position": {"south": [4] * 6, "north": [4] * 6, "stores": [1]}},
+        422,
+        "position.stores",
+        None,
+    ),
+    (
+        {"position": {"south": [200] * 6, "north": [4] * 6}},
+        422,
+        "position",
+        "/problems/invalid-position",
+    ),
+    (
+        {"position": {"south": [4] * 6, "north": [4] * 6, "swap_available": True}},
+        422,
+        "position",
+        None,
+    ),
     ({"position": "{not json"}, 422, "position", "/problems/invalid-position"),
     ({"position": "start", "rules": "nope"}, 422, "rules", "/problems/invalid-rules"),
     ({"position": "start", "rules": 5}, 422, "rules", "/problems/invalid-request"),
-    ({"position": "start", "rules": {"preset": "nope"}}, 422, "rules.preset", "/problems/invalid-rules"),
+    (
+        {"position": "start", "rules": {"preset": "nope"}},
+        422,
+        "rules.preset",
+        "/problems/invalid-rules",
+    ),
     ({"position": "start", "rules": {"preset": 3}}, 422, "rules.preset", "/problems/invalid-rules"),
     ({"position": "start", "rules": {"houses": 0}}, 422, "rules.houses", "/problems/invalid-rules"),
-    ({"position": "start", "rules": {"houses": True}}, 422, "rules.houses", "/problems/invalid-rules"),
+    (
+        {"position": "start", "rules": {"houses": True}},
+        422,
+        "rules.houses",
+        "/problems/invalid-rules",
+    ),
     ({"position": "start", "rules": {"end": "never"}}, 422, "rules.end", "/problems/invalid-rules"),
     ({"position": "start", "rules": {"bogus": 1}}, 422, "rules.bogus", "/problems/invalid-rules"),
     ({"position": "start", "limits": 5}, 422, "limits", "/problems/invalid-request"),
-    ({"position": "start", "limits": {"time_ms": "fast"}}, 422, "limits.time_ms", "/problems/invalid-request"),
-    ({"position": "start", "limits": {"time_ms": -1}}, 422, "limits.time_ms", "/problems/invalid-request"),
-    ({"position": "start", "limits": {"depth": 101}}, 422, "limits.depth", "/problems/limit-exceeded"),
-    ({"position": "start", "limits": {"speed": 1}}, 422, "limits.speed", "/problems/invalid-request"),
+    (
+        {"position": "start", "limits": {"time_ms": "fast"}},
+        422,
+        "limits.time_ms",
+        "/problems/invalid-request",
+    ),
+    (
+        {"position": "start", "limits": {"time_ms": -1}},
+        422,
+        "limits.time_ms",
+        "/problems/invalid-request",
+    ),
+    (
+        {"position": "start", "limits": {"depth": 101}},
+        422,
+        "limits.depth",
+        "/problems/limit-exceeded",
+    ),
+    (
+        {"position": "start", "limits": {"speed": 1}},
+        422,
+        "limits.speed",
+        "/problems/invalid-request",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("body", "status", "field", "type_"), POST_CASES)
-def test_post_errors(client: FlaskClient, body: Any, status: int, field: str, type_: str | None) -> None:
+def test_post_errors(
+    client: FlaskClient, body: Any, status: int, field: str, type_: str | None
+) -> None:
     check_problem(client.post(A, json=body), status, field, type_)
 
 
@@ -115,7 +184,12 @@ def test_time_budget_above_the_maximum_names_the_field_and_the_max(client: Flask
 
 
 def test_malformed_json_body(client: FlaskClient) -> None:
-    check_problem(client.post(A, data="{bad", content_type="application/json"), 400, "body", "/problems/malformed-body")
+    check_problem(
+        client.post(A, data="{bad", content_type="application/json"),
+        400,
+        "body",
+        "/problems/malformed-body",
+    )
 
 
 def test_json_body_that_is_not_an_object(client: FlaskClient) -> None:
@@ -187,15 +261,35 @@ def test_no_position_text_gives_a_server_error(text: str) -> None:
     from api import create_app
 
     client = _fuzz_client(create_app)
-    response = client.get(A, query_string={"position": text, "houses": 3, "seeds": 3, "time_ms": 50})
+    response = client.get(
+        A, query_string={"position": text, "houses": 3, "seeds": 3, "time_ms": 50}
+    )
     assert response.status_code in (200, 400, 422), response.get_data(as_text=True)
 
 
 @given(
     st.recursive(
         st.none() | st.booleans() | st.integers(-3, 300) | st.text(max_size=10),
-        lambda inner: st.lists(inner, max_size=8) | st.dictionaries(st.sampled_from(
-            ["south", "north", "stores", "to_move", "swap_available", "houses", "seeds", "preset", "x"]), inner, max_size=5),
+        lambda inner: (
+            st.lists(inner, max_size=8)
+            | st.dictionaries(
+                st.sampled_from(
+                    [
+                        "south",
+                        "north",
+                        "stores",
+                        "to_move",
+                        "swap_available",
+                        "houses",
+                        "seeds",
+                        "preset",
+                        "x",
+                    ]
+                ),
+                inner,
+                max_size=5,
+            )
+        ),
         max_leaves=20,
     )
 )
@@ -203,7 +297,10 @@ def test_no_json_position_or_rules_gives_a_server_error(value: Any) -> None:
     from api import create_app
 
     client = _fuzz_client(create_app)
-    for body in ({"position": value, "rules": {"houses": 3, "seeds": 3}}, {"position": "start", "rules": value}):
+    for body in (
+        {"position": value, "rules": {"houses": 3, "seeds": 3}},
+        {"position": "start", "rules": value},
+    ):
         response = client.post(A, json=body)
         assert response.status_code in (200, 400, 422), response.get_data(as_text=True)
         if response.status_code != 200:

@@ -49,7 +49,10 @@ def test_etag_304_over_http(gunicorn_server: str) -> None:
 def test_post_and_play_over_http(gunicorn_server: str) -> None:
     answer = requests.post(
         f"{gunicorn_server}/v1/analysis",
-        json={"position": {"south": [2, 2, 2], "north": [2, 2, 2]}, "rules": {"houses": 3, "seeds": 2}},
+        json={
+            "position": {"south": [2, 2, 2], "north": [2, 2, 2]},
+            "rules": {"houses": 3, "seeds": 2},
+        },
         timeout=10,
     ).json()
     assert answer["exact"] is True and answer["position"] == "222-0-222-0-s"
@@ -58,13 +61,17 @@ def test_post_and_play_over_http(gunicorn_server: str) -> None:
 
 
 def test_errors_over_http(gunicorn_server: str) -> None:
-    response = requests.get(f"{gunicorn_server}/v1/analysis?position=start&time_ms=999999", timeout=10)
+    response = requests.get(
+        f"{gunicorn_server}/v1/analysis?position=start&time_ms=999999", timeout=10
+    )
     assert response.status_code == 422
     assert response.headers["Content-Type"] == "application/problem+json"
     assert response.json()["field"] == "time_ms" and response.json()["max"] == 5000
     big = requests.post(
-        f"{gunicorn_server}/v1/analysis", data=b"{" + b" " * 100_000 + b"}",
-        headers={"Content-Type": "application/json"}, timeout=10,
+        f"{gunicorn_server}/v1/analysis",
+        data=b"{" + b" " * 100_000 + b"}",
+        headers={"Content-Type": "application/json"},
+        timeout=10,
     )
     assert big.status_code == 413 and big.json()["field"] == "body"
 
@@ -73,12 +80,18 @@ def test_metrics_aggregate_every_worker(gunicorn_server: str) -> None:
     before = requests.get(f"{gunicorn_server}/metrics", timeout=10).text
     count_before = metric(before, "kalah_http_requests_total", endpoint="/livez")
     for _ in range(20):
-        assert requests.get(f"{gunicorn_server}/livez", headers={"Connection": "close"}, timeout=10).ok
+        assert requests.get(
+            f"{gunicorn_server}/livez", headers={"Connection": "close"}, timeout=10
+        ).ok
     after = requests.get(f"{gunicorn_server}/metrics", timeout=10)
     assert after.headers["Content-Type"].startswith("text/plain")
     assert metric(after.text, "kalah_http_requests_total", endpoint="/livez") == count_before + 20
-    for name in ("kalah_http_request_duration_seconds_count", "kalah_search_nodes_total",
-                 "kalah_analysis_answers_total", "kalah_cache_lookups_total"):
+    for name in (
+        "kalah_http_request_duration_seconds_count",
+        "kalah_search_nodes_total",
+        "kalah_analysis_answers_total",
+        "kalah_cache_lookups_total",
+    ):
         assert name in after.text
 
 

@@ -19,12 +19,21 @@ def test_play_moves_from_the_start(client: FlaskClient) -> None:
         "captured": 0,
         "over": False,
         "position": "440555-1-444444-0-s",
-        "board": {"south": [4, 4, 0, 5, 5, 5], "north": [4] * 6, "stores": [1, 0], "to_move": "south",
-                  "swap_available": False},
+        "board": {
+            "south": [4, 4, 0, 5, 5, 5],
+            "north": [4] * 6,
+            "stores": [1, 0],
+            "to_move": "south",
+            "swap_available": False,
+        },
     }
     assert answer["position"] == answer["steps"][-1]["position"] == "051665-1-444444-0-n"
     assert answer["status"] == {
-        "over": False, "to_move": "north", "legal_moves": [1, 2, 3, 4, 5, 6], "score": None, "winner": None
+        "over": False,
+        "to_move": "north",
+        "legal_moves": [1, 2, 3, 4, 5, 6],
+        "score": None,
+        "winner": None,
     }
     assert answer["game"] == "31-"
 
@@ -41,9 +50,14 @@ def test_play_the_seed_000_example_game(client: FlaskClient) -> None:
 
 
 def test_play_the_first_test_vector(client: FlaskClient) -> None:
-    answer = client.post("/v1/play", json={"rules": "kalaha", "game": "(1-2, 5-31, 2-5, 3-2, 2*-1*)"}).get_json()
+    answer = client.post(
+        "/v1/play", json={"rules": "kalaha", "game": "(1-2, 5-31, 2-5, 3-2, 2*-1*)"}
+    ).get_json()
     assert answer["board"] == {
-        "south": [1, 0, 0, 7, 0, 6], "north": [0, 0, 2, 0, 0, 5], "stores": [10, 5], "to_move": "south",
+        "south": [1, 0, 0, 7, 0, 6],
+        "north": [0, 0, 2, 0, 0, 5],
+        "stores": [10, 5],
+        "to_move": "south",
         "swap_available": False,
     }
     assert answer["game"] == "1-2, 5-31, 2-5, 3-2, 2*-1*"
@@ -54,13 +68,16 @@ def test_play_swap_and_from_a_position(client: FlaskClient) -> None:
     assert answer["start"] == "444444-0-444444-0-sp"
     assert answer["steps"][1]["move"] == "swap"
     assert answer["steps"][1]["mover"] == "north"
-    no_moves = client.post("/v1/play", json={"position": {"south": [0, 1], "north": [1, 0]},
-                                             "rules": {"houses": 2}}).get_json()
+    no_moves = client.post(
+        "/v1/play", json={"position": {"south": [0, 1], "north": [1, 0]}, "rules": {"houses": 2}}
+    ).get_json()
     assert no_moves["steps"] == [] and no_moves["start"] == "01-0-10-0-s"
 
 
 def test_play_draw(client: FlaskClient) -> None:
-    answer = client.post("/v1/play", json={"position": "1-0-1-0-s", "rules": {"houses": 1}, "moves": [1]}).get_json()
+    answer = client.post(
+        "/v1/play", json={"position": "1-0-1-0-s", "rules": {"houses": 1}, "moves": [1]}
+    ).get_json()
     assert answer["status"]["over"] is True
     assert answer["status"]["winner"] == "draw"
 
@@ -73,8 +90,15 @@ def test_rules(client: FlaskClient) -> None:
     assert answer["presets"][0]["rules"] == PRESETS["kalah"].to_json()
     assert [o["name"] for o in answer["options"]] == list(OPTION_DOCS)
     types = {o["name"]: o["type"] for o in answer["options"]}
-    assert types == {"houses": "integer", "seeds": "integer", "capture": "string", "end": "string",
-                     "remaining": "string", "majority": "boolean", "pie": "boolean"}
+    assert types == {
+        "houses": "integer",
+        "seeds": "integer",
+        "capture": "string",
+        "end": "string",
+        "remaining": "string",
+        "majority": "boolean",
+        "pie": "boolean",
+    }
     assert answer["limits"]["max_time_ms"] == 5000
     assert answer["limits"]["default_time_ms"] == 1000
     assert answer["limits"]["max_body_bytes"] == 65536

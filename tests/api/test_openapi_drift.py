@@ -14,7 +14,9 @@ from api.export_openapi import SPEC_PATH, main
 
 def test_committed_spec_matches_the_code() -> None:
     committed = Path(SPEC_PATH).read_text(encoding="utf-8")
-    assert committed == openapi_text(), "api/openapi.json is out of date: run python -m api.export_openapi"
+    assert committed == openapi_text(), (
+        "api/openapi.json is out of date: run python -m api.export_openapi"
+    )
 
 
 def test_export_check_mode(tmp_path: Path) -> None:
@@ -59,5 +61,13 @@ def test_every_field_and_parameter_is_described() -> None:
 
 def test_public_contract_paths() -> None:
     paths = json.loads(openapi_text())["paths"]
-    assert {"/v1/analysis", "/v1/best-move", "/v1/play", "/v1/rules", "/livez", "/readyz", "/metrics"} <= set(paths)
+    assert {
+        "/v1/analysis",
+        "/v1/best-move",
+        "/v1/play",
+        "/v1/rules",
+        "/livez",
+        "/readyz",
+        "/metrics",
+    } <= set(paths)
     assert set(paths["/v1/analysis"]) >= {"get", "post"}
