@@ -21,10 +21,12 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .bench import BENCH_TT_MB, run_bench
 from .errors import InvalidRulesError, KalahError
 from .game import Game, legal_moves, outcome, play
 from .position import Position, Side, parse_position
 from .rules import OPTION_DOCS, PRESET_DOCS, PRESETS, Rules
+from .solver import Analysis, Engine
 
 EXIT_OK = 0
 EXIT_ERROR = 2
@@ -246,6 +248,157 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# --------------------------------------------------------------------- solver commands
+
+
+def analysis_json(analysis: Analysis) -> dict[str, Any]:
+    """The solver's answer with the field names of the API's analysis answer."""
+    return {
+        "value": analysis.value,
+        "exact": analysis.exact,
+        "lower": analysis.lower,
+        "upper": analysis.upper,
+        "best_moves": list(analysis.best_moves),
+        "moves": [m.to_json() for m in analysis.moves],
+        "pv": [list(turn) for turn in analysis.pv],
+        "depth": analysis.depth,
+        "nodes": analysis.nodes,
+        "time_ms": analysis.time_ms,
+        "perspective": "side_to_move",
+    }
+
+
+def analysis_text(position: Position, analysis: Analysis) -> str:
+    if analysis.over:
+        return f"{position.compact()}: the game is over, value {analysis.value:+d}"
+    if analysis.exact:
+        verdict = f"value {analysis.value:+d} (exact)"
+    else:
+        verdict = (
+            f"value {analysis.value:+d} (heuristic, depth {analysis.depth}), "
+            f"proven between {analysis.lower:+d} and {analysis.upper:+d}"
+        )
+    rows = [
+        f"  {m.move!s:>4}  {m.value:+4d}  "
+        + ("exact" if m.exact else f"estimate in [{m.lower:+d}, {m.upper:+d}]")
+        + ("  extra turn" if m.extra_turn else "")
+        + (f"  captures {m.captured}" if m.captured else "")
+        for m in analysis.moves
+    ]
+    pv = "  ".join("".join(str(move) for move in turn) for turn in analysis.pv)
+    return "\n".join(
+        [
+            f"{position.to_move.value.capitalize()} to move in {position.compact()}: {verdict}",
+            "best: " + ", ".join(str(m) for m in analysis.best_moves),
+            "moves (value for the player to move):",
+            *rows,
+            f"pv (turns): {pv}",
+            f"{analysis.nodes:,} nodes in {analysis.time_ms:.1f} ms",
+        ]
+    )
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    """Solve a position exactly, or give proven bounds and an estimate within the budget."""
+    rules = rules_from_args(args)
+    position = position_from_arg(args.position, rules)
+    engine = Engine(tt_mb=args.tt_mb)
+    analysis = engine.analyse(
+        position,
+        rules,
+        time_ms=args.time * 1000.0 if args.time else None,
+        nodes=args.nodes,
+        depth=args.depth,
+    )
+    emit(args, analysis_text(position, analysis), analysis_json(analysis))
+    return EXIT_OK
+
+
+def _api_answer(args: argparse.Namespace) -> tuple[Position, dict[str, Any]]:
+    """The API's own analysis code path (limits checked against the server configuration)."""
+    from api.analysis.service import Analyser, effective_limits
+    from api.cache import MemoryCache
+    from api.config import load_settings
+    from api.errors import ApiProblem
+
+    rules = rules_from_args(args)
+    position = position_from_arg(args.position, rules)
+    settings = load_settings()
+    try:
+        limits = effective_limits(settings, args.time_ms, args.depth, None)
+    except ApiProblem as problem:
+        raise KalahError(problem.detail) from None
+    analyser = Analyser(settings, MemoryCache(16, settings.cache_ttl_s))
+    return position, analyser.analyse(position, rules, limits).json()
+
+
+def cmd_analyse(args: argparse.Namespace) -> int:
+    """Analyse a position as ``POST /v1/analysis`` does."""
+    position, answer = _api_answer(args)
+    text = "\n".join(
+        [
+            f"{position.to_move.value.capitalize()} to move in {position.compact()}: value "
+            f"{answer['value']:+d} ({'exact' if answer['exact'] else 'heuristic'})",
+            *(
+                f"  {m['move']!s:>4}  {m['value']:+4d}  {'exact' if m['exact'] else 'estimate'}"
+                for m in answer["moves"]
+            ),
+            "pv: " + "  ".join("".join(str(x) for x in turn) for turn in answer["pv"]),
+        ]
+    )
+    emit(args, text, answer)
+    return EXIT_OK
+
+
+def cmd_best_move(args: argparse.Namespace) -> int:
+    """The best move and its value, as ``GET /v1/best-move`` gives them."""
+    _, answer = _api_answer(args)
+    best = answer["best_moves"][0] if answer["best_moves"] else None
+    data = {"move": best, "value": answer["value"], "exact": answer["exact"]}
+    label = "exact" if answer["exact"] else "heuristic"
+    emit(args, f"{best} ({answer['value']:+d}, {label})", data)
+    return EXIT_OK
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Analyse the fixed bench list; the node count fingerprints the search."""
+    rows = run_bench(args.tt_mb)
+    nodes = sum(r.nodes for r in rows)
+    ms = sum(r.time_ms for r in rows)
+    lines = [
+        f"{r.rules.key:<12} {r.position:<24} {r.value:+4d} {'exact' if r.exact else 'heur.'} "
+        f"{r.nodes:>12,} {r.time_ms:>9.1f} ms"
+        for r in rows
+    ]
+    lines.append(
+        f"total nodes {nodes:,}  time {ms:.0f} ms  ({nodes / max(ms, 1e-9) / 1000:.2f} Mnodes/s)"
+    )
+    data = {
+        "positions": [
+            {
+                "rules": r.rules.to_json(),
+                "position": r.position,
+                "value": r.value,
+                "exact": r.exact,
+                "nodes": r.nodes,
+                "time_ms": round(r.time_ms, 3),
+            }
+            for r in rows
+        ],
+        "nodes": nodes,
+        "time_ms": round(ms, 3),
+    }
+    emit(args, "\n".join(lines), data)
+    return EXIT_OK
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Run the HTTP API under gunicorn (deploy/gunicorn.conf.py)."""
+    from api.serve import serve
+
+    return serve(args.host, args.port, args.workers)
+
+
 # --------------------------------------------------------------------- parser and main
 
 
@@ -279,6 +432,42 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="start here instead of the start position",
     )
+    solve = add_command(commands, "solve", cmd_solve, "solve a position: value, best moves, PV")
+    solve.add_argument("position", metavar="POSITION", help=POSITION_HELP)
+    solve.add_argument("--time", type=float, default=None, metavar="S", help="time budget, seconds")
+    solve.add_argument("--nodes", type=int, default=None, metavar="N", help="node budget")
+    solve.add_argument(
+        "--depth",
+        type=int,
+        default=None,
+        metavar="D",
+        help="heuristic search this many sowings deep instead of solving",
+    )
+    solve.add_argument(
+        "--tt-mb",
+        type=int,
+        default=256,
+        metavar="MB",
+        help="transposition table size (default 256)",
+    )
+
+    for name, func, text in (
+        ("analyse", cmd_analyse, "analyse a position as the API does (limits from KALAH_*)"),
+        ("best-move", cmd_best_move, "the best move and its value, as the API gives it"),
+    ):
+        sub = add_command(commands, name, func, text)
+        sub.add_argument("position", metavar="POSITION", help=POSITION_HELP)
+        sub.add_argument("--time-ms", type=int, default=None, metavar="MS", help="time budget")
+        sub.add_argument("--depth", type=int, default=None, metavar="D", help="heuristic depth")
+
+    bench = add_command(commands, "bench", cmd_bench, "fixed analyses: total nodes and time")
+    bench.add_argument("--tt-mb", type=int, default=BENCH_TT_MB, metavar="MB")
+
+    serve = commands.add_parser("serve", help="run the HTTP API under gunicorn")
+    serve.set_defaults(func=cmd_serve)
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--workers", type=int, default=None, help="default: KALAH_WORKERS or cores")
     return parser
 
 
