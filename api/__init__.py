@@ -26,11 +26,12 @@ from .analysis import routes as analysis_routes
 from .analysis.service import Analyser
 from .cache import make_cache
 from .config import ENV_NAMES, MAX_BODY_BYTES, Settings, load_settings
-from .errors import ApiProblem, problem_for
+from .errors import PROBLEM_JSON, ApiProblem, problem_for
 from .health import routes as health_routes
 from .play import routes as play_routes
 from .problems import routes as problems_routes
 from .rules import routes as rules_routes
+from .schemas import ProblemSchema
 
 RESOURCES = (analysis_routes, play_routes, rules_routes, health_routes, problems_routes)
 """Every resource's routes module; each has a flask-smorest ``blp``."""
@@ -51,8 +52,19 @@ form. Errors are RFC 9457 `application/problem+json` with a `field` naming the o
 class KalahApi(Api):  # type: ignore[misc]
     """flask-smorest's Api with every HTTP error rendered as problem+json."""
 
+    ERROR_SCHEMA = ProblemSchema
+
     def handle_http_exception(self, error: HTTPException) -> Response:
         return problem_for(error)
+
+    def _register_responses(self) -> None:
+        """Document the default error responses as problem+json (flask-smorest: JSON)."""
+        default: str = getattr(self, "DEFAULT_RESPONSE_CONTENT_TYPE", "application/json")
+        self.DEFAULT_RESPONSE_CONTENT_TYPE = PROBLEM_JSON
+        try:
+            super()._register_responses()
+        finally:
+            self.DEFAULT_RESPONSE_CONTENT_TYPE = default
 
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:

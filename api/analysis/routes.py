@@ -10,6 +10,7 @@ from flask.views import MethodView
 from flask_smorest import Blueprint  # type: ignore[import-untyped]
 from marshmallow import RAISE
 
+from ..errors import PROBLEM_JSON
 from ..schemas import ProblemSchema
 from .schemas import (
     RULE_PARAMETERS,
@@ -18,6 +19,7 @@ from .schemas import (
     AnalysisRequestSchema,
     BestMoveAnswerSchema,
     BestMoveQuerySchema,
+    ConditionalHeadersSchema,
 )
 from .service import (
     Analyser,
@@ -46,12 +48,24 @@ ERRORS = {
 }
 
 
+CACHE_HEADERS = {
+    "ETag": {
+        "description": "Strong entity tag of this exact representation (send it in If-None-Match).",
+        "schema": {"type": "string"},
+    },
+    "Cache-Control": {
+        "description": "public, max-age=31536000, immutable for exact answers; no-cache otherwise.",
+        "schema": {"type": "string"},
+    },
+}
+
+
 def _document_errors(view: Any) -> Any:
     for status, description in ERRORS.items():
         view = blp.alt_response(
             status,
             schema=ProblemSchema,
-            content_type="application/problem+json",
+            content_type=PROBLEM_JSON,
             description=description,
         )(view)
     return view
@@ -86,10 +100,11 @@ def _from_query(args: dict[str, Any], *, best: bool = False) -> Answer:
 @blp.route("/analysis")
 class Analysis(MethodView):
     @blp.arguments(AnalysisQuerySchema, location="query", as_kwargs=False, unknown=RAISE)
-    @blp.response(200, AnalysisAnswerSchema, description="The analysis.")
+    @blp.response(200, AnalysisAnswerSchema, description="The analysis.", headers=CACHE_HEADERS)
+    @blp.arguments(ConditionalHeadersSchema, location="headers", as_kwargs=True)
     @blp.alt_response(304, description="Not modified (If-None-Match matched the ETag).")
     @_document_errors
-    def get(self, args: dict[str, Any]) -> Response:
+    def get(self, args: dict[str, Any], **_headers: Any) -> Response:
         """Analyse a position given in the query (cacheable).
 
         `position` is `start` or the compact notation; `rules` a preset, and each rule option
@@ -122,10 +137,13 @@ class Analysis(MethodView):
 @blp.route("/best-move")
 class BestMove(MethodView):
     @blp.arguments(BestMoveQuerySchema, location="query", as_kwargs=False, unknown=RAISE)
-    @blp.response(200, BestMoveAnswerSchema, description="The best move and the value.")
+    @blp.response(
+        200, BestMoveAnswerSchema, description="The best move and the value.", headers=CACHE_HEADERS
+    )
+    @blp.arguments(ConditionalHeadersSchema, location="headers", as_kwargs=True)
     @blp.alt_response(304, description="Not modified (If-None-Match matched the ETag).")
     @_document_errors
-    def get(self, args: dict[str, Any]) -> Response:
+    def get(self, args: dict[str, Any], **_headers: Any) -> Response:
         """The best move and the value only: the quickest answer (same cache as /v1/analysis)."""
         full = _from_query(args).json()
         best = {
