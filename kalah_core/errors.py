@@ -49,4 +49,5 @@ class IllegalMoveError(KalahError):
         self.field = "move"
         self.move = move
         self.position = position
+        self.reason = message
         super().__init__(f"illegal move {move!r} in {position}: {message}")

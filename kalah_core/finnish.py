@@ -99,17 +99,16 @@ def replay_fi(game: Game, text: str) -> list[MoveResult]:
                     f"{where}: the game is already over", move=sowing.move, position=position
                 )
             if position.to_move is not sowing.side:
-                reason = (
-                    "the previous sowing ended in the store, so the same player moves again"
-                    if results and results[-1].extra_turn
-                    else f"it is {position.to_move.value}'s turn"
+                raise IllegalMoveError(
+                    f"{where}: it is {position.to_move.value}'s turn",
+                    move=sowing.move,
+                    position=position,
                 )
-                raise IllegalMoveError(f"{where}: {reason}", move=sowing.move, position=position)
             try:
                 result = game.push(sowing.move)
             except IllegalMoveError as error:
                 raise IllegalMoveError(
-                    f"{where}: {error}", move=sowing.move, position=position
+                    f"{where}: {error.reason}", move=sowing.move, position=position
                 ) from None
             if sowing.starred and not result.captured:
                 game.pop()

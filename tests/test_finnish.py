@@ -282,3 +282,11 @@ def test_arbitrary_text_raises_only_kalah_errors(text: str) -> None:
             Game.parse_fi(text, rules)
     with contextlib.suppress(KalahError):
         parse_fi(text)
+
+
+def test_wrapped_error_states_the_reason_once() -> None:
+    with pytest.raises(IllegalMoveError) as caught:
+        Game.parse_fi("7-", Rules.preset("kalaha"))
+    message = str(caught.value)
+    assert message.count("illegal move") == 1
+    assert message.endswith("round 1, south sowing 7: houses are numbered 1..6")
