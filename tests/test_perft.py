@@ -1,0 +1,78 @@
+"""Perft from the start of every preset: the engine against the reference (shallow, live) and
+against the recorded counts of tests/data/perft.json (deeper; written by
+benchmarks/make_perft.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kalah_core import PRESETS, Position, perft
+from kalah_core import reference as ref
+
+DATA = Path(__file__).parent / "data" / "perft.json"
+REFERENCE_DEPTH = 6  # the reference plays ~100k sowings/s: depths 1..6 of all presets ~2-3 s
+MAX_LIVE_NODES = 20_000_000  # recorded depths checked by default: up to ~20M leaves each (< 3 s)
+
+
+def recorded() -> dict[str, Any]:
+    presets: dict[str, Any] = json.loads(DATA.read_text())["presets"]
+    return presets
+
+
+def test_every_preset_is_recorded() -> None:
+    data = recorded()
+    assert set(data) == set(PRESETS)
+    for name, rules in PRESETS.items():
+        assert data[name]["rules"] == rules.to_json(), f"{name}: rules changed; rerun make_perft"
+        assert data[name]["start"] == Position.start(rules).compact()
+        assert len(data[name]["perft"]) >= 10
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_perft_against_reference(name: str) -> None:
+    rules = PRESETS[name]
+    start = Position.start(rules)
+    counts = recorded()[name]["perft"]
+    for depth in range(REFERENCE_DEPTH + 1):
+        expected = ref.perft(start, rules, depth)
+        assert perft(start, rules, depth) == expected, (name, depth)
+        if depth:
+            assert counts[depth - 1] == expected, (name, depth)
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_perft_against_recorded(name: str) -> None:
+    rules = PRESETS[name]
+    start = Position.start(rules)
+    for depth, count in enumerate(recorded()[name]["perft"], start=1):
+        if depth > REFERENCE_DEPTH and count <= MAX_LIVE_NODES:
+            assert perft(start, rules, depth) == count, (name, depth)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_perft_against_recorded_deep(name: str) -> None:
+    rules = PRESETS[name]
+    start = Position.start(rules)
+    for depth, count in enumerate(recorded()[name]["perft"], start=1):
+        if count > MAX_LIVE_NODES:
+            assert perft(start, rules, depth) == count, (name, depth)
+
+
+def test_perft_edge_cases() -> None:
+    rules = PRESETS["kalah"]
+    start = Position.start(rules)
+    assert perft(start, rules, 0) == ref.perft(start, rules, 0) == 1
+    with pytest.raises(ValueError):
+        perft(start, rules, -1)
+    with pytest.raises(ValueError):
+        ref.perft(start, rules, -1)
+    finished = Position((0,) * 6, (1,) * 6, (20, 22))
+    assert ref.is_over(finished, rules)
+    assert perft(finished, rules, 0) == ref.perft(finished, rules, 0) == 1
+    for depth in (1, 2):
+        assert perft(finished, rules, depth) == ref.perft(finished, rules, depth) == 0
