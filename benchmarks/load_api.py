@@ -157,7 +157,8 @@ class Result:
 
     def line(self) -> str:
         return (
-            f"{self.name:<34} {self.requests:>7} req in {self.seconds:6.2f} s = {self.rps:8.1f} req/s   "
+            f"{self.name:<34} {self.requests:>7} req in {self.seconds:6.2f} s "
+            f"= {self.rps:8.1f} req/s   "
             f"p50 {self.percentile(50):7.2f} ms  p90 {self.percentile(90):7.2f} ms  "
             f"p99 {self.percentile(99):7.2f} ms  max {max(self.latencies) * 1000:7.1f} ms   "
             f"errors {self.errors}  cached {self.cached}"
@@ -338,7 +339,8 @@ def main() -> int:
             assert status == 200, body
         exact = sum(json.loads(prepared.get(p)[1])["exact"] for p in exact_paths)
         print(
-            f"warmed {len(exact_paths)} positions ({exact} exact) and {len(heuristic_paths)} depth-4 answers"
+            f"warmed {len(exact_paths)} positions ({exact} exact) "
+            f"and {len(heuristic_paths)} depth-4 answers"
         )
 
         # Short warm-up of the client and workers, not counted.
@@ -394,8 +396,9 @@ def main() -> int:
         solved = sum(a["exact"] for a in answers)
         times = [a["time_ms"] for a in answers]
         print(
-            f"    (b) positions: 20-30 random plies, 18-26 seeds left in houses; {solved}/{len(answers)} "
-            f"proven exact; search time median {statistics.median(times):.0f} ms, max {max(times):.0f} ms; "
+            "    (b) positions: 20-30 random plies, 18-26 seeds left in houses; "
+            f"{solved}/{len(answers)} proven exact; "
+            f"search time median {statistics.median(times):.0f} ms, max {max(times):.0f} ms; "
             f"nodes median {statistics.median(a['nodes'] for a in answers):.0f}"
         )
         if args.json:

@@ -99,9 +99,9 @@ def _from_query(args: dict[str, Any], *, best: bool = False) -> Answer:
 
 @blp.route("/analysis")
 class Analysis(MethodView):
-    @blp.arguments(AnalysisQuerySchema, location="query", as_kwargs=False, unknown=RAISE)
+    @blp.arguments(AnalysisQuerySchema(), location="query", as_kwargs=False, unknown=RAISE)
     @blp.response(200, AnalysisAnswerSchema, description="The analysis.", headers=CACHE_HEADERS)
-    @blp.arguments(ConditionalHeadersSchema, location="headers", as_kwargs=True)
+    @blp.arguments(ConditionalHeadersSchema(), location="headers", as_kwargs=True)
     @blp.alt_response(304, description="Not modified (If-None-Match matched the ETag).")
     @_document_errors
     def get(self, args: dict[str, Any], **_headers: Any) -> Response:
@@ -114,7 +114,7 @@ class Analysis(MethodView):
         answer = _from_query(args)
         return _answer(answer.body, answer.exact, conditional=True)
 
-    @blp.arguments(AnalysisRequestSchema, as_kwargs=False)
+    @blp.arguments(AnalysisRequestSchema(), as_kwargs=False)
     @blp.response(200, AnalysisAnswerSchema, description="The analysis.")
     @_document_errors
     def post(self, data: dict[str, Any]) -> Response:
@@ -136,11 +136,11 @@ class Analysis(MethodView):
 
 @blp.route("/best-move")
 class BestMove(MethodView):
-    @blp.arguments(BestMoveQuerySchema, location="query", as_kwargs=False, unknown=RAISE)
+    @blp.arguments(BestMoveQuerySchema(), location="query", as_kwargs=False, unknown=RAISE)
     @blp.response(
         200, BestMoveAnswerSchema, description="The best move and the value.", headers=CACHE_HEADERS
     )
-    @blp.arguments(ConditionalHeadersSchema, location="headers", as_kwargs=True)
+    @blp.arguments(ConditionalHeadersSchema(), location="headers", as_kwargs=True)
     @blp.alt_response(304, description="Not modified (If-None-Match matched the ETag).")
     @_document_errors
     def get(self, args: dict[str, Any], **_headers: Any) -> Response:

@@ -192,7 +192,11 @@ class AnalysisAnswerSchema(ma.Schema):
         metadata={"description": "Whether the game is over in this position (no moves)."}
     )
     limits = fields.Nested(
-        EffectiveLimitsSchema, metadata={"description": "The effective limits of the request."}
+        EffectiveLimitsSchema,
+        metadata={
+            "description": "The limits of the search that computed this answer (an exact answer "
+            "is served to requests with any limits)."
+        },
     )
     engine = fields.String(metadata={"description": "The engine version that computed the answer."})
 

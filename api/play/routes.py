@@ -24,7 +24,7 @@ blp = Blueprint(
 
 @blp.route("/play")
 class Play(MethodView):
-    @blp.arguments(PlayRequestSchema, as_kwargs=False)
+    @blp.arguments(PlayRequestSchema(), as_kwargs=False)
     @blp.response(200, PlayAnswerSchema, description="Every step and the final status.")
     @blp.alt_response(
         400,
