@@ -63,9 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.append((label, depth, leaves, played, median, played / median, times))
 
     print(f"perft from the start of 'kalah' ({start}); median of {args.repeat} runs, one core")
-    print(
-        f"{'engine':<10} {'depth':>5} {'leaves':>13} {'sowings':>13} {'median s':>9} {'sowings/s':>14}"
-    )
+    print(f"{'engine':<10} {'depth':>5} {'leaves':>13} {'sowings':>13}", end=" ")
+    print(f"{'median s':>9} {'sowings/s':>14}")
     for label, depth, leaves, played, median, rate, times in rows:
         print(f"{label:<10} {depth:>5} {leaves:>13,} {played:>13,} {median:>9.4f} {rate:>14,.0f}")
         print(f"{'':<10} runs: {', '.join(f'{t:.4f}' for t in times)} s")
