@@ -24,6 +24,7 @@ from .schemas import (
 from .service import (
     Analyser,
     Answer,
+    best_move_of,
     effective_limits,
     etag_of,
     parse_position_field,
@@ -146,17 +147,7 @@ class BestMove(MethodView):
     def get(self, args: dict[str, Any], **_headers: Any) -> Response:
         """The best move and the value only: the quickest answer (same cache as /v1/analysis)."""
         full = _from_query(args).json()
-        best = {
-            "cached": full["cached"],
-            "position": full["position"],
-            "perspective": full["perspective"],
-            "best_move": full["best_moves"][0] if full["best_moves"] else None,
-            "best_moves": full["best_moves"],
-            "value": full["value"],
-            "exact": full["exact"],
-            "lower": full["lower"],
-            "upper": full["upper"],
-        }
+        best = best_move_of(full)
         return _answer(
             json.dumps(best, separators=(",", ":")).encode(), full["exact"], conditional=True
         )

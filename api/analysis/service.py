@@ -222,6 +222,61 @@ class Analyser:
         return Answer(prefix + entry.body[1:], entry.exact, cached)
 
 
+def best_move_of(full: dict[str, Any]) -> dict[str, Any]:
+    """The ``/v1/best-move`` answer from a full analysis answer."""
+    return {
+        "cached": full["cached"],
+        "position": full["position"],
+        "perspective": full["perspective"],
+        "best_move": full["best_moves"][0] if full["best_moves"] else None,
+        "best_moves": full["best_moves"],
+        "value": full["value"],
+        "exact": full["exact"],
+        "lower": full["lower"],
+        "upper": full["upper"],
+    }
+
+
+def analyse_request(
+    position: object,
+    rules: object = "kalah",
+    *,
+    time_ms: int | None = None,
+    depth: int | None = None,
+    nodes: int | None = None,
+    analyser: Analyser | None = None,
+) -> dict[str, Any]:
+    """The ``POST /v1/analysis`` code path without HTTP (for ``kalah analyse``): the same
+    parsing, limits, cache and answer. Raises KalahError or ApiProblem (``.field`` names the
+    bad input). Without ``analyser``, one from the environment's settings is kept per process."""
+    if analyser is None:
+        analyser = _default_analyser()
+    parsed_rules = parse_rules(rules)
+    parsed_position = parse_position_field(position, parsed_rules)
+    limits = effective_limits(analyser.settings, time_ms, depth, nodes, prefix="limits.")
+    return analyser.analyse(parsed_position, parsed_rules, limits).json()
+
+
+_DEFAULT: list[Analyser] = []
+
+
+def _default_analyser() -> Analyser:
+    if not _DEFAULT:
+        from ..cache import make_cache
+        from ..config import load_settings
+
+        settings = load_settings()
+        cache = make_cache(
+            settings.redis_url,
+            ttl_s=settings.cache_ttl_s,
+            lru_size=settings.lru_size,
+            timeout_s=settings.redis_timeout_s,
+            max_connections=2,
+        )
+        _DEFAULT.append(Analyser(settings, cache))
+    return _DEFAULT[0]
+
+
 def answer_body(
     position: Position, rules: Rules, limits: Limits, analysis: solver.Analysis
 ) -> bytes:

@@ -212,3 +212,15 @@ def test_best_move(client: FlaskClient, query: str) -> None:
 def test_best_move_when_over(client: FlaskClient) -> None:
     best = client.get("/v1/best-move?position=000000-30-000012-15-s").get_json()
     assert best["best_move"] is None and best["value"] == 12
+
+
+def test_analyse_request_is_the_same_code_path(client: FlaskClient) -> None:
+    """The HTTP-free entry point (for ``kalah analyse``) gives the same answer as the API."""
+    from api.analysis.service import analyse_request
+
+    app = client.application
+    by_http = client.post("/v1/analysis", json={"position": MIDGAME, "limits": {"time_ms": 5000}})
+    direct = analyse_request(MIDGAME, "kalah", time_ms=5000, analyser=app.extensions["kalah"])
+    assert direct == {**by_http.get_json(), "cached": True}
+    standalone = analyse_request("start", {"houses": 3, "seeds": 3})
+    assert standalone["exact"] is True and standalone["position"] == "333-0-333-0-s"
