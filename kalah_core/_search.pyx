@@ -499,6 +499,18 @@ cdef class Searcher:
                 g = v
         return lower, upper, self.s.nodes - start_nodes, bool(self.s.aborted)
 
+    def probe(self, position, rules, int alpha, int beta):
+        """One alpha-beta search of ``position`` with the window (alpha, beta): the fail-soft
+        value (see ``exact``), or None when the budget ran out."""
+        cdef Board b = make_board(position)
+        cdef int v
+        cdef uint64_t h = self._hash(&b)
+        with nogil:
+            v = exact(&self.s, &b, alpha, beta, h)
+        if self.s.aborted:
+            return None
+        return v
+
     def test(self, position, rules, int beta):
         """One null-window probe: True if the value is >= beta, False if < beta, None when the
         budget ran out."""

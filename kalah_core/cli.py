@@ -309,6 +309,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         time_ms=args.time * 1000.0 if args.time else None,
         nodes=args.nodes,
         depth=args.depth,
+        all_moves=not args.best_only,
     )
     emit(args, analysis_text(position, analysis), analysis_json(analysis))
     return EXIT_OK
@@ -442,6 +443,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="D",
         help="heuristic search this many sowings deep instead of solving",
+    )
+    solve.add_argument(
+        "--best-only",
+        action="store_true",
+        help="prove the value and every optimal move; other moves only get an upper bound",
     )
     solve.add_argument(
         "--tt-mb",

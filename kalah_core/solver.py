@@ -110,11 +110,14 @@ class Engine:
         nodes: int | None = None,
         depth: int | None = None,
         pv_limit: int = 64,
+        all_moves: bool = True,
     ) -> Analysis:
         """Analyse ``position`` under ``rules``. With no ``depth``: solve exactly within the
         budget (unbounded when neither ``time_ms`` nor ``nodes`` is given), falling back to
         proven bounds and a heuristic estimate when the budget runs out. With ``depth``: a
-        heuristic search that deep only (exact if no leaf needed the evaluation)."""
+        heuristic search that deep only (exact if no leaf needed the evaluation).
+        ``all_moves=False`` proves the value and every optimal move but leaves the moves proven
+        worse with an upper bound only (much faster: the answer a best-move query needs)."""
         position.validate(rules)
         started = time.perf_counter()
         over = outcome(position, rules)
@@ -128,17 +131,19 @@ class Engine:
         lines = [self._line(position, rules, move) for move in legal_moves(position, rules)]
         reached = self._deepen(position, rules, lines, depth, time_ms, started)
         if depth is None:
+            best_value: int | None = None
             for line in sorted(lines, key=lambda ln: -ln.value):
                 if s.aborted:
                     break
-                if line.exact:
-                    continue
-                child = line.result.after
-                low, high = sorted((line.sign * line.lower, line.sign * line.upper))
-                low, high, _, _ = s.mtdf(
-                    child, rules, line.sign * line.estimate, low, high, fresh=False
-                )
-                line.lower, line.upper = sorted((line.sign * low, line.sign * high))
+                if (
+                    not all_moves
+                    and best_value is not None
+                    and not self._reaches(line, rules, best_value)
+                ):
+                    continue  # proven worse than the best: bounded is enough
+                self._solve(line, rules)
+                if line.exact and (best_value is None or line.value > best_value):
+                    best_value = line.value
 
         lines.sort(key=lambda ln: (-ln.value, not ln.exact, _order(ln.result.move)))
         lower = max(ln.lower for ln in lines)
@@ -197,6 +202,35 @@ class Engine:
             b_low, b_high = sorted((sign * bounds[0], sign * bounds[1]))
             low, high = max(low, b_low), min(high, b_high)
         return _Line(result, sign, low, high, (low + high) // 2)
+
+    def _solve(self, line: _Line, rules: Rules) -> None:
+        """Narrow a root move's bounds to its exact value (unless the budget runs out)."""
+        if line.exact:
+            return
+        low, high = sorted((line.sign * line.lower, line.sign * line.upper))
+        low, high, _, _ = self.searcher.mtdf(
+            line.result.after, rules, line.sign * line.estimate, low, high, fresh=False
+        )
+        line.lower, line.upper = sorted((line.sign * low, line.sign * high))
+
+    def _reaches(self, line: _Line, rules: Rules, target: int) -> bool:
+        """Whether a root move's value may reach ``target``: False once proven below it (its
+        upper bound is then set), True when it may be as good (or the budget ran out)."""
+        if line.upper < target:
+            return False
+        if line.lower >= target:
+            return True
+        if line.sign > 0:
+            v = self.searcher.probe(line.result.after, rules, target - 1, target)
+            if v is not None and v < target:
+                line.upper = v
+                return False
+        else:
+            v = self.searcher.probe(line.result.after, rules, -target, -target + 1)
+            if v is not None and v > -target:
+                line.upper = -v
+                return False
+        return True
 
     def _deepen(
         self,

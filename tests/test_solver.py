@@ -146,3 +146,20 @@ def test_pie_swap_value_is_minus_the_same_board_without_swap() -> None:
     swap = next(m for m in analysis.moves if m.move == "swap")
     no_swap = Position(after_first.south, after_first.north, after_first.stores, Side.NORTH, False)
     assert swap.value == -brute_value(no_swap, rules)
+
+
+@settings(max_examples=800)
+@given(small_positions())
+def test_best_only_mode_proves_value_and_every_optimal_move(case: tuple[Position, Rules]) -> None:
+    position, rules = case
+    if ref.is_over(position, rules):
+        return
+    analysis = ENGINE.analyse(position, rules, all_moves=False)
+    expected = brute_move_values(position, rules)
+    value = max(expected.values())
+    assert analysis.exact and analysis.value == value
+    assert set(analysis.best_moves) == {m for m, v in expected.items() if v == value}
+    for move in analysis.moves:
+        assert move.lower <= expected[move.move] <= move.upper
+        if not move.exact:
+            assert move.upper < value
