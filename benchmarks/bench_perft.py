@@ -17,8 +17,9 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 
-from kalah_core import PRESETS, Position, perft
+from kalah_core import PRESETS, Position, Rules, perft
 from kalah_core import reference as ref
 
 
@@ -51,14 +52,15 @@ def main(argv: list[str] | None = None) -> int:
     rules = PRESETS["kalah"]
     start = Position.start(rules)
     rows = []
-    for label, depth, run in (
-        ("cython", args.engine_depth, lambda d: perft(start, rules, d)),
-        ("reference", args.reference_depth, lambda d: ref.perft(start, rules, d)),
-    ):
-        run(1)  # warm up (imports, caches)
+    engines: list[tuple[str, int, Callable[[Position, Rules, int], int]]] = [
+        ("cython", args.engine_depth, perft),
+        ("reference", args.reference_depth, ref.perft),
+    ]
+    for label, depth, count in engines:
+        count(start, rules, 1)  # warm up (imports, caches)
         leaves = perft(start, rules, depth)
         played = sowings(start, depth)
-        times = measure(lambda run=run, depth=depth: run(depth), leaves, args.repeat)
+        times = measure(partial(count, start, rules, depth), leaves, args.repeat)
         median = statistics.median(times)
         rows.append((label, depth, leaves, played, median, played / median, times))
 

@@ -107,11 +107,16 @@ FEATURES: dict[str, Callable[[Rules, list[Step]], bool]] = {
 def random_game(name: str, rules: Rules) -> tuple[int, list[Step]]:
     for seed in range(MAX_SEED):
         rng = random.Random(seed)
-        steps = play(rules, lambda position, moves, rng=rng: rng.choice(moves))
+
+        def choose(position: Position, moves: list[ref.Move], rng: random.Random = rng) -> ref.Move:
+            return rng.choice(moves)
+
+        steps = play(rules, choose)
+        feature = FEATURES.get(name)
         if (
             any(s["captured"] for s in steps)
             and any(s["extra_turn"] for s in steps)
-            and FEATURES.get(name, lambda rules, steps: True)(rules, steps)
+            and (feature is None or feature(rules, steps))
         ):
             return seed, steps
     raise SystemExit(f"{name}: no seed below {MAX_SEED} gives a game with its features")

@@ -16,7 +16,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kalah_core import MAX_SEEDS, PRESETS, Position, Rules, Side, Status, game, perft
+from kalah_core import (
+    MAX_SEEDS,
+    PRESETS,
+    IllegalMoveError,
+    Position,
+    Rules,
+    Side,
+    Status,
+    game,
+    perft,
+)
 from kalah_core import reference as ref
 
 START_GAMES = 1500
@@ -69,6 +79,17 @@ def check_end(position: Position, rules: Rules) -> None:
         assert outcome is None
 
 
+def check_illegal(position: Position, rules: Rules) -> None:
+    """Both implementations refuse the same illegal moves."""
+    legal = ref.legal_moves(position, rules)
+    for move in [*range(1, rules.houses + 1), "swap"]:
+        if move not in legal:
+            with pytest.raises(IllegalMoveError):
+                game.play(position, rules, move)
+            with pytest.raises(IllegalMoveError):
+                ref.play(position, rules, move)
+
+
 def play_game(start: Position, rules: Rules, seed: int) -> int:
     """Play one random game through both implementations, comparing every move; return the
     number of plies."""
@@ -76,6 +97,7 @@ def play_game(start: Position, rules: Rules, seed: int) -> int:
     position = start
     total = start.total_seeds
     check_end(position, rules)
+    check_illegal(position, rules)
     for ply in range(MAX_PLIES):
         moves = ref.legal_moves(position, rules)
         assert game.legal_moves(position, rules) == moves, position
