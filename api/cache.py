@@ -245,6 +245,7 @@ class RedisCache(AnswerCache):
         self._release = self.client.register_script(_RELEASE)
         self._down_until = 0.0
         self._last_error = ""
+        self._healthy = True
 
     # -- failure handling ------------------------------------------------------------------
 
@@ -252,11 +253,17 @@ class RedisCache(AnswerCache):
         return time.monotonic() >= self._down_until
 
     def _failed(self, error: BaseException) -> None:
-        if self._available():
-            log.warning("redis unavailable (%s); computing without the shared cache", error)
+        if self._healthy:
+            log.warning("redis unavailable (%s): answering without the shared cache", error)
+            self._healthy = False
         self._down_until = time.monotonic() + self.BACKOFF_S
         self._last_error = f"{type(error).__name__}: {error}"
         metrics.REDIS_ERRORS.inc()
+
+    def _recovered(self) -> None:
+        if not self._healthy:
+            log.warning("redis reachable again: shared cache in use")
+            self._healthy = True
 
     # -- the AnswerCache API -------------------------------------------------------------------
 
@@ -271,6 +278,7 @@ class RedisCache(AnswerCache):
         except self._redis_errors as error:
             self._failed(error)
             return None, "redis"
+        self._recovered()
         if exact is not None:
             entry = Entry.decode(exact)
             self._memory.put(keys.exact, entry, None)
@@ -299,6 +307,7 @@ class RedisCache(AnswerCache):
             self._failed(error)
             return False, f"redis unreachable: {self._last_error}"
         self._down_until = 0.0
+        self._recovered()
         return True, "redis reachable"
 
     def size(self) -> int | None:
