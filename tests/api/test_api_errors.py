@@ -315,3 +315,27 @@ def _fuzz_client(create_app: Any) -> FlaskClient:
         _FUZZ_CLIENT["client"] = create_app({"TESTING": True, "KALAH_REDIS_URL": ""}).test_client()
     client: FlaskClient = _FUZZ_CLIENT["client"]
     return client
+
+
+def test_a_bug_is_a_500_problem_without_internals(
+    app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("secret internal state")
+
+    monkeypatch.setattr(app.extensions["kalah"], "search", broken)
+    response = app.test_client().get(f"{A}?position=start&houses=2&seeds=3")
+    body = check_problem(response, 500, None, "/problems/internal-error")
+    assert "secret" not in body["detail"]
+
+
+def test_no_engine_is_a_503_and_not_ready(app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kalah_core import solver
+
+    monkeypatch.delattr(solver, "Engine")
+    client = app.test_client()
+    check_problem(
+        client.get(f"{A}?position=start&houses=2&seeds=1"), 503, None, "/problems/not-ready"
+    )
+    ready = client.get("/readyz")
+    assert ready.status_code == 503 and ready.get_json()["checks"]["engine"]["ok"] is False
