@@ -123,6 +123,10 @@ def _register_error_handlers(app: Flask) -> None:
         return problem_for(error)
 
 
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+"""Metric labels stay bounded: unknown paths are ``unmatched``, unknown methods ``other``."""
+
+
 def _register_metrics(app: Flask) -> None:
     @app.before_request
     def start_timer() -> None:
@@ -133,7 +137,8 @@ def _register_metrics(app: Flask) -> None:
         started = g.pop("kalah_started", None)
         if started is not None:
             endpoint = request.url_rule.rule if request.url_rule is not None else "unmatched"
-            labels = (endpoint, request.method, str(response.status_code))
+            method = request.method if request.method in _METHODS else "other"
+            labels = (endpoint, method, str(response.status_code))
             metrics.REQUESTS.labels(*labels).inc()
             metrics.LATENCY.labels(*labels).observe(time.perf_counter() - started)
         return response
