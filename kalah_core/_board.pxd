@@ -146,6 +146,7 @@ cdef inline void play(Board* b, int move, const CRules* r, Sowing* out) noexcept
     out.over = is_over(b, r)
     if out.over:
         sweep(b, r)
+        b.flags &= ~FLAG_PIE         # nothing left to swap for
 
 cdef CRules make_crules(object rules, int total) except *
 cdef Board make_board(object position) except *

@@ -79,7 +79,7 @@ class Position:
     """South's and North's houses (house 1 first, from each player's own left), the stores
     ``(south, north)``, the side to move, and whether the pie rule is still pending: North may
     answer ``swap`` at its first turn (the flag is set from the start of a pie game and cleared
-    by North's first move)."""
+    by North's first move or the end of the game)."""
 
     south: tuple[int, ...]
     north: tuple[int, ...]

@@ -8,7 +8,7 @@ purpose, so that it is obviously correct. It follows the engine's documented con
 - The end of the game is tested in the position after the move, for the player to move next;
   when the game is over, the seeds left in houses are swept into the stores at once.
 - ``swap_available`` means the pie rule is still pending: it survives South's first turn and
-  is cleared by North's first move (a sowing or the swap).
+  is cleared by North's first move (a sowing or the swap), and by the end of the game.
 
 The board is a plain list in sowing order::
 
@@ -145,6 +145,7 @@ def play(position: Position, rules: Rules, move: Move) -> tuple[Position, bool, 
     over = _ended(board, to_move, rules)
     if over:
         _sweep(board, rules)
+        swap_available = False
     return _position(board, to_move, swap_available), extra_turn, captured, over
 
 
