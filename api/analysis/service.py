@@ -151,27 +151,31 @@ class Analyser:
     def __init__(self, settings: Settings, cache: AnswerCache) -> None:
         self.settings = settings
         self.cache = cache
-        self._engine: Any = None
-        self._engine_pid = 0
-        self._engine_lock = threading.Lock()
-        self._self_test: tuple[bool, str] | None = None
+        # (pid, engine, lock): one engine per process, created on first use after the fork.
+        self._engine_state: tuple[int, Any, threading.Lock] | None = None
+        self._create_lock = threading.Lock()
+        self._self_test: tuple[int, bool, str] | None = None
 
     # -- the engine ------------------------------------------------------------------------
 
-    def _engine_for_process(self) -> Any:
-        if self._engine is None or self._engine_pid != os.getpid():
-            engine_class = getattr(solver, "Engine", None)
-            if engine_class is None:
-                raise EngineUnavailable()
-            self._engine = engine_class(tt_mb=self.settings.tt_mb)
-            self._engine_pid = os.getpid()
-            self._engine_lock = threading.Lock()
-        return self._engine
+    def _engine_for_process(self) -> tuple[Any, threading.Lock]:
+        state = self._engine_state
+        if state is None or state[0] != os.getpid():
+            with self._create_lock:
+                state = self._engine_state
+                if state is None or state[0] != os.getpid():
+                    engine_class = getattr(solver, "Engine", None)
+                    if engine_class is None:
+                        raise EngineUnavailable()
+                    engine = engine_class(tt_mb=self.settings.tt_mb)
+                    state = (os.getpid(), engine, threading.Lock())
+                    self._engine_state = state
+        return state[1], state[2]
 
     def search(self, position: Position, rules: Rules, limits: Limits) -> solver.Analysis:
-        engine = self._engine_for_process()
+        engine, lock = self._engine_for_process()
         started = time.perf_counter()
-        with self._engine_lock:
+        with lock:
             analysis: solver.Analysis = engine.analyse(
                 position, rules, time_ms=limits.time_ms, depth=limits.depth, nodes=limits.nodes
             )
@@ -183,9 +187,9 @@ class Analyser:
 
     def self_test(self) -> tuple[bool, str]:
         """Solve a tiny position and compare with a plain minimax over the move generator;
-        run once per process (the result cannot change while the process lives)."""
-        if self._self_test is not None and self._engine_pid == os.getpid():
-            return self._self_test
+        once passed, not run again in this process."""
+        if self._self_test is not None and self._self_test[0] == os.getpid():
+            return self._self_test[1], self._self_test[2]
         try:
             rules = Rules(houses=2, seeds=2)
             position = Position.start(rules)
@@ -200,7 +204,8 @@ class Analyser:
             result = (False, problem.detail)
         except Exception as error:  # the health check reports, never raises
             result = (False, f"engine self-test failed: {type(error).__name__}: {error}")
-        self._self_test = result
+        if result[0]:  # a failure is retried by the next health check
+            self._self_test = (os.getpid(), *result)
         return result
 
     # -- answers ---------------------------------------------------------------------------
