@@ -170,6 +170,7 @@ ctypedef struct Child:
     int score                # ordering key: extra turns, then seeds gained, then nearer the store
     int value                # the mover's final value when over
     uint64_t hash            # table hash of the child (0 when it is never stored)
+    int upper                # proven upper bound on the child's value for the mover (or INF)
 
 cdef inline void make_child(const Search* s, const Board* b, int move, Child* c) noexcept nogil:
     cdef Sowing sw
@@ -187,6 +188,7 @@ cdef inline void make_child(const Search* s, const Board* b, int move, Child* c)
         c.value = c.board.opp_store - c.board.my_store
     c.score = 0 if move == SWAP else sw.extra * 4096 + gain * 16 + move
     c.hash = 0
+    c.upper = INF
     if not sw.over and not (c.board.flags & FLAG_PIE):
         # Start loading the child's bucket now; it is probed soon after.
         c.hash = hash_of(s, &c.board)
@@ -281,7 +283,8 @@ cdef int exact(Search* s, const Board* b, int alpha, int beta, uint64_t h) noexc
     if a < beta:
         n = gen_children(s, b, first, kids, order)
         if use_table and rest >= s.etc_min_seeds:
-            # Enhanced transposition cutoff: a child whose stored bounds already prove v >= beta.
+            # Enhanced transposition cutoff: a child whose stored bounds already prove v >= beta;
+            # and each child's proven upper bound, to skip those that cannot raise alpha.
             for k in range(n):
                 if kids[k].hash == 0:
                     continue
@@ -289,12 +292,20 @@ cdef int exact(Search* s, const Board* b, int alpha, int beta, uint64_t h) noexc
                 if q.found and q.depth == PROVEN:
                     if kids[k].extra:
                         v = q.lower + kids[k].board.my_store - kids[k].board.opp_store
+                        kids[k].upper = q.upper + kids[k].board.my_store - kids[k].board.opp_store
                     else:
                         v = -(q.upper + kids[k].board.my_store - kids[k].board.opp_store)
+                        kids[k].upper = -(q.lower + kids[k].board.my_store - kids[k].board.opp_store)
                     if v >= beta:
                         store(s, h, v - d, hi - d, kids[k].move, PROVEN, 1)
                         return v
         for k in range(n):
+            if kids[order[k]].upper <= a:
+                # Proven unable to raise alpha: its bound stands in for its value.
+                if kids[order[k]].upper > best:
+                    best = kids[order[k]].upper
+                    best_move = kids[order[k]].move
+                continue
             v = exact_child(s, &kids[order[k]], a, beta)
             if s.aborted:
                 return 0
@@ -417,7 +428,7 @@ cdef class Searcher:
         self.s.table = <Entry*>mem
         memset(self.s.table, 0, self.size_bytes)
         self.s.mask = buckets - 1
-        self.s.etc_min_seeds = 12
+        self.s.etc_min_seeds = 8
         self.s.eval_kind = EVAL_SIDES
         self._rules_key = None
 
