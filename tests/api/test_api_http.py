@@ -28,13 +28,18 @@ def test_analysis_over_http_and_cache_hits_across_workers(gunicorn_server: str) 
     assert first.status_code == 200
     assert first.headers["Content-Type"] == "application/json"
     assert first.json()["cached"] is False and first.json()["exact"] is True
-    # Fresh connections are spread over both workers; every one is a hit (the other
-    # worker's memory is empty, so its hits come from Redis).
-    answers = [requests.get(url, headers={"Connection": "close"}, timeout=10) for _ in range(12)]
-    assert all(a.json()["cached"] is True for a in answers)
-    assert all(a.json()["value"] == first.json()["value"] for a in answers)
-    text = requests.get(f"{gunicorn_server}/metrics", timeout=10).text
-    assert metric(text, "kalah_cache_lookups_total", level="redis", result="hit") >= 1
+    # Fresh connections land on either worker; the one that did not compute has an empty
+    # memory, so its hits come from Redis. Ask until one did (each try: a coin toss).
+    redis_hits = 0.0
+    for _ in range(200):
+        again = requests.get(url, headers={"Connection": "close"}, timeout=10)
+        assert again.json()["cached"] is True
+        assert again.json()["value"] == first.json()["value"]
+        text = requests.get(f"{gunicorn_server}/metrics", timeout=10).text
+        redis_hits = metric(text, "kalah_cache_lookups_total", level="redis", result="hit")
+        if redis_hits >= 1:
+            break
+    assert redis_hits >= 1, "no request reached the other worker"
 
 
 def test_etag_304_over_http(gunicorn_server: str) -> None:
