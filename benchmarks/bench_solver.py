@@ -1,0 +1,108 @@
+"""Solver figures in one run: start positions, the time-limit guarantee, mid-game positions.
+
+Prints medians (and maxima where a bound matters) so that runs can be compared as ratios.
+Each figure is one core, from an empty transposition table, start-up excluded.
+
+    python benchmarks/bench_solver.py                 # everything (Kalah(6,4) takes a while)
+    python benchmarks/bench_solver.py --quick         # skip Kalah(6,4)
+    python benchmarks/bench_solver.py --egdb PATH     # probe an endgame database
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+from typing import Any
+
+from kalah_core import Position, Rules, is_over, legal_moves, play
+from kalah_core.solver import Analysis, Engine
+
+
+def timed(
+    engine: Engine, position: Position, rules: Rules, **limits: object
+) -> tuple[float, object]:
+    engine.clear()
+    started = time.perf_counter()
+    analysis = engine.analyse(position, rules, **limits)
+    return (time.perf_counter() - started) * 1000.0, analysis
+
+
+def midgame_positions(count: int, max_seeds: int, seed: int = 7) -> list[Position]:
+    """Positions of random Kalah(6,4) games with at most ``max_seeds`` seeds in houses."""
+    rules = Rules()
+    rng = random.Random(seed)
+    found: list[Position] = []
+    while len(found) < count:
+        position = Position.start(rules)
+        while not is_over(position, rules):
+            position = play(position, rules, rng.choice(legal_moves(position, rules))).after
+            rest = sum(position.south) + sum(position.north)
+            if rest <= max_seeds and not is_over(position, rules):
+                found.append(position)
+                break
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="skip Kalah(6,4) from the start")
+    parser.add_argument("--tt-mb", type=int, default=256)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--midgame", type=int, default=200, help="number of mid-game positions")
+    args = parser.parse_args()
+    engine = Engine(args.tt_mb)
+
+    print("start positions (value, median ms over repeats, nodes, Mnodes/s)")
+    cases = [
+        ("Kalah(6,3) standard", Rules(seeds=3), args.repeat, True),
+        ("Kalah(6,3) standard, all moves", Rules(seeds=3), args.repeat, False),
+    ]
+    if not args.quick:
+        cases += [
+            ("Kalah(6,4) empty capture", Rules(capture="always"), 1, True),
+            ("Kalah(6,4) standard", Rules(), 1, True),
+        ]
+    for title, rules, repeat, best_only in cases:
+        runs = [
+            timed(engine, Position.start(rules), rules, all_moves=not best_only)
+            for _ in range(repeat)
+        ]
+        ms = statistics.median(r[0] for r in runs)
+        a = runs[-1][1]
+        print(
+            f"  {title:<34} {a.value:+d} {'exact' if a.exact else 'HEURISTIC'}  "
+            f"{ms:9.1f} ms  {a.nodes:>12,} nodes  {a.nodes / ms / 1000:6.2f}"
+        )
+
+    print("time limit 100 ms on the Kalah(6,6) start (elapsed ms: median, max)")
+    rules = Rules(seeds=6)
+    runs = [
+        timed(engine, Position.start(rules), rules, time_ms=100) for _ in range(args.repeat * 2)
+    ]
+    elapsed = [r[0] for r in runs]
+    a = runs[-1][1]
+    print(
+        f"  median {statistics.median(elapsed):.1f}  max {max(elapsed):.1f}  "
+        f"best {a.best_moves} value {a.value:+d} "
+        f"bounds [{a.lower:+d}, {a.upper:+d}] depth {a.depth}"
+    )
+
+    print(f"{args.midgame} mid-game Kalah(6,4) positions, <= 30 seeds in houses, every move exact")
+    times, nodes, inexact = [], 0, 0
+    for position in midgame_positions(args.midgame, 30):
+        ms, a = timed(engine, position, Rules())
+        times.append(ms)
+        nodes += a.nodes
+        inexact += not all(m.exact for m in a.moves)
+    print(
+        f"  median {statistics.median(times):.1f} ms  max {max(times):.1f} ms  "
+        f"mean nodes {nodes / len(times):,.0f}  not exact: {inexact}"
+    )
+
+
+if __name__ == "__main__":
+    main()
