@@ -21,8 +21,8 @@ from kalah_core.solver import Analysis, Engine
 
 
 def timed(
-    engine: Engine, position: Position, rules: Rules, **limits: object
-) -> tuple[float, object]:
+    engine: Engine, position: Position, rules: Rules, **limits: Any
+) -> tuple[float, Analysis]:
     engine.clear()
     started = time.perf_counter()
     analysis = engine.analyse(position, rules, **limits)
