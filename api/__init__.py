@@ -103,7 +103,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     )
     app.extensions["kalah"] = Analyser(settings, cache)
 
-    api = KalahApi(app)
+    api = KalahApi(app, spec_kwargs={"extra_plugins": [analysis_routes.ConditionalGetPlugin()]})
     for resource in RESOURCES:
         api.register_blueprint(resource.blp)
     app.extensions["kalah_api"] = api

@@ -17,13 +17,6 @@ DEPTH_DOC = "Search only this many sowings deep (a heuristic value unless proven
 NODES_DOC = "Node budget of the search; at most KALAH_MAX_NODES."
 
 
-class ConditionalHeadersSchema(ma.Schema):
-    if_none_match = fields.String(
-        data_key="If-None-Match",
-        metadata={"description": "ETags of representations the client holds: 304 if one matches."},
-    )
-
-
 class LimitsSchema(ma.Schema):
     time_ms = fields.Integer(validate=validate.Range(min=1), metadata={"description": TIME_DOC})
     depth = fields.Integer(validate=validate.Range(min=1), metadata={"description": DEPTH_DOC})
