@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
+import requests
 
 from api.config import ENV_NAMES, load_settings, worker_timeout_s
 from api.serve import CONFIG_PATH, gunicorn_command
@@ -74,3 +83,40 @@ def test_serve_runs_gunicorn_with_the_deploy_config() -> None:
     assert "0.0.0.0:8080" in command and command[-3:] == ["-w", "3", "api.wsgi:app"]
     assert "[::1]:80" in gunicorn_command("::1", 80, None)
     assert CONFIG_PATH.exists()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_serve_starts_and_stops_cleanly(tmp_path: Path) -> None:
+    """``python -m api.serve`` (what ``kalah serve`` runs): answers, then stops on SIGTERM."""
+    port = free_port()
+    env = {**os.environ, "KALAH_REDIS_URL": "", "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "api.serve", "--port", str(port), "--workers", "1"],
+        cwd=CONFIG_PATH.parent.parent,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if requests.get(f"http://127.0.0.1:{port}/livez", timeout=1).ok:
+                    break
+            except requests.ConnectionError:
+                pass
+            assert time.monotonic() < deadline, "serve did not answer"
+            time.sleep(0.1)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+        assert process.stdout is not None
+        output = process.stdout.read().decode()
+        assert f"http://127.0.0.1:{port}/" in output and "/docs" in output
+    finally:
+        if process.poll() is None:
+            process.kill()
