@@ -197,6 +197,46 @@ def load(
     )
 
 
+def wrk_load(name: str, port: int, paths: list[str], *, connections: int, seconds: float) -> str:
+    """The same scenario driven by ``wrk`` (a C client, if installed): a cross-check that the
+    figures measure the server rather than the Python client."""
+    script = Path(tempfile.mkstemp(prefix="kalah-wrk-", suffix=".lua")[1])
+    listed = ", ".join(json.dumps(p) for p in paths)
+    script.write_text(
+        f"local paths = {{{listed}}}\nlocal i = 0\n"
+        "request = function()\n  i = i + 1\n"
+        "  return wrk.format('GET', paths[(i % #paths) + 1])\nend\n"
+    )
+    try:
+        out = subprocess.run(
+            [
+                "wrk",
+                "-t2",
+                f"-c{connections}",
+                f"-d{int(seconds)}s",
+                "--latency",
+                "-s",
+                str(script),
+                f"http://127.0.0.1:{port}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=seconds + 30,
+            check=True,
+        ).stdout
+    finally:
+        script.unlink()
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    p50 = re.search(r"50%\s+(\S+)", out)
+    p99 = re.search(r"99%\s+(\S+)", out)
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    return (
+        f"{name:<34} wrk -c{connections}: {rps.group(1) if rps else '?'} req/s   "
+        f"p50 {p50.group(1) if p50 else '?'}  p99 {p99.group(1) if p99 else '?'}   "
+        f"non-2xx {errors.group(1) if errors else 0}"
+    )
+
+
 # ----------------------------------------------------------------------------- positions
 
 
@@ -319,6 +359,9 @@ def main() -> int:
         "--uncached-seconds", type=float, default=90.0, help="time limit of the uncached scenario"
     )
     parser.add_argument("--json", action="store_true", help="also print the figures as JSON")
+    parser.add_argument(
+        "--wrk", action="store_true", help="also drive (a) and (a') with wrk if installed"
+    )
     args = parser.parse_args()
     workers = args.workers or len(os.sched_getaffinity(0))
 
@@ -377,6 +420,22 @@ def main() -> int:
             )
         )
         print(results[-1].line(), flush=True)
+
+        if args.wrk and shutil.which("wrk"):
+            for name, paths in (
+                ("(a) cached exact", exact_paths),
+                ("(a') cached heuristic", heuristic_paths),
+            ):
+                print(
+                    wrk_load(
+                        name,
+                        servers.port,
+                        paths,
+                        connections=args.processes * args.connections,
+                        seconds=args.seconds,
+                    ),
+                    flush=True,
+                )
 
         fresh = midgame_positions(args.uncached, 2, plies=(20, 30), house_seeds=(18, 26))
         fresh = [p for p in fresh if p.compact() not in {w.compact() for w in warm}]

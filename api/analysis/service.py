@@ -194,7 +194,11 @@ class Analyser:
             rules = Rules(houses=2, seeds=2)
             position = Position.start(rules)
             expected = _minimax(position, rules)
-            got = self.search(position, rules, Limits(time_ms=1000))
+            # A small engine of its own: never waits behind a long search of this worker.
+            engine_class = getattr(solver, "Engine", None)
+            if engine_class is None:
+                raise EngineUnavailable()
+            got = engine_class(tt_mb=1).analyse(position, rules, time_ms=1000)
             ok = got.exact and got.value == expected
             result = (
                 ok,
