@@ -33,6 +33,12 @@ class Play(MethodView):
         description="Unparsable input.",
     )
     @blp.alt_response(
+        413,
+        schema=ProblemSchema,
+        content_type="application/problem+json",
+        description="The body is too large.",
+    )
+    @blp.alt_response(
         422,
         schema=ProblemSchema,
         content_type="application/problem+json",
