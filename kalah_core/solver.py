@@ -127,10 +127,15 @@ class Engine:
             return Analysis(value, True, value, value, [], [], [], None, 0, _ms(started), over=True)
 
         s = self.searcher
-        s.begin(position, rules, time_ms or 0.0, nodes or 0)
+        # Exact search gets most of a budget; what it leaves goes to the heuristic fallback.
+        share = 1.0 if depth is not None else EXACT_SHARE
+        node_budget = max(1, int(nodes * share)) if nodes else 0
+        s.begin(position, rules, (time_ms or 0.0) * share, node_budget)
         lines = [self._line(position, rules, move) for move in legal_moves(position, rules)]
-        reached = self._deepen(position, rules, lines, depth, time_ms, started)
-        if depth is None:
+        if depth is not None:
+            reached = self._deepen(rules, lines, 1, depth, None)
+        else:
+            reached = self._deepen(rules, lines, 1, HEURISTIC_MAX_DEPTH, ESTIMATE_NODES)
             best_value: int | None = None
             for line in sorted(lines, key=lambda ln: -ln.value):
                 if s.aborted:
@@ -144,6 +149,15 @@ class Engine:
                 self._solve(line, rules)
                 if line.exact and (best_value is None or line.value > best_value):
                     best_value = line.value
+            if s.aborted and not all(ln.exact for ln in lines):
+                spent = (time.perf_counter() - started) * 1000.0
+                s.set_budget(
+                    max((time_ms or 0.0) - spent, 0.01) if time_ms else 0.0,
+                    max((nodes or 0) - s.nodes, 1) if nodes else 0,
+                )
+                reached = self._deepen(
+                    rules, lines, reached + 1, HEURISTIC_MAX_DEPTH, None, reached
+                )
 
         lines.sort(key=lambda ln: (-ln.value, not ln.exact, _order(ln.result.move)))
         lower = max(ln.lower for ln in lines)
@@ -234,41 +248,37 @@ class Engine:
 
     def _deepen(
         self,
-        position: Position,
         rules: Rules,
         lines: list[_Line],
-        depth: int | None,
-        time_ms: float | None,
-        started: float,
+        first: int,
+        last: int,
+        node_cap: int | None,
+        reached: int = 0,
     ) -> int:
-        """Iterative deepening over the root moves: estimates for ordering and for the MTD(f)
-        guesses, or the whole answer in depth-limited mode. Returns the depth completed."""
+        """Iterative deepening over the root moves, depths ``first..last``: estimates for
+        ordering and the MTD(f) guesses, or the answer in depth-limited mode and as the fallback.
+        Stops after an iteration costing more than ``node_cap`` nodes, or when the budget runs
+        out (keeping the last complete iteration). Returns the depth completed."""
         s = self.searcher
-        target = depth if depth is not None else HEURISTIC_MAX_DEPTH
-        share = (time_ms or 0.0) * (1.0 if depth is not None else ESTIMATE_SHARE)
-        reached = 0
-        for d in range(1, target + 1):
-            iteration_nodes = 0
-            exact_all = True
+        for d in range(first, last + 1):
+            nodes_before = s.nodes
+            results: list[tuple[_Line, int, int]] = []
             for line in lines:
                 if line.exact:
                     continue
-                v, n, aborted, horizon = s.heuristic(line.result.after, rules, d - 1, fresh=False)
+                v, _, aborted, horizon = s.heuristic(line.result.after, rules, d - 1, fresh=False)
                 if aborted:
                     return reached
-                iteration_nodes += n
-                line.estimate = line.sign * v
-                if horizon == 0:
-                    line.lower = line.upper = line.estimate
-                else:
-                    exact_all = False
+                results.append((line, line.sign * v, horizon))
+            for line, estimate, horizon in results:
+                line.estimate = min(max(estimate, line.lower), line.upper)
+                if horizon == 0:  # no leaf was estimated: the depth-limited value is exact
+                    line.lower = line.upper = estimate
             reached = d
-            if exact_all:
+            if all(line.exact for line in lines):
                 break
-            if depth is None:
-                elapsed = (time.perf_counter() - started) * 1000.0
-                if (share and elapsed > share) or (not share and iteration_nodes > ESTIMATE_NODES):
-                    break
+            if node_cap is not None and s.nodes - nodes_before > node_cap:
+                break
         return reached
 
     def _pv(
@@ -338,8 +348,8 @@ class Engine:
 
 
 HEURISTIC_MAX_DEPTH = 60
-ESTIMATE_SHARE = 0.25  # of a time budget spent on iterative deepening before exact probes
-ESTIMATE_NODES = 20_000  # without a time budget, deepen until an iteration costs this much
+EXACT_SHARE = 0.75  # of a budget for the exact search; the rest improves the fallback estimate
+ESTIMATE_NODES = 20_000  # deepen the estimates until they cost about this much per depth
 
 
 def _order(move: Move) -> int:
