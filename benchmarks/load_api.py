@@ -227,8 +227,8 @@ def wrk_load(name: str, port: int, paths: list[str], *, connections: int, second
     finally:
         script.unlink()
     rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
-    p50 = re.search(r"50%\s+(\S+)", out)
-    p99 = re.search(r"99%\s+(\S+)", out)
+    p50 = re.search(r"^\s+50%\s+(\S+)", out, re.MULTILINE)
+    p99 = re.search(r"^\s+99%\s+(\S+)", out, re.MULTILINE)
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     return (
         f"{name:<34} wrk -c{connections}: {rps.group(1) if rps else '?'} req/s   "
