@@ -347,7 +347,7 @@ def main() -> int:
     )
     parser.add_argument("--processes", type=int, default=2, help="client processes")
     parser.add_argument(
-        "--connections", type=int, default=8, help="keep-alive connections per client process"
+        "--connections", type=int, default=4, help="keep-alive connections per client process"
     )
     parser.add_argument(
         "--positions", type=int, default=64, help="positions of the cached scenarios"
