@@ -1,0 +1,461 @@
+# cython: language_level=3
+"""Endgame database: the builder (OpenMP over both cores) and the read-only memory map.
+
+See ``_egdb.pxd`` for the index and ``egdb.py`` for the file format and the Python API.
+
+Building. Level n (boards with n seeds in houses) needs only lower levels and itself: sowing
+never takes a seed out of a store. A move that stays in the level (no seed reaches a store, no
+capture) only moves seeds toward the mover's store, so the potential
+P = sum over both sides of seeds x (distance of their house to its owner's store) strictly falls
+and a level has no cycles. The builder walks each level in rank order, in chunks spread over
+the threads (OpenMP dynamic schedule); a board whose same-level child is not solved yet solves
+the child first (a memoized recursion, at most P deep). Two threads may solve the same child at
+once: both compute the same byte, and every access to the level being built is a relaxed
+atomic byte load or store, so that race is benign and defined. Lower levels are complete and
+read plainly (the end of each parallel region is a barrier).
+
+g of a board = max over its moves of (gain + g(child)) when the move gives an extra turn and
+(gain - g(child)) when the turn passes, where gain is played on a copy with both stores zero:
+the child's stores then hold exactly what this move put in each store (sowing, capture, and the
+sweep when the move ends the game), and g(child) = 0 when the game is over. A board where the
+game is already over holds its sweep's result.
+"""
+
+from libc.stdint cimport int8_t, uint8_t, uint64_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy, memset
+from posix.fcntl cimport O_RDONLY, open as c_open
+from posix.mman cimport (
+    MADV_HUGEPAGE, MAP_ANONYMOUS, MAP_FAILED, MAP_PRIVATE, MAP_SHARED, PROT_READ, PROT_WRITE,
+    madvise, mmap, munmap,
+)
+from posix.stat cimport fstat, struct_stat
+from posix.unistd cimport close as c_close
+
+from cpython.buffer cimport PyBUF_READ
+from cpython.memoryview cimport PyMemoryView_FromMemory
+from cython.parallel cimport prange
+
+from kalah_core._board cimport Board, CRules, MAX_HOUSES, Sowing, byte_at, is_over, play, \
+    seeds_in, sweep
+
+cdef extern from *:
+    """
+    static inline signed char egdb_load(const signed char* p) {
+        return __atomic_load_n(p, __ATOMIC_RELAXED);
+    }
+    static inline void egdb_store(signed char* p, signed char v) {
+        __atomic_store_n(p, v, __ATOMIC_RELAXED);
+    }
+    static inline int egdb_ctz(unsigned long long x) { return __builtin_ctzll(x); }
+    """
+    int8_t egdb_load(const int8_t* p) noexcept nogil
+    void egdb_store(int8_t* p, int8_t v) noexcept nogil
+    int egdb_ctz(unsigned long long x) noexcept nogil
+
+cdef enum:
+    CHUNK = 1 << 15          # boards per unit of parallel work
+
+MAX_SEEDS = EGDB_MAX_SEEDS
+HEADER_SIZE = EGDB_HEADER_SIZE
+
+# ---------------------------------------------------------------------------------------------
+# Index: binomials, level offsets, unranking and the walk in rank order.
+# ---------------------------------------------------------------------------------------------
+
+cdef uint64_t* make_binom(int houses, int max_seeds, int* stride_out) except NULL:
+    """C(s, k) for k = 0..2h-1 and s < stride, row after row (wrapping where too big to be
+    needed: every value a rank uses is below its level's size)."""
+    cdef int k_max = 2 * houses - 1, stride = max_seeds + 2 * houses, k, s
+    cdef uint64_t* t = <uint64_t*>malloc(sizeof(uint64_t) * (k_max + 1) * stride)
+    if t == NULL:
+        raise MemoryError()
+    for k in range(k_max + 1):
+        for s in range(stride):
+            if k == 0:
+                t[s] = 1
+            elif s == 0:
+                t[k * stride] = 0
+            else:
+                t[k * stride + s] = t[(k - 1) * stride + s - 1] + t[k * stride + s - 1]
+    stride_out[0] = stride
+    return t
+
+cdef void fill_offsets(EGDB* db) noexcept:
+    cdef int n, k = 2 * db.houses - 1
+    db.offset[0] = 0
+    for n in range(db.max_seeds + 1):
+        db.offset[n + 1] = db.offset[n] + db.binom[k * db.stride + n + k]
+
+def level_size(int houses, int n) -> int:
+    """Boards with n seeds in the 2h houses: C(n + 2h - 1, 2h - 1)."""
+    from math import comb
+    return comb(n + 2 * houses - 1, 2 * houses - 1)
+
+def entry_count(int houses, int max_seeds) -> int:
+    """Boards with at most max_seeds seeds in houses: C(N + 2h, 2h)."""
+    from math import comb
+    return comb(max_seeds + 2 * houses, 2 * houses)
+
+cdef void unrank(const EGDB* db, int n, uint64_t r, uint64_t* me, uint64_t* opp) noexcept nogil:
+    """The board of rank r in level n (inverse of egdb_rank)."""
+    cdef int h = db.houses, k = 2 * h, i, s, prev
+    cdef int bars[2 * MAX_HOUSES]
+    s = n + k - 2
+    for i in range(k - 2, -1, -1):
+        while db.binom[(i + 1) * db.stride + s] > r:
+            s -= 1
+        bars[i] = s
+        r -= db.binom[(i + 1) * db.stride + s]
+        s -= 1
+    me[0] = 0
+    opp[0] = 0
+    prev = -1
+    for i in range(k):
+        s = bars[i] if i < k - 1 else n + k - 1
+        if i < h:
+            me[0] |= (<uint64_t>(s - prev - 1)) << (8 * i)
+        else:
+            opp[0] |= (<uint64_t>(s - prev - 1)) << (8 * (i - h))
+        prev = s
+
+cdef inline bint next_board(uint64_t* me, uint64_t* opp, int h) noexcept nogil:
+    """Step to the board of the next rank in the same level; False after the last one.
+    Colex successor: with j the first non-empty cell after cell 0, cell j gives one seed to
+    cell j - 1, which also takes cell 0's seeds (cells 1..j-1 are empty)."""
+    cdef uint64_t m = me[0], o = opp[0], c0 = m & 0xFF, rest = m & ~(<uint64_t>0xFF)
+    cdef int j
+    if rest:
+        j = egdb_ctz(rest) >> 3
+        me[0] = m - (<uint64_t>1 << (8 * j)) - c0 + ((c0 + 1) << (8 * (j - 1)))
+        return True
+    if o:
+        j = egdb_ctz(o) >> 3
+        if j == 0:
+            me[0] = (c0 + 1) << (8 * (h - 1))
+            opp[0] = o - 1
+        else:
+            me[0] = 0
+            opp[0] = o - (<uint64_t>1 << (8 * j)) + ((c0 + 1) << (8 * (j - 1)))
+        return True
+    return False
+
+# ---------------------------------------------------------------------------------------------
+# Solving one board.
+# ---------------------------------------------------------------------------------------------
+
+ctypedef struct Builder:
+    EGDB db                  # db.values aliases out
+    int8_t* out
+    CRules r
+
+cdef inline int terminal_g(const CRules* r, uint64_t me, uint64_t opp) noexcept nogil:
+    cdef Board b
+    b.me = me
+    b.opp = opp
+    b.my_store = 0
+    b.opp_store = 0
+    b.flags = 0
+    sweep(&b, r)
+    return b.my_store - b.opp_store
+
+cdef int solve(const Builder* bd, uint64_t me, uint64_t opp, int n) noexcept nogil:
+    """g of the non-final board (me, opp) of level n; levels below n are complete."""
+    cdef int h = bd.r.houses, m, n2, g, v, best = -1000
+    cdef uint64_t idx
+    cdef Board b
+    cdef Sowing sw
+    for m in range(h):
+        if byte_at(me, m) == 0:
+            continue
+        b.me = me
+        b.opp = opp
+        b.my_store = 0
+        b.opp_store = 0
+        b.flags = 0
+        play(&b, m, &bd.r, &sw)
+        v = b.my_store - b.opp_store
+        if not sw.over:
+            n2 = seeds_in(b.me + b.opp)      # no byte carries: each house holds <= 127
+            idx = bd.db.offset[n2] + egdb_rank(&bd.db, b.me, b.opp)
+            if n2 == n:
+                g = egdb_load(bd.out + idx)
+                if g == EGDB_UNKNOWN:
+                    g = solve(bd, b.me, b.opp, n)
+                    egdb_store(bd.out + idx, <int8_t>g)
+            else:
+                g = bd.out[idx]
+            v += g
+        if not sw.extra:
+            v = -v
+        if v > best:
+            best = v
+    return best
+
+cdef void run_chunk(const Builder* bd, int n, uint64_t start, uint64_t stop) noexcept nogil:
+    cdef uint64_t me, opp, i
+    cdef int8_t* out = bd.out + bd.db.offset[n]
+    cdef int g
+    cdef Board b
+    unrank(&bd.db, n, start, &me, &opp)
+    b.my_store = 0
+    b.opp_store = 0
+    b.flags = 0
+    for i in range(start, stop):
+        if egdb_load(out + i) == EGDB_UNKNOWN:
+            b.me = me
+            b.opp = opp
+            if is_over(&b, &bd.r):
+                g = terminal_g(&bd.r, me, opp)
+            else:
+                g = solve(bd, me, opp, n)
+            egdb_store(out + i, <int8_t>g)
+        next_board(&me, &opp, bd.r.houses)
+
+cdef uint64_t checksum_of(const uint8_t* p, uint64_t length) noexcept nogil:
+    """A 64-bit checksum of the entries (four multiply-rotate lanes over 8-byte words)."""
+    cdef uint64_t a = 0x9e3779b97f4a7c15, b = 0xc2b2ae3d27d4eb4f
+    cdef uint64_t c = 0x165667b19e3779f9, d = 0x27d4eb2f165667c5
+    cdef uint64_t w0, w1, w2, w3, i = 0, t
+    cdef uint64_t P = 0x9fb21c651e98df25
+    while i + 32 <= length:
+        memcpy(&w0, p + i, 8)
+        memcpy(&w1, p + i + 8, 8)
+        memcpy(&w2, p + i + 16, 8)
+        memcpy(&w3, p + i + 24, 8)
+        a = ((a ^ w0) * P)
+        a = (a << 29) | (a >> 35)
+        b = ((b ^ w1) * P)
+        b = (b << 29) | (b >> 35)
+        c = ((c ^ w2) * P)
+        c = (c << 29) | (c >> 35)
+        d = ((d ^ w3) * P)
+        d = (d << 29) | (d >> 35)
+        i += 32
+    while i < length:
+        a = (a ^ p[i]) * P
+        a = (a << 29) | (a >> 35)
+        i += 1
+    t = a ^ (b * 3) ^ (c * 5) ^ (d * 7) ^ length
+    t ^= t >> 33
+    t *= <uint64_t>0xff51afd7ed558ccd
+    t ^= t >> 33
+    return t
+
+# ---------------------------------------------------------------------------------------------
+# Python objects.
+# ---------------------------------------------------------------------------------------------
+
+cdef int pack_side(int houses, object counts, uint64_t* w) except -1:
+    """Pack one side's house counts into a word; returns their sum."""
+    cdef int i, c, total = 0
+    if len(counts) != houses:
+        raise ValueError(f"a side must have {houses} houses")
+    w[0] = 0
+    for i in range(houses):
+        c = counts[i]
+        if c < 0 or c > EGDB_MAX_SEEDS:
+            raise ValueError(f"house counts must be 0..{EGDB_MAX_SEEDS}")
+        total += c
+        w[0] |= (<uint64_t>c) << (8 * i)
+    return total
+
+
+cdef class DatabaseBuilder:
+    """The whole database in anonymous memory (transparent huge pages where the kernel gives
+    them), built level by level with ``run``; ``write`` streams the entries to a file."""
+
+    cdef Builder b
+    cdef void* _mem
+    cdef size_t _length
+    cdef uint64_t* _binom
+    cdef readonly int threads
+
+    def __cinit__(self, int houses, bint capture_always, bint end_mover_empty,
+                  bint remaining_empty_side, int max_seeds, int threads):
+        cdef int stride
+        if not 1 <= houses <= MAX_HOUSES:
+            raise ValueError(f"houses must be 1..{MAX_HOUSES}")
+        if not 0 <= max_seeds <= EGDB_MAX_SEEDS:
+            raise ValueError(f"max_seeds must be 0..{EGDB_MAX_SEEDS}")
+        self.threads = max(1, threads)
+        self._binom = make_binom(houses, max_seeds, &stride)
+        memset(&self.b, 0, sizeof(Builder))
+        self.b.db.houses = houses
+        self.b.db.max_seeds = max_seeds
+        self.b.db.stride = stride
+        self.b.db.binom = self._binom
+        fill_offsets(&self.b.db)
+        self._length = <size_t>self.b.db.offset[max_seeds + 1]
+        if <uint64_t>self._length != entry_count(houses, max_seeds):
+            raise MemoryError("database too large to index")
+        self._mem = mmap(NULL, max(self._length, 1), PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        if self._mem == MAP_FAILED:
+            self._mem = NULL
+            raise MemoryError(f"cannot map {self._length} bytes for the database")
+        madvise(self._mem, max(self._length, 1), MADV_HUGEPAGE)
+        memset(self._mem, <int>EGDB_UNKNOWN, self._length)
+        self.b.out = <int8_t*>self._mem
+        self.b.db.values = self.b.out
+        self.b.r.houses = houses
+        self.b.r.capture_always = capture_always
+        self.b.r.end_mover_empty = end_mover_empty
+        self.b.r.remaining_empty_side = remaining_empty_side
+        self.b.r.majority = 0
+        self.b.r.pie = 0
+        self.b.r.total = 0
+
+    def __dealloc__(self):
+        if self._mem != NULL:
+            munmap(self._mem, max(self._length, 1))
+        free(self._binom)
+
+    @property
+    def entries(self) -> int:
+        return self._length
+
+    def level_range(self, int n) -> tuple:
+        """(first index, size) of level n."""
+        return self.b.db.offset[n], self.b.db.offset[n + 1] - self.b.db.offset[n]
+
+    def run(self, int n, uint64_t start, uint64_t stop):
+        """Solve the boards of level n with ranks start..stop-1. Levels below n must be done;
+        ranks of level n may be run in any order and in pieces."""
+        cdef const Builder* bp = &self.b
+        cdef Py_ssize_t chunks, c
+        cdef uint64_t lo, hi
+        if not 0 <= n <= self.b.db.max_seeds:
+            raise ValueError("no such level")
+        if stop > self.b.db.offset[n + 1] - self.b.db.offset[n] or start > stop:
+            raise ValueError("ranks out of the level")
+        chunks = <Py_ssize_t>((stop - start + CHUNK - 1) // CHUNK)
+        with nogil:
+            for c in prange(chunks, schedule="dynamic", num_threads=self.threads):
+                lo = start + <uint64_t>c * CHUNK
+                hi = lo + CHUNK
+                if hi > stop:
+                    hi = stop
+                run_chunk(bp, n, lo, hi)
+
+    def checksum(self) -> int:
+        cdef uint64_t t
+        with nogil:
+            t = checksum_of(<const uint8_t*>self._mem, self._length)
+        return t
+
+    def write(self, f, Py_ssize_t block=1 << 26) -> None:
+        """Write the entries to the binary file object f."""
+        cdef size_t off = 0, k
+        while off < self._length:
+            k = min(<size_t>block, self._length - off)
+            f.write(PyMemoryView_FromMemory(<char*>self._mem + off, k, PyBUF_READ))
+            off += k
+
+
+cdef class EndgameTable:
+    """A database file mapped read-only (MAP_SHARED: every process shares the page cache's
+    one copy). The header must have been checked by the caller (``egdb.py``); this class checks
+    what memory safety needs: the file holds ``header_size + entries`` bytes and ``entries``
+    is the count for (houses, max_seeds)."""
+
+    def __cinit__(self, path, int houses, int max_seeds, int header_size,
+                  bint capture_always, bint end_mover_empty, bint remaining_empty_side,
+                  unsigned long long checksum=0):
+        cdef int fd, stride
+        cdef struct_stat st
+        cdef bytes cpath = str(path).encode()
+        self._map = NULL
+        self._binom = NULL
+        if not 1 <= houses <= MAX_HOUSES or not 0 <= max_seeds <= EGDB_MAX_SEEDS:
+            raise ValueError("houses or max_seeds out of range")
+        self.path = path
+        self.capture_always = capture_always
+        self.end_mover_empty = end_mover_empty
+        self.remaining_empty_side = remaining_empty_side
+        self.checksum = checksum
+        self._binom = make_binom(houses, max_seeds, &stride)
+        memset(&self.db, 0, sizeof(EGDB))
+        self.db.houses = houses
+        self.db.max_seeds = max_seeds
+        self.db.stride = stride
+        self.db.binom = self._binom
+        fill_offsets(&self.db)
+        self.entries = self.db.offset[max_seeds + 1]
+        if self.entries != entry_count(houses, max_seeds):
+            raise ValueError("database too large to index")
+        fd = c_open(cpath, O_RDONLY)
+        if fd < 0:
+            raise OSError(f"cannot open {path}")
+        try:
+            if fstat(fd, &st) != 0:
+                raise OSError(f"cannot stat {path}")
+            if <unsigned long long>st.st_size != header_size + self.entries:
+                raise ValueError(
+                    f"{path}: {st.st_size} bytes, expected {header_size + self.entries} "
+                    "(truncated or not a database of these dimensions)")
+            self._length = <size_t>st.st_size
+            self._map = mmap(NULL, self._length, PROT_READ, MAP_SHARED, fd, 0)
+            if self._map == MAP_FAILED:
+                self._map = NULL
+                raise OSError(f"cannot map {path}")
+        finally:
+            c_close(fd)
+        self.db.values = <const int8_t*>self._map + header_size
+
+    def __dealloc__(self):
+        if self._map != NULL:
+            munmap(self._map, self._length)
+        free(self._binom)
+
+    @property
+    def houses(self) -> int:
+        return self.db.houses
+
+    @property
+    def max_seeds(self) -> int:
+        return self.db.max_seeds
+
+    def g(self, mine, theirs) -> int:
+        """g for the player to move, whose houses are ``mine`` and the opponent's ``theirs``
+        (each from its owner's left)."""
+        cdef uint64_t me, opp
+        cdef int n = pack_side(self.db.houses, mine, &me) + pack_side(self.db.houses, theirs, &opp)
+        if n > self.db.max_seeds:
+            raise ValueError(f"{n} seeds in houses; the database holds at most "
+                             f"{self.db.max_seeds}")
+        return egdb_probe(&self.db, me, opp, n)
+
+    def rank(self, mine, theirs) -> int:
+        """The rank of a board within its level."""
+        cdef uint64_t me, opp
+        pack_side(self.db.houses, mine, &me)
+        pack_side(self.db.houses, theirs, &opp)
+        return egdb_rank(&self.db, me, opp)
+
+    def board_at(self, int n, uint64_t r) -> tuple:
+        """The board (mine, theirs) of rank r in level n."""
+        cdef uint64_t me, opp
+        if not 0 <= n <= self.db.max_seeds or r >= self.db.offset[n + 1] - self.db.offset[n]:
+            raise ValueError("no such board")
+        unrank(&self.db, n, r, &me, &opp)
+        return (tuple([byte_at(me, i) for i in range(self.db.houses)]),
+                tuple([byte_at(opp, i) for i in range(self.db.houses)]))
+
+    def walk(self, int n) -> list:
+        """Every board of level n in rank order, by the builder's incremental walk (tests)."""
+        cdef uint64_t me, opp
+        cdef list out = []
+        unrank(&self.db, n, 0, &me, &opp)
+        while True:
+            out.append((tuple([byte_at(me, i) for i in range(self.db.houses)]),
+                        tuple([byte_at(opp, i) for i in range(self.db.houses)])))
+            if not next_board(&me, &opp, self.db.houses):
+                return out
+
+    def compute_checksum(self) -> int:
+        """The checksum of the mapped entries (reads the whole file)."""
+        cdef uint64_t t
+        with nogil:
+            t = checksum_of(<const uint8_t*>self.db.values, self.entries)
+        return t

@@ -1,0 +1,417 @@
+"""Endgame database: the exact future of every board with few seeds left in houses.
+
+For a number of houses h and a bound N, the database holds, for every board with at most N
+seeds in its 2h houses and for the player to move, the *future gain*
+g = (final store difference for the mover) - (store difference now), one signed byte per
+board. Outside the ``majority`` option the future does not depend on the stores, so one byte
+serves every store pair: the value of a position is ``g + my_store - opp_store``.
+
+Which rules share a database: those with the same ``houses``, ``capture``, ``end`` and
+``remaining`` (and N: a database for N also answers every board with fewer seeds).
+
+- ``seeds`` does not matter: it only sets the start, and a database covers every board.
+- ``pie`` does not matter: the swap is only pending at North's first turn, never in an
+  endgame; a position with the swap pending is refused by :meth:`EndgameDatabase.lookup`.
+- ``majority`` is refused (:class:`~kalah_core.errors.InvalidRulesError`): a store holding
+  more than half of all seeds ends the game, so the stores matter and g is not one number.
+
+:func:`rule_key` spells the shared key (e.g. ``h6-nonempty-either-owner``) and
+:func:`default_path` a file name with it (``kalah-egdb-h6-nonempty-either-owner-n24.egdb``).
+
+File format (little-endian), a 64-byte header and then the entries::
+
+    offset  size  field
+         0     8  magic b"KALAHEGD"
+         8     4  format version (1)
+        12     4  header size (64)
+        16     1  houses
+        17     1  capture: 1 = always, 0 = nonempty
+        18     1  end: 1 = mover-empty, 0 = either-side-empty
+        19     1  remaining: 1 = empty-side, 0 = owner
+        20     4  N, the most seeds in houses
+        24     8  number of entries, C(N + 2h, 2h)
+        32     8  checksum of the entries (see ``checksum_of`` in _egdb.pyx)
+        40    24  zero
+        64        the entries: int8 g, level n = 0..N, each level in rank order
+
+The rank of a board within its level is the combinatorial-number-system (colex) rank of its
+2h house counts, the mover's houses 1..h then the opponent's 1..h (see ``_egdb.pxd``).
+Files are written to a temporary name in the same directory and renamed into place, and opened
+memory-mapped read-only (so every process on a machine shares one copy in the page cache);
+the header is checked against the rules, and the file size against the header.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from . import _egdb
+from .errors import InvalidPositionError, InvalidRulesError, KalahError
+from .position import Position, Side
+from .rules import Rules
+
+MAGIC = b"KALAHEGD"
+FORMAT_VERSION = 1
+HEADER_SIZE = 64
+MAX_SEEDS = _egdb.MAX_SEEDS
+_HEADER = struct.Struct("<8sII4BIQQ")
+assert HEADER_SIZE == _egdb.HEADER_SIZE and _HEADER.size <= HEADER_SIZE
+
+
+class EndgameDatabaseError(KalahError):
+    """A database file is missing, damaged, or was built for other rules."""
+
+    def __init__(self, message: str) -> None:
+        self.field = "egdb"
+        super().__init__(message)
+
+
+@dataclass(frozen=True, slots=True)
+class RuleKey:
+    """The rule options a database depends on."""
+
+    houses: int
+    capture: str
+    end: str
+    remaining: str
+
+    def __str__(self) -> str:
+        end = "either" if self.end == "either-side-empty" else "mover"
+        return f"h{self.houses}-{self.capture}-{end}-{self.remaining}"
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    """The header of a database file."""
+
+    key: RuleKey
+    max_seeds: int
+    entries: int
+    checksum: int
+    version: int = FORMAT_VERSION
+
+    def pack(self) -> bytes:
+        data = _HEADER.pack(
+            MAGIC,
+            self.version,
+            HEADER_SIZE,
+            self.key.houses,
+            int(self.key.capture == "always"),
+            int(self.key.end == "mover-empty"),
+            int(self.key.remaining == "empty-side"),
+            self.max_seeds,
+            self.entries,
+            self.checksum,
+        )
+        return data.ljust(HEADER_SIZE, b"\0")
+
+    @classmethod
+    def unpack(cls, data: bytes, path: str | os.PathLike[str]) -> Header:
+        if len(data) < HEADER_SIZE or data[:8] != MAGIC:
+            raise EndgameDatabaseError(f"{path}: not a Kalah endgame database")
+        (_, version, size, houses, capture, end, remaining, max_seeds, entries, checksum) = (
+            _HEADER.unpack_from(data)
+        )
+        if version != FORMAT_VERSION or size != HEADER_SIZE:
+            raise EndgameDatabaseError(
+                f"{path}: database format version {version} (header {size} bytes); "
+                f"this engine reads version {FORMAT_VERSION}: rebuild it"
+            )
+        if not 1 <= houses <= 8 or capture > 1 or end > 1 or remaining > 1:
+            raise EndgameDatabaseError(f"{path}: damaged database header")
+        if max_seeds > MAX_SEEDS or entries != _egdb.entry_count(houses, max_seeds):
+            raise EndgameDatabaseError(f"{path}: damaged database header (sizes)")
+        key = RuleKey(
+            houses,
+            "always" if capture else "nonempty",
+            "mover-empty" if end else "either-side-empty",
+            "empty-side" if remaining else "owner",
+        )
+        return cls(key, max_seeds, entries, checksum, version)
+
+
+def rule_key(rules: Rules) -> RuleKey:
+    """The options that decide which database ``rules`` use; ``majority`` is refused."""
+    if rules.majority:
+        raise InvalidRulesError(
+            "majority",
+            True,
+            "false: under 'majority' the stores decide when the game ends, so an endgame "
+            "database (one value per house layout) cannot serve these rules",
+        )
+    return RuleKey(rules.houses, rules.capture, rules.end, rules.remaining)
+
+
+def default_path(rules: Rules, seeds: int, directory: str | os.PathLike[str] = ".") -> Path:
+    """``directory/kalah-egdb-<rule key>-n<seeds>.egdb``: the file name encodes what rules
+    share the database and its bound ``seeds`` (seeds in houses)."""
+    return Path(directory) / f"kalah-egdb-{rule_key(rules)}-n{seeds}.egdb"
+
+
+def entry_count(houses: int, seeds: int) -> int:
+    """Boards with at most ``seeds`` seeds in 2 x ``houses`` houses (bytes of the entries)."""
+    return _egdb.entry_count(houses, seeds)
+
+
+def read_header(path: str | os.PathLike[str]) -> Header:
+    """The header of a database file (checked for format, not for rules)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(HEADER_SIZE)
+    except OSError as error:
+        raise EndgameDatabaseError(f"cannot read endgame database {path}: {error}") from None
+    return Header.unpack(data, path)
+
+
+# --------------------------------------------------------------------- building
+
+
+@dataclass(frozen=True, slots=True)
+class BuildStats:
+    """What a build produced and how long it took."""
+
+    path: Path
+    key: RuleKey
+    max_seeds: int
+    entries: int
+    file_bytes: int
+    threads: int
+    solve_seconds: float
+    write_seconds: float
+    level_seconds: list[float] = field(default_factory=list)
+
+    @property
+    def seconds(self) -> float:
+        return self.solve_seconds + self.write_seconds
+
+
+class _Progress:
+    """A one-line progress bar with ETA on a text stream (updated at most 5 times a second)."""
+
+    def __init__(self, total: int, stream: TextIO, enabled: bool) -> None:
+        self.total = max(total, 1)
+        self.stream = stream
+        self.enabled = enabled
+        self.started = time.perf_counter()
+        self.shown = 0.0
+
+    def update(self, done: int, label: str, force: bool = False) -> None:
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if not force and now - self.shown < 0.2:
+            return
+        self.shown = now
+        elapsed = now - self.started
+        frac = min(done / self.total, 1.0)
+        eta = elapsed * (1 - frac) / frac if frac > 0 else 0.0
+        bar = "#" * int(30 * frac) + "." * (30 - int(30 * frac))
+        self.stream.write(
+            f"\r[{bar}] {100 * frac:5.1f}% {_count(done)}/{_count(self.total)} "
+            f"{label}  {_clock(elapsed)} elapsed, ETA {_clock(eta)} "
+        )
+        self.stream.flush()
+
+    def close(self, text: str) -> None:
+        if self.enabled:
+            self.stream.write(f"\r{text}".ljust(100) + "\n")
+            self.stream.flush()
+
+
+def _count(n: int) -> str:
+    for unit, size in (("G", 10**9), ("M", 10**6), ("k", 10**3)):
+        if n >= size:
+            return f"{n / size:.2f}{unit}"
+    return str(n)
+
+
+def _clock(seconds: float) -> str:
+    s = int(seconds + 0.5)
+    return f"{s // 60}:{s % 60:02d}"
+
+
+def build(
+    path: str | os.PathLike[str],
+    rules: Rules,
+    seeds: int,
+    *,
+    progress: bool = True,
+    threads: int | None = None,
+    stream: TextIO | None = None,
+) -> BuildStats:
+    """Build the database of every board with at most ``seeds`` seeds in houses under
+    ``rules`` (``seeds`` is the bound N, not the rules' start seeds) and write it to ``path``
+    atomically. Uses ``threads`` threads (default: every core this process may run on) and
+    shows a progress bar with ETA on ``stream`` (default stderr) when ``progress`` is on."""
+    key = rule_key(rules)
+    if not 0 <= seeds <= MAX_SEEDS:
+        raise InvalidRulesError("seeds", seeds, f"a database bound 0..{MAX_SEEDS}")
+    if threads is None:
+        threads = len(os.sched_getaffinity(0))
+    path = Path(path)
+    builder = _egdb.DatabaseBuilder(
+        key.houses,
+        key.capture == "always",
+        key.end == "mover-empty",
+        key.remaining == "empty-side",
+        seeds,
+        threads,
+    )
+    total = builder.entries
+    bar = _Progress(total, stream or sys.stderr, progress)
+    step = max(1 << 20, total // 500)
+    done = 0
+    started = time.perf_counter()
+    level_seconds: list[float] = []
+    for n in range(seeds + 1):
+        level_started = time.perf_counter()
+        _, size = builder.level_range(n)
+        for start in range(0, size, step):
+            stop = min(size, start + step)
+            builder.run(n, start, stop)
+            done += stop - start
+            bar.update(done, f"level {n}/{seeds}")
+        level_seconds.append(time.perf_counter() - level_started)
+    solve_seconds = time.perf_counter() - started
+    bar.update(done, "writing", force=True)
+
+    started = time.perf_counter()
+    header = Header(key, seeds, total, builder.checksum())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(header.pack())
+            builder.write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(temp, 0o644)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    write_seconds = time.perf_counter() - started
+    bar.close(
+        f"{path}: {_count(total)} boards, {HEADER_SIZE + total:,} bytes, "
+        f"{solve_seconds:.1f} s on {builder.threads} thread(s) + {write_seconds:.1f} s writing"
+    )
+    return BuildStats(
+        path,
+        key,
+        seeds,
+        total,
+        HEADER_SIZE + total,
+        builder.threads,
+        solve_seconds,
+        write_seconds,
+        level_seconds,
+    )
+
+
+# --------------------------------------------------------------------- reading
+
+
+class EndgameDatabase:
+    """A database file mapped read-only. ``table`` is the compiled
+    :class:`~kalah_core._egdb.EndgameTable` whose ``db`` struct the search probes; keep this
+    object (or the table) alive while anything probes it."""
+
+    def __init__(self, table: _egdb.EndgameTable, header: Header, path: Path) -> None:
+        self.table = table
+        self.header = header
+        self.path = path
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], rules: Rules) -> EndgameDatabase:
+        """Map the database at ``path``, checking that it was built for ``rules``."""
+        want = rule_key(rules)
+        header = read_header(path)
+        if header.key != want:
+            raise EndgameDatabaseError(
+                f"{path} was built for rules {header.key} "
+                f"(houses, capture, end, remaining), not {want}"
+            )
+        return cls._map(path, header)
+
+    @classmethod
+    def open_any(cls, path: str | os.PathLike[str]) -> EndgameDatabase:
+        """Map the database at ``path`` for whatever rules it was built for."""
+        return cls._map(path, read_header(path))
+
+    @classmethod
+    def _map(cls, path: str | os.PathLike[str], header: Header) -> EndgameDatabase:
+        key = header.key
+        try:
+            table = _egdb.EndgameTable(
+                os.fspath(path),
+                key.houses,
+                header.max_seeds,
+                HEADER_SIZE,
+                key.capture == "always",
+                key.end == "mover-empty",
+                key.remaining == "empty-side",
+                header.checksum,
+            )
+        except (OSError, ValueError) as error:
+            raise EndgameDatabaseError(f"cannot map endgame database {path}: {error}") from None
+        return cls(table, header, Path(path))
+
+    @property
+    def houses(self) -> int:
+        return self.header.key.houses
+
+    @property
+    def max_seeds(self) -> int:
+        return self.header.max_seeds
+
+    @property
+    def key(self) -> RuleKey:
+        return self.header.key
+
+    @property
+    def entries(self) -> int:
+        return self.header.entries
+
+    def covers(self, position: Position) -> bool:
+        """Whether ``position`` can be looked up (houses, seeds in houses, no pending swap)."""
+        return (
+            position.houses == self.houses
+            and not position.swap_available
+            and sum(position.south) + sum(position.north) <= self.max_seeds
+        )
+
+    def gain(self, position: Position) -> int:
+        """g: the final store difference still to come for the player to move."""
+        if position.houses != self.houses:
+            raise InvalidPositionError(
+                f"the database has {self.houses} houses a side, the position {position.houses}"
+            )
+        if position.swap_available:
+            raise InvalidPositionError("the endgame database has no positions with a swap pending")
+        n = sum(position.south) + sum(position.north)
+        if n > self.max_seeds:
+            raise InvalidPositionError(
+                f"{n} seeds in houses; the database holds at most {self.max_seeds}"
+            )
+        mover = position.to_move
+        return self.table.g(position.side(mover), position.side(mover.other))
+
+    def lookup(self, position: Position) -> int:
+        """The exact value of ``position`` (final store difference for the player to move)."""
+        g = self.gain(position)
+        me = position.to_move
+        return g + position.store(me) - position.store(me.other)
+
+    def verify(self) -> bool:
+        """Whether the entries match the header's checksum (reads the whole file)."""
+        return bool(self.table.compute_checksum() == self.header.checksum)
+
+    def __repr__(self) -> str:
+        return f"EndgameDatabase({str(self.path)!r}, {self.key}, max_seeds={self.max_seeds})"
