@@ -1,5 +1,6 @@
 """Type stub of the compiled search (_search.pyx)."""
 
+from ._egdb import EndgameTable
 from .position import Position
 from .rules import Rules
 
@@ -9,6 +10,11 @@ class Searcher:
     eval_kind: int
     def __init__(self, tt_mb: int = 64) -> None: ...
     def clear(self) -> None: ...
+    def add_database(
+        self, key: tuple[int, str, str, str], table: EndgameTable, max_seeds: int
+    ) -> None: ...
+    @property
+    def database_seeds(self) -> int: ...
     def begin(
         self, position: Position, rules: Rules, time_ms: float = 0, nodes: int = 0
     ) -> None: ...

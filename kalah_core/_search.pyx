@@ -16,6 +16,7 @@ from libc.stdlib cimport abs, free, malloc
 from libc.string cimport memset
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
+from kalah_core._egdb cimport EGDB, EndgameTable, egdb_probe
 from kalah_core._board cimport (
     Board, CRules, Sowing, SWAP, FLAG_PIE, FLAG_NORTH,
     play, is_over, seeds_in, byte_at, swap_legal, make_crules, make_board,
@@ -96,6 +97,8 @@ ctypedef struct Search:
     int64_t horizon          # leaves scored by the evaluation (or by a heuristic entry)
     int eval_kind
     int etc_min_seeds        # enhanced transposition cutoff below nodes with this many seeds
+    const EGDB* db           # endgame database for these rules, or NULL
+    int db_max_seeds         # boards with at most this many seeds in houses are in db
 
 cdef inline int64_t now_ns() noexcept nogil:
     cdef timespec t
@@ -174,7 +177,7 @@ ctypedef struct Child:
 
 cdef inline void make_child(const Search* s, const Board* b, int move, Child* c) noexcept nogil:
     cdef Sowing sw
-    cdef int gain
+    cdef int gain, n, g
     c.board = b[0]
     play(&c.board, move, &s.r, &sw)
     c.move = move
@@ -189,6 +192,17 @@ cdef inline void make_child(const Search* s, const Board* b, int move, Child* c)
     c.score = 0 if move == SWAP else sw.extra * 4096 + gain * 16 + move
     c.hash = 0
     c.upper = INF
+    if s.db != NULL and not sw.over and not (c.board.flags & FLAG_PIE):
+        n = seeds_in(c.board.me) + seeds_in(c.board.opp)
+        if n <= s.db_max_seeds:
+            # An exact leaf: the database knows the rest of the game.
+            g = egdb_probe(s.db, c.board.me, c.board.opp, n)
+            c.over = 1
+            if sw.extra:
+                c.value = g + c.board.my_store - c.board.opp_store
+            else:
+                c.value = -(g + c.board.my_store - c.board.opp_store)
+            return
     if not sw.over and not (c.board.flags & FLAG_PIE):
         # Start loading the child's bucket now; it is probed soon after.
         c.hash = hash_of(s, &c.board)
@@ -250,6 +264,8 @@ cdef int exact(Search* s, const Board* b, int alpha, int beta, uint64_t h) noexc
     count_node(s)
     if s.aborted:
         return 0
+    if use_table and s.db != NULL and rest <= s.db_max_seeds:
+        return d + egdb_probe(s.db, b.me, b.opp, rest)
     if not use_table:
         # A swap to come exchanges the stores: the difference may change sign.
         lo = -abs(d) - rest
@@ -349,6 +365,7 @@ cdef inline int heuristic_child(Search* s, Child* c, int alpha, int beta, int de
 cdef int heuristic(Search* s, const Board* b, int alpha, int beta, int depth,
                    uint64_t h) noexcept nogil:
     cdef int d = b.my_store - b.opp_store
+    cdef int rest
     cdef int n = 0, k, v, best = -INF, best_move = NO_MOVE, a = alpha, first = NO_MOVE
     cdef int use_table = h != 0
     cdef int64_t nodes_before = s.nodes
@@ -358,6 +375,10 @@ cdef int heuristic(Search* s, const Board* b, int alpha, int beta, int depth,
     count_node(s)
     if s.aborted:
         return 0
+    if h != 0 and s.db != NULL:
+        rest = seeds_in(b.me) + seeds_in(b.opp)
+        if rest <= s.db_max_seeds:
+            return d + egdb_probe(s.db, b.me, b.opp, rest)
     if depth <= 0:
         s.horizon += 1
         return evaluate(s, b)
@@ -411,6 +432,8 @@ cdef class Searcher:
     cdef Search s
     cdef readonly size_t size_bytes
     cdef object _rules_key
+    cdef EndgameTable _table         # the database mapped for the current rules, kept alive
+    cdef object _databases           # rule key -> EndgameTable
     cdef bint _dirty                 # something was stored since the last clear
 
     def __cinit__(self, int tt_mb=64):
@@ -431,6 +454,9 @@ cdef class Searcher:
         self.s.etc_min_seeds = 8
         self.s.eval_kind = EVAL_SIDES
         self._rules_key = None
+        self._databases = {}
+        self.s.db = NULL
+        self.s.db_max_seeds = -1
 
     def __dealloc__(self):
         free(self.s.table)
@@ -461,6 +487,7 @@ cdef class Searcher:
         if key != self._rules_key:
             self.clear()
             self._rules_key = key
+            self._select_database(rules)
         self.s.r = make_crules(rules, position.total_seeds)
         self.s.keyed_on_store = rules.majority
         self._dirty = True
@@ -473,6 +500,30 @@ cdef class Searcher:
 
     cdef uint64_t _hash(self, const Board* b) noexcept:
         return 0 if b.flags & FLAG_PIE else hash_of(&self.s, b)
+
+    def add_database(self, key, EndgameTable table, int max_seeds):
+        """Probe ``table`` (built for the rule key ``key``: houses, capture, end, remaining)
+        in searches under matching rules."""
+        self._databases[key] = (table, max_seeds)
+        self._rules_key = None       # re-select on the next search
+
+    cdef _select_database(self, rules):
+        entry = None
+        if not rules.majority:
+            entry = self._databases.get((rules.houses, rules.capture, rules.end, rules.remaining))
+        if entry is None:
+            self._table = None
+            self.s.db = NULL
+            self.s.db_max_seeds = -1
+        else:
+            self._table = entry[0]
+            self.s.db = &self._table.db
+            self.s.db_max_seeds = entry[1]
+
+    @property
+    def database_seeds(self):
+        """Seeds in houses covered by the database of the current rules (-1: none)."""
+        return self.s.db_max_seeds
 
     def set_budget(self, double time_ms, long long nodes):
         """Restart the budget clock without touching the table (between calls of one analysis)."""

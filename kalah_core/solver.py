@@ -9,11 +9,13 @@ heuristic estimate from a depth-limited search (``depth`` sowings deep).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ._board import SWAP_CODE
 from ._search import Searcher
+from .egdb import EndgameDatabase
 from .game import SWAP, Move, MoveResult, legal_moves, outcome, play
 from .position import Position, Side
 from .rules import Rules
@@ -94,9 +96,21 @@ class Engine:
     """A solver with its transposition table, kept warm across analyses (a server keeps one
     per worker). ``analyse`` never runs past its time or node budget by more than a few ms."""
 
-    def __init__(self, tt_mb: int = 64) -> None:
+    def __init__(self, tt_mb: int = 64, databases: Sequence[EndgameDatabase] = ()) -> None:
         self.tt_mb = tt_mb
         self.searcher = Searcher(tt_mb)
+        self.databases: list[EndgameDatabase] = []
+        for database in databases:
+            self.attach(database)
+
+    def attach(self, database: EndgameDatabase) -> None:
+        """Probe ``database`` as exact leaves in every search under the rules it was built
+        for (the mapping is shared read-only by every process that opens the file)."""
+        key = database.key
+        self.searcher.add_database(
+            (key.houses, key.capture, key.end, key.remaining), database.table, database.max_seeds
+        )
+        self.databases.append(database)
 
     def clear(self) -> None:
         self.searcher.clear()

@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kalah_core import Position, Rules, Side
+from kalah_core import Position, Rules, Side, egdb
 from kalah_core import reference as ref
+from kalah_core.egdb import EndgameDatabase
 from kalah_core.game import Move
 from kalah_core.solver import Engine
 
@@ -163,3 +164,41 @@ def test_best_only_mode_proves_value_and_every_optimal_move(case: tuple[Position
         assert move.lower <= expected[move.move] <= move.upper
         if not move.exact:
             assert move.upper < value
+
+
+@pytest.fixture(scope="module")
+def databases(tmp_path_factory: pytest.TempPathFactory) -> dict[Rules, EndgameDatabase]:
+    """Small endgame databases (3 houses, up to 6 seeds in houses) for several rule sets."""
+    folder = tmp_path_factory.mktemp("egdb")
+    found = {}
+    for capture in ("nonempty", "always"):
+        for end in ("either-side-empty", "mover-empty"):
+            for remaining in ("owner", "empty-side"):
+                rules = Rules(houses=3, seeds=2, capture=capture, end=end, remaining=remaining)
+                path = folder / f"{capture}-{end}-{remaining}.egdb"
+                egdb.build(path, rules, 6, progress=False)
+                found[rules] = EndgameDatabase.open(path, rules)
+    return found
+
+
+@settings(max_examples=300)
+@given(st.data())
+def test_search_with_a_database_equals_brute_force(
+    databases: dict[Rules, EndgameDatabase], data: st.DataObject
+) -> None:
+    rules = data.draw(st.sampled_from(sorted(databases, key=repr)))
+    rules = rules.replace(pie=data.draw(st.booleans()))
+    cells = [0] * 6
+    for _ in range(data.draw(st.integers(1, 11))):
+        cells[data.draw(st.integers(0, 5))] += 1
+    stores = (data.draw(st.integers(0, 5)), 0 if rules.pie else data.draw(st.integers(0, 5)))
+    to_move = data.draw(st.sampled_from([Side.SOUTH, Side.NORTH]))
+    swap = rules.pie and data.draw(st.booleans())
+    position = Position(tuple(cells[:3]), tuple(cells[3:]), stores, to_move, swap)
+    base = rules.replace(pie=False)
+    engine = Engine(4, [databases[base]])
+    analysis = engine.analyse(position, rules)
+    assert analysis.exact
+    assert analysis.value == brute_value(position, rules)
+    if not ref.is_over(position, rules):
+        assert {m.move: m.value for m in analysis.moves} == brute_move_values(position, rules)
