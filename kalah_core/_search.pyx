@@ -16,7 +16,7 @@ from libc.stdlib cimport abs, free, malloc
 from libc.string cimport memset
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
-from kalah_core._egdb cimport EGDB, EndgameTable, egdb_probe
+from kalah_core._egdb cimport EGDB, EndgameTable, egdb_probe, egdb_rank
 from kalah_core._board cimport (
     Board, CRules, Sowing, SWAP, FLAG_PIE, FLAG_NORTH,
     play, is_over, seeds_in, byte_at, swap_legal, make_crules, make_board,
@@ -38,6 +38,7 @@ cdef enum:
     NO_MOVE = 15
     BUCKET = 4               # entries per bucket: 4 x 16 bytes = one cache line
     CHECK_EVERY = 1023       # nodes between clock and budget checks
+    KNOWN_FIRST = 1 << 16    # order children of known value first (they cost nothing), best first
     EVAL_STORES = 0          # heuristic leaf: store difference only
     EVAL_SIDES = 1           # store difference plus a quarter of the house-seed difference
 
@@ -174,10 +175,11 @@ ctypedef struct Child:
     int value                # the mover's final value when over
     uint64_t hash            # table hash of the child (0 when it is never stored)
     int upper                # proven upper bound on the child's value for the mover (or INF)
+    int64_t db_index         # entry of the child in the database, -1 if none (see resolve)
 
 cdef inline void make_child(const Search* s, const Board* b, int move, Child* c) noexcept nogil:
     cdef Sowing sw
-    cdef int gain, n, g
+    cdef int gain, n
     c.board = b[0]
     play(&c.board, move, &s.r, &sw)
     c.move = move
@@ -190,23 +192,36 @@ cdef inline void make_child(const Search* s, const Board* b, int move, Child* c)
         gain = c.board.opp_store - b.my_store
         c.value = c.board.opp_store - c.board.my_store
     c.score = 0 if move == SWAP else sw.extra * 4096 + gain * 16 + move
+    if sw.over:
+        c.score = KNOWN_FIRST + c.value
     c.hash = 0
     c.upper = INF
+    c.db_index = -1
     if s.db != NULL and not sw.over and not (c.board.flags & FLAG_PIE):
         n = seeds_in(c.board.me) + seeds_in(c.board.opp)
         if n <= s.db_max_seeds:
-            # An exact leaf: the database knows the rest of the game.
-            g = egdb_probe(s.db, c.board.me, c.board.opp, n)
-            c.over = 1
-            if sw.extra:
-                c.value = g + c.board.my_store - c.board.opp_store
-            else:
-                c.value = -(g + c.board.my_store - c.board.opp_store)
+            # An exact leaf: the database knows the rest of the game. Start loading its entry;
+            # resolve() reads it once every sibling's load is under way too.
+            c.db_index = <int64_t>(s.db.offset[n] + egdb_rank(s.db, c.board.me, c.board.opp))
+            __builtin_prefetch(s.db.values + c.db_index)
             return
     if not sw.over and not (c.board.flags & FLAG_PIE):
         # Start loading the child's bucket now; it is probed soon after.
         c.hash = hash_of(s, &c.board)
         __builtin_prefetch(bucket_of(s, c.hash))
+
+cdef inline void resolve(const Search* s, Child* c) noexcept nogil:
+    """Read a child's database entry, if it has one: it becomes a leaf of known value."""
+    cdef int g
+    if c.db_index < 0:
+        return
+    g = s.db.values[c.db_index]
+    c.db_index = -1
+    c.over = 1
+    c.value = g + c.board.my_store - c.board.opp_store
+    if not c.extra:
+        c.value = -c.value
+    c.score = KNOWN_FIRST + c.value
 
 cdef inline bint is_legal(const Search* s, const Board* b, int move) noexcept nogil:
     if move == SWAP:
@@ -224,6 +239,8 @@ cdef inline int gen_children(const Search* s, const Board* b, int skip, Child* k
     if skip != SWAP and swap_legal(b):
         make_child(s, b, SWAP, &kids[n])
         n += 1
+    for i in range(n):
+        resolve(s, &kids[i])
     for i in range(n):                       # insertion sort of indices, descending score
         t = i
         j = i - 1
@@ -290,6 +307,7 @@ cdef int exact(Search* s, const Board* b, int alpha, int beta, uint64_t h) noexc
     if p.move != NO_MOVE and is_legal(s, b, p.move):
         first = p.move
         make_child(s, b, first, &kids[8])
+        resolve(s, &kids[8])
         best = exact_child(s, &kids[8], a, beta)
         if s.aborted:
             return 0
@@ -395,6 +413,7 @@ cdef int heuristic(Search* s, const Board* b, int alpha, int beta, int depth,
     if p.move != NO_MOVE and is_legal(s, b, p.move):
         first = p.move
         make_child(s, b, first, &kids[8])
+        resolve(s, &kids[8])
         best = heuristic_child(s, &kids[8], a, beta, depth - 1)
         if s.aborted:
             return 0
