@@ -12,8 +12,7 @@ The hot path (``exact``, ``heuristic``) runs without the GIL on C structs only.
 """
 
 from libc.stdint cimport uint64_t, int64_t
-from libc.stdlib cimport abs, free, malloc
-from libc.string cimport memset
+from libc.stdlib cimport abs
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 from kalah_core._egdb cimport EGDB, EndgameTable, egdb_probe, egdb_rank
@@ -26,11 +25,11 @@ cdef extern from *:
     void __builtin_prefetch(const void* addr) noexcept nogil
 
 cdef extern from "<sys/mman.h>" nogil:
+    void* mmap(void* addr, size_t length, int prot, int flags, int fd, long offset)
+    int munmap(void* addr, size_t length)
     int madvise(void* addr, size_t length, int advice)
-    int MADV_HUGEPAGE
-
-cdef extern from "<stdlib.h>" nogil:
-    int posix_memalign(void** memptr, size_t alignment, size_t size)
+    void* MAP_FAILED
+    int PROT_READ, PROT_WRITE, MAP_PRIVATE, MAP_ANONYMOUS, MADV_HUGEPAGE, MADV_DONTNEED
 
 cdef enum:
     INF = 1000
@@ -463,12 +462,13 @@ cdef class Searcher:
         while buckets * 2 * BUCKET * sizeof(Entry) <= <uint64_t>tt_mb * 1024 * 1024:
             buckets *= 2
         self.size_bytes = buckets * BUCKET * sizeof(Entry)
-        # 2 MiB alignment and huge pages: table probes are random, so TLB misses are costly.
-        if posix_memalign(&mem, 2 * 1024 * 1024, self.size_bytes) != 0:
+        # Anonymous pages: zero and only paid for when first touched; huge pages, because
+        # table probes are random and TLB misses are costly.
+        mem = mmap(NULL, self.size_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        if mem == MAP_FAILED:
             raise MemoryError("cannot allocate the transposition table")
         madvise(mem, self.size_bytes, MADV_HUGEPAGE)
         self.s.table = <Entry*>mem
-        memset(self.s.table, 0, self.size_bytes)
         self.s.mask = buckets - 1
         self.s.etc_min_seeds = 8
         self.s.eval_kind = EVAL_SIDES
@@ -478,12 +478,15 @@ cdef class Searcher:
         self.s.db_max_seeds = -1
 
     def __dealloc__(self):
-        free(self.s.table)
+        if self.s.table != NULL:
+            munmap(self.s.table, self.size_bytes)
 
     def clear(self):
         """Empty the table (free when it is already empty)."""
         if self._dirty:
-            memset(self.s.table, 0, self.size_bytes)
+            # Give the pages back: they read as zero again, refilled lazily.
+            madvise(self.s.table, self.size_bytes, MADV_DONTNEED)
+            madvise(self.s.table, self.size_bytes, MADV_HUGEPAGE)
             self._dirty = False
 
     property etc_min_seeds:
