@@ -68,7 +68,7 @@ def main() -> None:
         ]
     for title, rules, repeat, best_only in cases:
         runs = [
-            timed(engine, Position.start(rules), rules, all_moves=not best_only)
+            timed(engine, Position.start(rules), rules, prove="value" if best_only else "all")
             for _ in range(repeat)
         ]
         ms = statistics.median(r[0] for r in runs)

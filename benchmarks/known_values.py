@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
                 rules = base.replace(houses=m, seeds=n)
                 engine.clear()
                 a = engine.analyse(
-                    Position.start(rules), rules, time_ms=args.budget_s * 1000, all_moves=False
+                    Position.start(rules), rules, time_ms=args.budget_s * 1000, prove="value"
                 )
                 known = published.get((m, n))
                 if a.exact:

@@ -302,8 +302,9 @@ cdef int exact(Search* s, const Board* b, int alpha, int beta, uint64_t h) noexc
         return lo
     if hi <= alpha:
         return hi
-    # The table's move first, before the other moves are even generated.
-    if p.move != NO_MOVE and is_legal(s, b, p.move):
+    # The table's move first, before the other moves are even generated. Only a proven
+    # entry's: a heuristic search's favourite orders proofs worse than the static order.
+    if p.move != NO_MOVE and p.depth == PROVEN and is_legal(s, b, p.move):
         first = p.move
         make_child(s, b, first, &kids[8])
         resolve(s, &kids[8])

@@ -309,7 +309,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         time_ms=args.time * 1000.0 if args.time else None,
         nodes=args.nodes,
         depth=args.depth,
-        all_moves=not args.best_only,
+        prove="optimal" if args.best_only else "all",
     )
     emit(args, analysis_text(position, analysis), analysis_json(analysis))
     return EXIT_OK

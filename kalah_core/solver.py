@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ._board import SWAP_CODE
 from ._search import Searcher
@@ -67,6 +67,8 @@ class Analysis:
     over: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
+
+Prove = Literal["all", "optimal", "value"]
 
 ENGINE_VERSION = "kalah-core-0.1.0/search-1"
 """Changes whenever a search change could change an answer; part of every cache key."""
@@ -124,14 +126,15 @@ class Engine:
         nodes: int | None = None,
         depth: int | None = None,
         pv_limit: int = 64,
-        all_moves: bool = True,
+        prove: Prove = "all",
     ) -> Analysis:
         """Analyse ``position`` under ``rules``. With no ``depth``: solve exactly within the
         budget (unbounded when neither ``time_ms`` nor ``nodes`` is given), falling back to
         proven bounds and a heuristic estimate when the budget runs out. With ``depth``: a
         heuristic search that deep only (exact if no leaf needed the evaluation).
-        ``all_moves=False`` proves the value and every optimal move but leaves the moves proven
-        worse with an upper bound only (much faster: the answer a best-move query needs)."""
+        ``prove`` says how much to prove: ``"all"`` the exact value of every move; ``"optimal"``
+        the value and every optimal move, the others only bounded (cheaper); ``"value"`` the
+        value and one optimal move (cheapest: what a best-move query needs)."""
         position.validate(rules)
         started = time.perf_counter()
         over = outcome(position, rules)
@@ -141,6 +144,7 @@ class Engine:
             return Analysis(value, True, value, value, [], [], [], None, 0, _ms(started), over=True)
 
         s = self.searcher
+        root = (-INFINITE, INFINITE)  # proven bounds on the root value from a root search
         # Exact search gets most of a budget; what it leaves goes to the heuristic fallback.
         share = 1.0 if depth is not None else EXACT_SHARE
         node_budget = max(1, int(nodes * share)) if nodes else 0
@@ -150,19 +154,13 @@ class Engine:
             reached = self._deepen(rules, lines, 1, depth, None)
         else:
             reached = self._deepen(rules, lines, 1, HEURISTIC_MAX_DEPTH, ESTIMATE_NODES)
-            best_value: int | None = None
-            for line in sorted(lines, key=lambda ln: -ln.value):
-                if s.aborted:
-                    break
-                if (
-                    not all_moves
-                    and best_value is not None
-                    and not self._reaches(line, rules, best_value)
-                ):
-                    continue  # proven worse than the best: bounded is enough
-                self._solve(line, rules)
-                if line.exact and (best_value is None or line.value > best_value):
-                    best_value = line.value
+            if prove == "all":
+                for line in sorted(lines, key=lambda ln: -ln.value):
+                    if s.aborted:
+                        break
+                    self._solve(line, rules)
+            else:
+                root = self._solve_root(position, rules, lines, every_optimal=prove == "optimal")
             if s.aborted and not all(ln.exact for ln in lines):
                 spent = (time.perf_counter() - started) * 1000.0
                 s.set_budget(
@@ -174,8 +172,8 @@ class Engine:
                 )
 
         lines.sort(key=lambda ln: (-ln.value, not ln.exact, _order(ln.result.move)))
-        lower = max(ln.lower for ln in lines)
-        upper = max(ln.upper for ln in lines)
+        lower = max(max(ln.lower for ln in lines), root[0])
+        upper = min(max(ln.upper for ln in lines), root[1])
         exact = lower == upper
         value = lower if exact else lines[0].value
         if exact:
@@ -230,6 +228,37 @@ class Engine:
             b_low, b_high = sorted((sign * bounds[0], sign * bounds[1]))
             low, high = max(low, b_low), min(high, b_high)
         return _Line(result, sign, low, high, (low + high) // 2)
+
+    def _solve_root(
+        self, position: Position, rules: Rules, lines: list[_Line], every_optimal: bool
+    ) -> tuple[int, int]:
+        """Prove the root value V with one search of the root (siblings share its window),
+        then which moves reach V (all of them, or the first found); the others keep the upper
+        bounds the table proves. Returns the root bounds (equal unless the budget ran out)."""
+        s = self.searcher
+        rest = sum(position.south) + sum(position.north)
+        mine = position.store(position.to_move) - position.store(position.to_move.other)
+        low, high = -abs(mine) - rest, abs(mine) + rest
+        guess = max(line.value for line in lines)
+        low, high, _, _ = s.mtdf(position, rules, guess, low, high, fresh=False)
+        if low != high:
+            return low, high
+        preferred = s.table_move(position)
+        found = any(line.exact and line.value == low for line in lines)
+        for line in sorted(lines, key=lambda ln: (_code(ln.result.move) != preferred, -ln.value)):
+            if line.exact or (found and not every_optimal):
+                continue
+            bounds = s.table_bounds(line.result.after)
+            if bounds is not None:
+                b_low, b_high = sorted((line.sign * bounds[0], line.sign * bounds[1]))
+                line.lower, line.upper = max(line.lower, b_low), min(line.upper, b_high)
+            line.upper = min(line.upper, low)  # no move is worth more than the root
+            if line.upper < low or s.aborted:
+                continue
+            if (line.lower >= low or self._reaches(line, rules, low)) and not s.aborted:
+                line.lower = line.upper = low
+                found = True
+        return low, high
 
     def _solve(self, line: _Line, rules: Rules) -> None:
         """Narrow a root move's bounds to its exact value (unless the budget runs out)."""
@@ -362,8 +391,13 @@ class Engine:
 
 
 HEURISTIC_MAX_DEPTH = 60
+INFINITE = 1 << 20
 EXACT_SHARE = 0.75  # of a budget for the exact search; the rest improves the fallback estimate
 ESTIMATE_NODES = 20_000  # deepen the estimates until they cost about this much per depth
+
+
+def _code(move: Move) -> int:
+    return int(SWAP_CODE) if move == SWAP else int(move) - 1
 
 
 def _order(move: Move) -> int:

@@ -27,7 +27,7 @@ ENGINE = Engine(tt_mb=64)
 @pytest.mark.parametrize(("houses", "seeds"), sorted(PAPER))
 def test_irving_2000_values(houses: int, seeds: int) -> None:
     rules = Rules(houses=houses, seeds=seeds, capture="always")
-    analysis = ENGINE.analyse(Position.start(rules), rules, all_moves=False)
+    analysis = ENGINE.analyse(Position.start(rules), rules, prove="value")
     assert analysis.exact
     assert analysis.value == PAPER[houses, seeds]
 
@@ -35,7 +35,7 @@ def test_irving_2000_values(houses: int, seeds: int) -> None:
 @pytest.mark.parametrize("capture", ["nonempty", "always"])
 def test_kalah_6_3_is_plus_two(capture: str) -> None:
     rules = Rules(houses=6, seeds=3, capture=capture)
-    analysis = ENGINE.analyse(Position.start(rules), rules, all_moves=False)
+    analysis = ENGINE.analyse(Position.start(rules), rules, prove="value")
     assert analysis.exact
     assert analysis.value == 2
 
@@ -44,6 +44,6 @@ def test_kalah_6_3_is_plus_two(capture: str) -> None:
 @pytest.mark.parametrize(("capture", "value"), [("always", 10), ("nonempty", 8)])
 def test_kalah_6_4(capture: str, value: int) -> None:
     rules = Rules(houses=6, seeds=4, capture=capture)
-    analysis = Engine(tt_mb=1024).analyse(Position.start(rules), rules, all_moves=False)
+    analysis = Engine(tt_mb=1024).analyse(Position.start(rules), rules, prove="value")
     assert analysis.exact
     assert analysis.value == value

@@ -155,7 +155,7 @@ def test_best_only_mode_proves_value_and_every_optimal_move(case: tuple[Position
     position, rules = case
     if ref.is_over(position, rules):
         return
-    analysis = ENGINE.analyse(position, rules, all_moves=False)
+    analysis = ENGINE.analyse(position, rules, prove="optimal")
     expected = brute_move_values(position, rules)
     value = max(expected.values())
     assert analysis.exact and analysis.value == value
@@ -202,3 +202,18 @@ def test_search_with_a_database_equals_brute_force(
     assert analysis.value == brute_value(position, rules)
     if not ref.is_over(position, rules):
         assert {m.move: m.value for m in analysis.moves} == brute_move_values(position, rules)
+
+
+@settings(max_examples=500)
+@given(small_positions())
+def test_value_mode_proves_the_value_and_one_optimal_move(case: tuple[Position, Rules]) -> None:
+    position, rules = case
+    if ref.is_over(position, rules):
+        return
+    analysis = ENGINE.analyse(position, rules, prove="value")
+    expected = brute_move_values(position, rules)
+    value = max(expected.values())
+    assert analysis.exact and analysis.value == value
+    assert analysis.best_moves and all(expected[m] == value for m in analysis.best_moves)
+    for move in analysis.moves:
+        assert move.lower <= expected[move.move] <= move.upper
