@@ -5,11 +5,21 @@ The database holds the *future gain* g (final store difference for the player to
 the store difference now) of every board with at most ``max_seeds`` seeds in houses, one signed
 byte per board. Boards are in the mover's frame exactly as in ``_board.pxd`` (``me``/``opp``
 words, house 1 in the low byte). Entries are grouped by level n = seeds in houses, n = 0, 1, ...;
-within a level a board's index is the colex (combinatorial number system) rank of its 2h house
-counts c_0..c_{2h-1} = my houses 1..h, then the opponent's houses 1..h: with the "bar
-positions" s_i = c_0 + ... + c_i + i (i = 0..2h-2),
+within a level a board's index is the colex (combinatorial number system, stars and bars)
+rank of its 2h house counts taken in the order
 
-    rank = sum over i of C(s_i, i + 1),  0 <= rank < C(n + 2h - 1, 2h - 1).
+    c_0, c_1, ..., c_{2h-1} = my house 1, the opponent's house 1, my house 2, the opponent's
+                              house 2, ..., my house h, the opponent's house h
+
+(the two sides interleaved): with the "bar positions" s_t = c_0 + ... + c_t + t,
+
+    rank = sum over t = 0..2h-2 of C(s_t, t + 1),  0 <= rank < C(n + 2h - 1, 2h - 1).
+
+In colex order the last cells weigh most, so boards that agree on the houses next to the
+stores (which a move changes least, and the same for both sides whoever moves) lie close
+together: the builder's reads of a level's children stay in a few small regions, and the
+interleaving makes that hold for the children after an extra turn and after a change of turn
+alike.
 
 Usage from the search::
 
@@ -26,35 +36,55 @@ cdef enum:
     EGDB_MAX_SEEDS = 127     # |g| <= seeds in houses must fit a signed byte
     EGDB_UNKNOWN = -128      # the builder's mark of a board not yet solved
     EGDB_HEADER_SIZE = 64
+    EGDB_STRIDE = 256        # row length of the binomial table
+    EGDB_ROWS = 16           # rows k = 0..15 of the binomial table
 
 ctypedef struct EGDB:
     const int8_t* values     # g of every board: level 0 first, then level 1, ...
     int houses               # h, houses per side (1..8)
     int max_seeds            # N: levels 0..N are present
-    int stride               # row length of binom (>= max_seeds + 2 * houses - 1)
-    const uint64_t* binom    # binom[k * stride + s] = C(s, k) for k = 0..2h-1, s < stride
+    const uint64_t* binom    # binom[k * EGDB_STRIDE + s] = C(s, k) for k = 0..2h-1, s < 256,
+                             # and 0 for k = 2h..15 (so that cells past 2h add nothing)
     uint64_t offset[EGDB_MAX_SEEDS + 2]  # offset[n] = index of level n's first board;
                                          # offset[max_seeds + 1] = number of entries
 
+cdef inline uint64_t egdb_spread(uint64_t x) noexcept nogil:
+    """Bytes 0..3 of x to bytes 0, 2, 4, 6."""
+    x &= <uint64_t>0xFFFFFFFF
+    x = (x | (x << 16)) & <uint64_t>0x0000FFFF0000FFFF
+    return (x | (x << 8)) & <uint64_t>0x00FF00FF00FF00FF
+
+cdef inline uint64_t egdb_rank_cells(const uint64_t* B, uint64_t lo, uint64_t hi) noexcept nogil:
+    """The rank of the cells c_0..c_7 (bytes of lo) and c_8..c_15 (bytes of hi)."""
+    # Byte t of w * 0x0101..01 is the prefix sum c_0 + ... + c_t; adding 0x0706..00 adds t.
+    # No byte carries: every byte stays below N + 16 <= 143.
+    cdef uint64_t w = lo * <uint64_t>0x0101010101010101
+    cdef uint64_t p = w + <uint64_t>0x0706050403020100
+    cdef uint64_t q = (hi + (w >> 56) + 8) * <uint64_t>0x0101010101010101 \
+        + <uint64_t>0x0706050403020100
+    return (
+            B[1 * EGDB_STRIDE + ((p >> 0) & 0xFF)] +
+            B[2 * EGDB_STRIDE + ((p >> 8) & 0xFF)] +
+            B[3 * EGDB_STRIDE + ((p >> 16) & 0xFF)] +
+            B[4 * EGDB_STRIDE + ((p >> 24) & 0xFF)] +
+            B[5 * EGDB_STRIDE + ((p >> 32) & 0xFF)] +
+            B[6 * EGDB_STRIDE + ((p >> 40) & 0xFF)] +
+            B[7 * EGDB_STRIDE + ((p >> 48) & 0xFF)] +
+            B[8 * EGDB_STRIDE + ((p >> 56) & 0xFF)] +
+            B[9 * EGDB_STRIDE + ((q >> 0) & 0xFF)] +
+            B[10 * EGDB_STRIDE + ((q >> 8) & 0xFF)] +
+            B[11 * EGDB_STRIDE + ((q >> 16) & 0xFF)] +
+            B[12 * EGDB_STRIDE + ((q >> 24) & 0xFF)] +
+            B[13 * EGDB_STRIDE + ((q >> 32) & 0xFF)] +
+            B[14 * EGDB_STRIDE + ((q >> 40) & 0xFF)] +
+            B[15 * EGDB_STRIDE + ((q >> 48) & 0xFF)]
+    )
+
 cdef inline uint64_t egdb_rank(const EGDB* db, uint64_t me, uint64_t opp) noexcept nogil:
     """The rank of a board within its level (see the module docstring)."""
-    cdef int h = db.houses, i
-    cdef int stride = db.stride
-    cdef const uint64_t* row = db.binom + stride          # k = 1
-    cdef uint64_t r = 0
-    # Byte i of w * 0x0101..01 is the prefix sum c_0 + ... + c_i; adding 0x0706..00 adds i.
-    # No byte carries: every byte stays below N + 2h + 8 < 256.
-    cdef uint64_t ps = me * <uint64_t>0x0101010101010101 + <uint64_t>0x0706050403020100
-    cdef uint64_t mine = (me * <uint64_t>0x0101010101010101) >> 56
-    for i in range(h):
-        r += row[(ps >> (8 * i)) & 0xFF]
-        row += stride
-    # The opponent's cell j is cell h + j: its bar position adds my seeds and h.
-    ps = (opp + mine + <uint64_t>h) * <uint64_t>0x0101010101010101 + <uint64_t>0x0706050403020100
-    for i in range(h - 1):
-        r += row[(ps >> (8 * i)) & 0xFF]
-        row += stride
-    return r
+    cdef uint64_t lo = egdb_spread(me) | (egdb_spread(opp) << 8)
+    cdef uint64_t hi = egdb_spread(me >> 32) | (egdb_spread(opp >> 32) << 8)
+    return egdb_rank_cells(db.binom, lo, hi)
 
 cdef inline int egdb_probe(const EGDB* db, uint64_t me, uint64_t opp, int n) noexcept nogil:
     """g of the board (me, opp) for the player to move, which holds n <= db.max_seeds seeds in

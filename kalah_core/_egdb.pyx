@@ -63,29 +63,44 @@ HEADER_SIZE = EGDB_HEADER_SIZE
 # Index: binomials, level offsets, unranking and the walk in rank order.
 # ---------------------------------------------------------------------------------------------
 
-cdef uint64_t* make_binom(int houses, int max_seeds, int* stride_out) except NULL:
-    """C(s, k) for k = 0..2h-1 and s < stride, row after row (wrapping where too big to be
-    needed: every value a rank uses is below its level's size)."""
-    cdef int k_max = 2 * houses - 1, stride = max_seeds + 2 * houses, k, s
-    cdef uint64_t* t = <uint64_t*>malloc(sizeof(uint64_t) * (k_max + 1) * stride)
+cdef uint64_t* make_binom(int houses) except NULL:
+    """C(s, k) for k = 0..2h-1 and s < EGDB_STRIDE, row after row, and zero rows for
+    k = 2h..EGDB_ROWS-1 (values too big for 64 bits wrap: every value a rank uses is below
+    its level's size)."""
+    cdef int k, s
+    cdef uint64_t* t = <uint64_t*>malloc(sizeof(uint64_t) * EGDB_ROWS * EGDB_STRIDE)
     if t == NULL:
         raise MemoryError()
-    for k in range(k_max + 1):
-        for s in range(stride):
+    for k in range(EGDB_ROWS):
+        for s in range(EGDB_STRIDE):
             if k == 0:
                 t[s] = 1
             elif s == 0:
-                t[k * stride] = 0
+                t[k * EGDB_STRIDE] = 0
             else:
-                t[k * stride + s] = t[(k - 1) * stride + s - 1] + t[k * stride + s - 1]
-    stride_out[0] = stride
+                t[k * EGDB_STRIDE + s] = t[(k - 1) * EGDB_STRIDE + s - 1] \
+                    + t[k * EGDB_STRIDE + s - 1]
+    for k in range(2 * houses, EGDB_ROWS):
+        for s in range(EGDB_STRIDE):
+            t[k * EGDB_STRIDE + s] = 0
     return t
 
 cdef void fill_offsets(EGDB* db) noexcept:
     cdef int n, k = 2 * db.houses - 1
     db.offset[0] = 0
     for n in range(db.max_seeds + 1):
-        db.offset[n + 1] = db.offset[n] + db.binom[k * db.stride + n + k]
+        db.offset[n + 1] = db.offset[n] + db.binom[k * EGDB_STRIDE + n + k]
+
+cdef inline uint64_t compact_cells(uint64_t x) noexcept nogil:
+    """Bytes 0, 2, 4, 6 of x to bytes 0..3 (the inverse of egdb_spread)."""
+    x &= <uint64_t>0x00FF00FF00FF00FF
+    x = (x | (x >> 8)) & <uint64_t>0x0000FFFF0000FFFF
+    return (x | (x >> 16)) & <uint64_t>0xFFFFFFFF
+
+cdef inline void board_of(uint64_t lo, uint64_t hi, uint64_t* me, uint64_t* opp) noexcept nogil:
+    """The sides from the interleaved cells (see _egdb.pxd)."""
+    me[0] = compact_cells(lo) | (compact_cells(hi) << 32)
+    opp[0] = compact_cells(lo >> 8) | (compact_cells(hi >> 8) << 32)
 
 def level_size(int houses, int n) -> int:
     """Boards with n seeds in the 2h houses: C(n + 2h - 1, 2h - 1)."""
@@ -97,46 +112,46 @@ def entry_count(int houses, int max_seeds) -> int:
     from math import comb
     return comb(max_seeds + 2 * houses, 2 * houses)
 
-cdef void unrank(const EGDB* db, int n, uint64_t r, uint64_t* me, uint64_t* opp) noexcept nogil:
-    """The board of rank r in level n (inverse of egdb_rank)."""
-    cdef int h = db.houses, k = 2 * h, i, s, prev
+cdef void unrank(const EGDB* db, int n, uint64_t r, uint64_t* lo, uint64_t* hi) noexcept nogil:
+    """The cells of rank r in level n (inverse of egdb_rank_cells)."""
+    cdef int k = 2 * db.houses, i, s, prev
     cdef int bars[2 * MAX_HOUSES]
     s = n + k - 2
     for i in range(k - 2, -1, -1):
-        while db.binom[(i + 1) * db.stride + s] > r:
+        while db.binom[(i + 1) * EGDB_STRIDE + s] > r:
             s -= 1
         bars[i] = s
-        r -= db.binom[(i + 1) * db.stride + s]
+        r -= db.binom[(i + 1) * EGDB_STRIDE + s]
         s -= 1
-    me[0] = 0
-    opp[0] = 0
+    lo[0] = 0
+    hi[0] = 0
     prev = -1
     for i in range(k):
         s = bars[i] if i < k - 1 else n + k - 1
-        if i < h:
-            me[0] |= (<uint64_t>(s - prev - 1)) << (8 * i)
+        if i < 8:
+            lo[0] |= (<uint64_t>(s - prev - 1)) << (8 * i)
         else:
-            opp[0] |= (<uint64_t>(s - prev - 1)) << (8 * (i - h))
+            hi[0] |= (<uint64_t>(s - prev - 1)) << (8 * (i - 8))
         prev = s
 
-cdef inline bint next_board(uint64_t* me, uint64_t* opp, int h) noexcept nogil:
-    """Step to the board of the next rank in the same level; False after the last one.
+cdef inline bint next_cells(uint64_t* lo, uint64_t* hi) noexcept nogil:
+    """Step to the cells of the next rank in the same level; False after the last one.
     Colex successor: with j the first non-empty cell after cell 0, cell j gives one seed to
     cell j - 1, which also takes cell 0's seeds (cells 1..j-1 are empty)."""
-    cdef uint64_t m = me[0], o = opp[0], c0 = m & 0xFF, rest = m & ~(<uint64_t>0xFF)
+    cdef uint64_t m = lo[0], o = hi[0], c0 = m & 0xFF, rest = m & ~(<uint64_t>0xFF)
     cdef int j
     if rest:
         j = egdb_ctz(rest) >> 3
-        me[0] = m - (<uint64_t>1 << (8 * j)) - c0 + ((c0 + 1) << (8 * (j - 1)))
+        lo[0] = m - (<uint64_t>1 << (8 * j)) - c0 + ((c0 + 1) << (8 * (j - 1)))
         return True
     if o:
         j = egdb_ctz(o) >> 3
         if j == 0:
-            me[0] = (c0 + 1) << (8 * (h - 1))
-            opp[0] = o - 1
+            lo[0] = (c0 + 1) << 56
+            hi[0] = o - 1
         else:
-            me[0] = 0
-            opp[0] = o - (<uint64_t>1 << (8 * j)) + ((c0 + 1) << (8 * (j - 1)))
+            lo[0] = 0
+            hi[0] = o - (<uint64_t>1 << (8 * j)) + ((c0 + 1) << (8 * (j - 1)))
         return True
     return False
 
@@ -193,16 +208,18 @@ cdef int solve(const Builder* bd, uint64_t me, uint64_t opp, int n) noexcept nog
     return best
 
 cdef void run_chunk(const Builder* bd, int n, uint64_t start, uint64_t stop) noexcept nogil:
-    cdef uint64_t me, opp, i
+    """Solve ranks start..stop-1 of level n (walking the cells in rank order)."""
+    cdef uint64_t lo, hi, me, opp, i
     cdef int8_t* out = bd.out + bd.db.offset[n]
     cdef int g
     cdef Board b
-    unrank(&bd.db, n, start, &me, &opp)
+    unrank(&bd.db, n, start, &lo, &hi)
     b.my_store = 0
     b.opp_store = 0
     b.flags = 0
     for i in range(start, stop):
         if egdb_load(out + i) == EGDB_UNKNOWN:
+            board_of(lo, hi, &me, &opp)
             b.me = me
             b.opp = opp
             if is_over(&b, &bd.r):
@@ -210,7 +227,7 @@ cdef void run_chunk(const Builder* bd, int n, uint64_t start, uint64_t stop) noe
             else:
                 g = solve(bd, me, opp, n)
             egdb_store(out + i, <int8_t>g)
-        next_board(&me, &opp, bd.r.houses)
+        next_cells(&lo, &hi)
 
 cdef uint64_t checksum_of(const uint8_t* p, uint64_t length) noexcept nogil:
     """A 64-bit checksum of the entries (four multiply-rotate lanes over 8-byte words)."""
@@ -273,17 +290,15 @@ cdef class DatabaseBuilder:
 
     def __cinit__(self, int houses, bint capture_always, bint end_mover_empty,
                   bint remaining_empty_side, int max_seeds, int threads):
-        cdef int stride
         if not 1 <= houses <= MAX_HOUSES:
             raise ValueError(f"houses must be 1..{MAX_HOUSES}")
         if not 0 <= max_seeds <= EGDB_MAX_SEEDS:
             raise ValueError(f"max_seeds must be 0..{EGDB_MAX_SEEDS}")
         self.threads = max(1, threads)
-        self._binom = make_binom(houses, max_seeds, &stride)
+        self._binom = make_binom(houses)
         memset(&self.b, 0, sizeof(Builder))
         self.b.db.houses = houses
         self.b.db.max_seeds = max_seeds
-        self.b.db.stride = stride
         self.b.db.binom = self._binom
         fill_offsets(&self.b.db)
         self._length = <size_t>self.b.db.offset[max_seeds + 1]
@@ -362,7 +377,7 @@ cdef class EndgameTable:
     def __cinit__(self, path, int houses, int max_seeds, int header_size,
                   bint capture_always, bint end_mover_empty, bint remaining_empty_side,
                   unsigned long long checksum=0):
-        cdef int fd, stride
+        cdef int fd
         cdef struct_stat st
         cdef bytes cpath = str(path).encode()
         self._map = NULL
@@ -374,11 +389,10 @@ cdef class EndgameTable:
         self.end_mover_empty = end_mover_empty
         self.remaining_empty_side = remaining_empty_side
         self.checksum = checksum
-        self._binom = make_binom(houses, max_seeds, &stride)
+        self._binom = make_binom(houses)
         memset(&self.db, 0, sizeof(EGDB))
         self.db.houses = houses
         self.db.max_seeds = max_seeds
-        self.db.stride = stride
         self.db.binom = self._binom
         fill_offsets(&self.db)
         self.entries = self.db.offset[max_seeds + 1]
@@ -435,22 +449,24 @@ cdef class EndgameTable:
 
     def board_at(self, int n, uint64_t r) -> tuple:
         """The board (mine, theirs) of rank r in level n."""
-        cdef uint64_t me, opp
+        cdef uint64_t me, opp, lo, hi
         if not 0 <= n <= self.db.max_seeds or r >= self.db.offset[n + 1] - self.db.offset[n]:
             raise ValueError("no such board")
-        unrank(&self.db, n, r, &me, &opp)
+        unrank(&self.db, n, r, &lo, &hi)
+        board_of(lo, hi, &me, &opp)
         return (tuple([byte_at(me, i) for i in range(self.db.houses)]),
                 tuple([byte_at(opp, i) for i in range(self.db.houses)]))
 
     def walk(self, int n) -> list:
         """Every board of level n in rank order, by the builder's incremental walk (tests)."""
-        cdef uint64_t me, opp
+        cdef uint64_t me, opp, lo, hi
         cdef list out = []
-        unrank(&self.db, n, 0, &me, &opp)
+        unrank(&self.db, n, 0, &lo, &hi)
         while True:
+            board_of(lo, hi, &me, &opp)
             out.append((tuple([byte_at(me, i) for i in range(self.db.houses)]),
                         tuple([byte_at(opp, i) for i in range(self.db.houses)])))
-            if not next_board(&me, &opp, self.db.houses):
+            if not next_cells(&lo, &hi):
                 return out
 
     def compute_checksum(self) -> int:
