@@ -58,7 +58,7 @@ from .position import Position, Side
 from .rules import Rules
 
 MAGIC = b"KALAHEGD"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: interleaved cell order (83b9e76); files of 1 are refused
 HEADER_SIZE = 64
 MAX_SEEDS = _egdb.MAX_SEEDS
 _HEADER = struct.Struct("<8sII4BIQQ")
