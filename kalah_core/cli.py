@@ -400,6 +400,63 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return serve(args.host, args.port, args.workers)
 
 
+# --------------------------------------------------------------------- endgame database
+
+
+def cmd_egdb_build(args: argparse.Namespace) -> int:
+    """Build the endgame database of every board with at most --seeds seeds in houses."""
+    from .egdb import build, default_path
+
+    max_seeds: int = args.seeds
+    # --seeds is the database's bound here, not the start's seeds (which no database uses).
+    rules = rules_from_args(argparse.Namespace(**{**vars(args), "seeds": None}))
+    path = args.output or default_path(rules, max_seeds)
+    stats = build(path, rules, max_seeds, progress=not args.quiet, threads=args.threads)
+    data = {
+        "path": str(stats.path),
+        "rules": str(stats.key),
+        "max_seeds": stats.max_seeds,
+        "entries": stats.entries,
+        "bytes": stats.file_bytes,
+        "threads": stats.threads,
+        "solve_seconds": round(stats.solve_seconds, 3),
+        "write_seconds": round(stats.write_seconds, 3),
+    }
+    text = (
+        f"{stats.path}: rules {stats.key}, at most {stats.max_seeds} seeds in houses, "
+        f"{stats.entries:,} boards, {stats.file_bytes:,} bytes; built in "
+        f"{stats.solve_seconds:.1f} s on {stats.threads} thread(s), written in "
+        f"{stats.write_seconds:.1f} s"
+    )
+    emit(args, text, data)
+    return EXIT_OK
+
+
+def cmd_egdb_info(args: argparse.Namespace) -> int:
+    """Describe an endgame database file (and check its entries with --verify)."""
+    from .egdb import EndgameDatabase
+
+    db = EndgameDatabase.open_any(args.path)
+    data: dict[str, Any] = {
+        "path": str(db.path),
+        "format_version": db.header.version,
+        "houses": db.houses,
+        "capture": db.key.capture,
+        "end": db.key.end,
+        "remaining": db.key.remaining,
+        "rules": str(db.key),
+        "max_seeds": db.max_seeds,
+        "entries": db.entries,
+        "checksum": f"{db.header.checksum:016x}",
+    }
+    lines = [f"{key}: {value}" for key, value in data.items()]
+    if args.verify:
+        data["verified"] = db.verify()
+        lines.append("checksum " + ("verified" if data["verified"] else "MISMATCH: damaged file"))
+    emit(args, "\n".join(lines), data)
+    return EXIT_OK if data.get("verified", True) else EXIT_ERROR
+
+
 # --------------------------------------------------------------------- parser and main
 
 
@@ -468,6 +525,39 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = add_command(commands, "bench", cmd_bench, "fixed analyses: total nodes and time")
     bench.add_argument("--tt-mb", type=int, default=BENCH_TT_MB, metavar="MB")
+
+    egdb = commands.add_parser(
+        "egdb",
+        help="endgame database: build one, describe one",
+        description="The endgame database: the exact value of every board with at most N "
+        "seeds in houses (rules sharing houses, capture, end and remaining share one).",
+    )
+    egdb_commands = egdb.add_subparsers(
+        title="commands", dest="egdb_command", required=True, metavar="COMMAND"
+    )
+    egdb_build = add_command(
+        egdb_commands, "build", cmd_egdb_build, "build an endgame database (both cores)"
+    )
+    for action in egdb_build._actions:  # --seeds is the database's bound here
+        if action.dest == "seeds":
+            action.help = "N: the database holds every board with at most N seeds in houses"
+            action.required = True
+    egdb_build.add_argument(
+        "-o", "--output", default=None, metavar="PATH", help="default: a name with the rule key"
+    )
+    egdb_build.add_argument(
+        "--threads", type=int, default=None, metavar="T", help="default: every core"
+    )
+    egdb_build.add_argument("--quiet", action="store_true", help="no progress bar")
+    egdb_info = egdb_commands.add_parser(
+        "info", help="describe a database file", description="Describe a database file."
+    )
+    egdb_info.set_defaults(func=cmd_egdb_info)
+    egdb_info.add_argument("path", metavar="PATH")
+    egdb_info.add_argument("--json", action="store_true", help="print the result as JSON")
+    egdb_info.add_argument(
+        "--verify", action="store_true", help="check the entries against the header's checksum"
+    )
 
     serve = commands.add_parser("serve", help="run the HTTP API under gunicorn")
     serve.set_defaults(func=cmd_serve)

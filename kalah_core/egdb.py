@@ -54,7 +54,7 @@ from typing import TextIO
 
 from . import _egdb
 from .errors import InvalidPositionError, InvalidRulesError, KalahError
-from .position import Position, Side
+from .position import Position
 from .rules import Rules
 
 MAGIC = b"KALAHEGD"
