@@ -30,6 +30,7 @@ from posix.mman cimport (
     madvise, mmap, munmap,
 )
 from posix.stat cimport fstat, struct_stat
+from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 from posix.unistd cimport close as c_close
 
 from cpython.buffer cimport PyBUF_READ
@@ -41,6 +42,7 @@ from kalah_core._board cimport Board, CRules, MAX_HOUSES, Sowing, byte_at, is_ov
 
 cdef extern from *:
     """
+    #include <stdint.h>
     static inline signed char egdb_load(const signed char* p) {
         return __atomic_load_n(p, __ATOMIC_RELAXED);
     }
@@ -48,10 +50,22 @@ cdef extern from *:
         __atomic_store_n(p, v, __ATOMIC_RELAXED);
     }
     static inline int egdb_ctz(unsigned long long x) { return __builtin_ctzll(x); }
+    static inline int egdb_load_int(const int* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+    static inline void egdb_store_int(int* p, int v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+    static inline uint64_t egdb_load_u64(const uint64_t* p) {
+        return __atomic_load_n(p, __ATOMIC_RELAXED);
+    }
+    static inline void egdb_add(uint64_t* p, uint64_t v) {
+        __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+    }
     """
     int8_t egdb_load(const int8_t* p) noexcept nogil
     void egdb_store(int8_t* p, int8_t v) noexcept nogil
     int egdb_ctz(unsigned long long x) noexcept nogil
+    int egdb_load_int(const int* p) noexcept nogil
+    void egdb_store_int(int* p, int v) noexcept nogil
+    uint64_t egdb_load_u64(const uint64_t* p) noexcept nogil
+    void egdb_add(uint64_t* p, uint64_t v) noexcept nogil
 
 cdef enum:
     CHUNK = 1 << 15          # boards per unit of parallel work
@@ -280,13 +294,17 @@ cdef int pack_side(int houses, object counts, uint64_t* w) except -1:
 
 cdef class DatabaseBuilder:
     """The whole database in anonymous memory (transparent huge pages where the kernel gives
-    them), built level by level with ``run``; ``write`` streams the entries to a file."""
+    them), built by ``run_all``; ``write`` streams the entries to a file."""
 
     cdef Builder b
     cdef void* _mem
     cdef size_t _length
     cdef uint64_t* _binom
     cdef readonly int threads
+    cdef uint64_t _done
+    cdef int _cancel
+    cdef int _level
+    cdef double _level_seconds[EGDB_MAX_SEEDS + 1]
 
     def __cinit__(self, int houses, bint capture_always, bint end_mover_empty,
                   bint remaining_empty_side, int max_seeds, int threads):
@@ -297,6 +315,10 @@ cdef class DatabaseBuilder:
         self.threads = max(1, threads)
         self._binom = make_binom(houses)
         memset(&self.b, 0, sizeof(Builder))
+        memset(self._level_seconds, 0, sizeof(self._level_seconds))
+        self._done = 0
+        self._cancel = 0
+        self._level = 0
         self.b.db.houses = houses
         self.b.db.max_seeds = max_seeds
         self.b.db.binom = self._binom
@@ -334,24 +356,57 @@ cdef class DatabaseBuilder:
         """(first index, size) of level n."""
         return self.b.db.offset[n], self.b.db.offset[n + 1] - self.b.db.offset[n]
 
-    def run(self, int n, uint64_t start, uint64_t stop):
-        """Solve the boards of level n with ranks start..stop-1. Levels below n must be done;
-        ranks of level n may be run in any order and in pieces."""
+    def run_all(self) -> None:
+        """Solve every level, releasing the GIL (call it from a worker thread and watch
+        ``done``; ``cancel()`` stops it between chunks). One OpenMP parallel region per level,
+        chunks of CHUNK boards handed out dynamically to the threads."""
         cdef const Builder* bp = &self.b
+        cdef uint64_t* done = &self._done
+        cdef int* cancel = &self._cancel
         cdef Py_ssize_t chunks, c
-        cdef uint64_t lo, hi
-        if not 0 <= n <= self.b.db.max_seeds:
-            raise ValueError("no such level")
-        if stop > self.b.db.offset[n + 1] - self.b.db.offset[n] or start > stop:
-            raise ValueError("ranks out of the level")
-        chunks = <Py_ssize_t>((stop - start + CHUNK - 1) // CHUNK)
+        cdef uint64_t lo, hi, size
+        cdef int n, threads = self.threads
+        cdef timespec t0, t1
         with nogil:
-            for c in prange(chunks, schedule="dynamic", num_threads=self.threads):
-                lo = start + <uint64_t>c * CHUNK
-                hi = lo + CHUNK
-                if hi > stop:
-                    hi = stop
-                run_chunk(bp, n, lo, hi)
+            clock_gettime(CLOCK_MONOTONIC, &t0)
+            for n in range(bp.db.max_seeds + 1):
+                egdb_store_int(&self._level, n)
+                size = bp.db.offset[n + 1] - bp.db.offset[n]
+                chunks = <Py_ssize_t>((size + CHUNK - 1) // CHUNK)
+                for c in prange(chunks, schedule="dynamic", num_threads=threads):
+                    if not egdb_load_int(cancel):
+                        lo = <uint64_t>c * CHUNK
+                        hi = lo + CHUNK
+                        if hi > size:
+                            hi = size
+                        run_chunk(bp, n, lo, hi)
+                        egdb_add(done, hi - lo)
+                clock_gettime(CLOCK_MONOTONIC, &t1)
+                self._level_seconds[n] = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9
+                t0 = t1
+                if egdb_load_int(cancel):
+                    break
+
+    @property
+    def done(self) -> int:
+        """Boards solved so far (read while run_all works)."""
+        return egdb_load_u64(&self._done)
+
+    @property
+    def level(self) -> int:
+        """The level run_all is solving."""
+        return egdb_load_int(&self._level)
+
+    def cancel(self) -> None:
+        egdb_store_int(&self._cancel, 1)
+
+    @property
+    def cancelled(self) -> bool:
+        return egdb_load_int(&self._cancel) != 0
+
+    def level_seconds(self) -> list:
+        """Wall time of each level run_all finished."""
+        return [self._level_seconds[n] for n in range(self.b.db.max_seeds + 1)]
 
     def checksum(self) -> int:
         cdef uint64_t t
@@ -468,6 +523,51 @@ cdef class EndgameTable:
                         tuple([byte_at(opp, i) for i in range(self.db.houses)])))
             if not next_cells(&lo, &hi):
                 return out
+
+    def probe_benchmark(self, Py_ssize_t count, uint64_t seed=1) -> tuple:
+        """Probe ``count`` pseudo-random boards (a random number n <= N of seeds, each thrown
+        into a random house), timing the probes only: (seconds, sum of the g read)."""
+        cdef uint64_t* me = <uint64_t*>malloc(sizeof(uint64_t) * max(count, 1))
+        cdef uint64_t* opp = <uint64_t*>malloc(sizeof(uint64_t) * max(count, 1))
+        cdef int* ns = <int*>malloc(sizeof(int) * max(count, 1))
+        cdef uint64_t x = seed * <uint64_t>0x9e3779b97f4a7c15 + 1
+        cdef Py_ssize_t i
+        cdef int n, k, cell, h = self.db.houses
+        cdef long long total = 0
+        cdef timespec t0, t1
+        if me == NULL or opp == NULL or ns == NULL:
+            free(me)
+            free(opp)
+            free(ns)
+            raise MemoryError()
+        try:
+            with nogil:
+                for i in range(count):
+                    x ^= x << 13
+                    x ^= x >> 7
+                    x ^= x << 17
+                    n = <int>(x % <uint64_t>(self.db.max_seeds + 1))
+                    me[i] = 0
+                    opp[i] = 0
+                    ns[i] = n
+                    for k in range(n):
+                        x ^= x << 13
+                        x ^= x >> 7
+                        x ^= x << 17
+                        cell = <int>(x % <uint64_t>(2 * h))
+                        if cell < h:
+                            me[i] += (<uint64_t>1) << (8 * cell)
+                        else:
+                            opp[i] += (<uint64_t>1) << (8 * (cell - h))
+                clock_gettime(CLOCK_MONOTONIC, &t0)
+                for i in range(count):
+                    total += egdb_probe(&self.db, me[i], opp[i], ns[i])
+                clock_gettime(CLOCK_MONOTONIC, &t1)
+        finally:
+            free(me)
+            free(opp)
+            free(ns)
+        return (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9, total
 
     def compute_checksum(self) -> int:
         """The checksum of the mapped entries (reads the whole file)."""

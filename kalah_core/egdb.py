@@ -47,6 +47,7 @@ import os
 import struct
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -266,19 +267,25 @@ def build(
     )
     total = builder.entries
     bar = _Progress(total, stream or sys.stderr, progress)
-    step = max(1 << 20, total // 500)
-    done = 0
     started = time.perf_counter()
-    level_seconds: list[float] = []
-    for n in range(seeds + 1):
-        level_started = time.perf_counter()
-        _, size = builder.level_range(n)
-        for start in range(0, size, step):
-            stop = min(size, start + step)
-            builder.run(n, start, stop)
-            done += stop - start
-            bar.update(done, f"level {n}/{seeds}")
-        level_seconds.append(time.perf_counter() - level_started)
+    # The builder releases the GIL: it runs in a worker thread while this one draws the bar
+    # (and turns Ctrl-C into a cancel between chunks).
+    worker = threading.Thread(target=builder.run_all, name="egdb-build", daemon=True)
+    worker.start()
+    wait = 0.005  # short at first: small databases take milliseconds
+    try:
+        while worker.is_alive():
+            worker.join(wait)
+            wait = min(2 * wait, 0.2)
+            bar.update(builder.done, f"level {builder.level}/{seeds}")
+    except BaseException:
+        builder.cancel()
+        worker.join()
+        raise
+    done = builder.done
+    if done != total:  # pragma: no cover - only after a cancel
+        raise RuntimeError(f"endgame database build stopped after {done} of {total} boards")
+    level_seconds = builder.level_seconds()
     solve_seconds = time.perf_counter() - started
     bar.update(done, "writing", force=True)
 
