@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -317,20 +318,20 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
 def _api_answer(args: argparse.Namespace) -> tuple[Position, dict[str, Any]]:
     """The API's own analysis code path (limits checked against the server configuration)."""
-    from api.analysis.service import Analyser, effective_limits
-    from api.cache import MemoryCache
-    from api.config import load_settings
+    from api.analysis.service import analyse_request
     from api.errors import ApiProblem
 
+    # A one-shot command does not start the server's background database build.
+    os.environ.setdefault("KALAH_EGDB_PATH", "off")
     rules = rules_from_args(args)
     position = position_from_arg(args.position, rules)
-    settings = load_settings()
     try:
-        limits = effective_limits(settings, args.time_ms, args.depth, None)
+        answer = analyse_request(
+            position.to_json(), rules.to_json(), time_ms=args.time_ms, depth=args.depth
+        )
     except ApiProblem as problem:
         raise KalahError(problem.detail) from None
-    analyser = Analyser(settings, MemoryCache(16, settings.cache_ttl_s))
-    return position, analyser.analyse(position, rules, limits).json()
+    return position, answer
 
 
 def cmd_analyse(args: argparse.Namespace) -> int:
@@ -353,11 +354,12 @@ def cmd_analyse(args: argparse.Namespace) -> int:
 
 def cmd_best_move(args: argparse.Namespace) -> int:
     """The best move and its value, as ``GET /v1/best-move`` gives them."""
-    _, answer = _api_answer(args)
-    best = answer["best_moves"][0] if answer["best_moves"] else None
-    data = {"move": best, "value": answer["value"], "exact": answer["exact"]}
+    from api.analysis.service import best_move_of
+
+    _, full = _api_answer(args)
+    answer = best_move_of(full)
     label = "exact" if answer["exact"] else "heuristic"
-    emit(args, f"{best} ({answer['value']:+d}, {label})", data)
+    emit(args, f"{answer['best_move']} ({answer['value']:+d}, {label})", answer)
     return EXIT_OK
 
 

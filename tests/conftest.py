@@ -7,6 +7,10 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
+# The service builds a default endgame database in the background unless told otherwise; the
+# tests choose explicitly (tests/api/test_api_egdb.py covers that path).
+os.environ.setdefault("KALAH_EGDB_PATH", "off")
+
 settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("ci", parent=settings.get_profile("default"), print_blob=True)
 settings.load_profile("ci" if os.environ.get("CI") else "default")

@@ -26,6 +26,7 @@ from kalah_core.rules import Rules
 from .. import metrics
 from ..cache import AnswerCache, Entry, cache_keys
 from ..config import MAX_DEPTH, Settings
+from ..egdb import attach_databases
 from ..errors import ApiProblem, renamed_field
 
 LOCK_MARGIN_S = 2.0
@@ -170,6 +171,7 @@ class Analyser:
                     engine = engine_class(tt_mb=self.settings.tt_mb)
                     state = (os.getpid(), engine, threading.Lock())
                     self._engine_state = state
+                    attach_databases(engine, state[2], self.settings.egdb_path)
         return state[1], state[2]
 
     def search(self, position: Position, rules: Rules, limits: Limits) -> solver.Analysis:
