@@ -303,7 +303,11 @@ def cmd_solve(args: argparse.Namespace) -> int:
     """Solve a position exactly, or give proven bounds and an estimate within the budget."""
     rules = rules_from_args(args)
     position = position_from_arg(args.position, rules)
+    from .egdb import EndgameDatabase
+
     engine = Engine(tt_mb=args.tt_mb)
+    for path in args.egdb:
+        engine.attach(EndgameDatabase.open(path, rules))
     analysis = engine.analyse(
         position,
         rules,
@@ -502,6 +506,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="D",
         help="heuristic search this many sowings deep instead of solving",
+    )
+    solve.add_argument(
+        "--egdb",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="probe this endgame database (built for the same rules; repeatable)",
     )
     solve.add_argument(
         "--best-only",
