@@ -5,7 +5,8 @@ Each figure is one core, from an empty transposition table, start-up excluded.
 
     python benchmarks/bench_solver.py                 # everything (Kalah(6,4) takes a while)
     python benchmarks/bench_solver.py --quick         # skip Kalah(6,4)
-    python benchmarks/bench_solver.py --egdb PATH     # probe an endgame database
+    python benchmarks/bench_solver.py --egdb PATH     # probe an endgame database (repeatable)
+    python benchmarks/bench_solver.py --k65           # also Kalah(6,5) from the start
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import time
 from typing import Any
 
 from kalah_core import Position, Rules, is_over, legal_moves, play
+from kalah_core.egdb import EndgameDatabase
 from kalah_core.solver import Analysis, Engine
 
 
@@ -53,8 +55,22 @@ def main() -> None:
     parser.add_argument("--tt-mb", type=int, default=256)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--midgame", type=int, default=200, help="number of mid-game positions")
+    parser.add_argument("--k65", action="store_true", help="also Kalah(6,5) (minutes)")
+    parser.add_argument(
+        "--egdb",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="endgame database to probe (repeatable; each for its own rules)",
+    )
     args = parser.parse_args()
-    engine = Engine(args.tt_mb)
+    started = time.perf_counter()
+    databases = [EndgameDatabase.open_any(path) for path in args.egdb]
+    engine = Engine(args.tt_mb, databases)
+    print(
+        f"engine start-up {1000 * (time.perf_counter() - started):.1f} ms "
+        f"({len(databases)} database(s): {', '.join(map(repr, databases)) or 'none'})"
+    )
 
     print("start positions (value, median ms over repeats, nodes, Mnodes/s)")
     cases = [
@@ -65,6 +81,11 @@ def main() -> None:
         cases += [
             ("Kalah(6,4) empty capture", Rules(capture="always"), 1, True),
             ("Kalah(6,4) standard", Rules(), 1, True),
+        ]
+    if args.k65:
+        cases += [
+            ("Kalah(6,5) empty capture", Rules(seeds=5, capture="always"), 1, True),
+            ("Kalah(6,5) standard", Rules(seeds=5), 1, True),
         ]
     for title, rules, repeat, best_only in cases:
         runs = [
