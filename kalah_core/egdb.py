@@ -34,8 +34,10 @@ File format (little-endian), a 64-byte header and then the entries::
         40    24  zero
         64        the entries: int8 g, level n = 0..N, each level in rank order
 
-The rank of a board within its level is the combinatorial-number-system (colex) rank of its
-2h house counts, the mover's houses 1..h then the opponent's 1..h (see ``_egdb.pxd``).
+The rank of a board within its level is the combinatorial-number-system (colex, stars and
+bars) rank of its 2h house counts with the two sides interleaved: the mover's house 1, the
+opponent's house 1, the mover's house 2, ... (see ``_egdb.pxd``; the order keeps a board's
+children close together, which halves the build time of the large levels).
 Files are written to a temporary name in the same directory and renamed into place, and opened
 memory-mapped read-only (so every process on a machine shares one copy in the page cache);
 the header is checked against the rules, and the file size against the header.
@@ -415,6 +417,11 @@ class EndgameDatabase:
         g = self.gain(position)
         me = position.to_move
         return g + position.store(me) - position.store(me.other)
+
+    def preload(self) -> None:
+        """Ask the kernel to read the whole file into the page cache now, in the background
+        (``madvise(MADV_WILLNEED)``), so that the first probes do not wait on the disk."""
+        self.table.preload()
 
     def verify(self) -> bool:
         """Whether the entries match the header's checksum (reads the whole file)."""

@@ -340,3 +340,10 @@ def test_cli_default_path(
     assert main(["egdb", "build", "--seeds", "4", "--houses", "2", "--quiet"]) == 0
     assert (tmp_path / "kalah-egdb-h2-nonempty-either-owner-n4.egdb").exists()
     capsys.readouterr()
+
+
+def test_preload_and_probe_benchmark(db_dir: Path) -> None:
+    db = database(db_dir, Rules(houses=4), 6)
+    db.preload()
+    seconds, total = db.table.probe_benchmark(1000, 3)
+    assert seconds >= 0 and isinstance(total, int)
