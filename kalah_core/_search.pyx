@@ -13,6 +13,7 @@ The hot path (``exact``, ``heuristic``) runs without the GIL on C structs only.
 
 from libc.stdint cimport uint64_t, int64_t
 from libc.stdlib cimport abs
+from libc.string cimport memset
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 from kalah_core._egdb cimport EGDB, EndgameTable, egdb_probe, egdb_rank
@@ -29,7 +30,7 @@ cdef extern from "<sys/mman.h>" nogil:
     int munmap(void* addr, size_t length)
     int madvise(void* addr, size_t length, int advice)
     void* MAP_FAILED
-    int PROT_READ, PROT_WRITE, MAP_PRIVATE, MAP_ANONYMOUS, MADV_HUGEPAGE, MADV_DONTNEED
+    int PROT_READ, PROT_WRITE, MAP_PRIVATE, MAP_ANONYMOUS, MADV_HUGEPAGE
 
 cdef enum:
     INF = 1000
@@ -90,6 +91,7 @@ ctypedef struct Search:
     Entry* table
     uint64_t mask            # buckets - 1
     int keyed_on_store       # majority: the mover's store is part of the key
+    uint64_t salt            # the rule key mixed into every hash: one table serves all rules
     int64_t nodes
     int64_t node_limit       # 0: none
     int64_t deadline_ns      # 0: none
@@ -114,7 +116,7 @@ cdef inline void count_node(Search* s) noexcept nogil:
             s.aborted = 1
 
 cdef inline uint64_t hash_of(const Search* s, const Board* b) noexcept nogil:
-    cdef uint64_t x = fmix(b.me ^ fmix(b.opp + <uint64_t>0x9e3779b97f4a7c15))
+    cdef uint64_t x = fmix(b.me ^ fmix(b.opp + s.salt))
     if s.keyed_on_store:
         x = fmix(x ^ (<uint64_t>b.my_store * <uint64_t>0x2545f4914f6cdd1d))
     return x
@@ -443,10 +445,22 @@ cdef int heuristic(Search* s, const Board* b, int alpha, int beta, int depth,
     return best
 
 
+cdef inline uint64_t rules_salt(const CRules* r, int keyed_on_store) noexcept nogil:
+    """Hash salt of the options that values depend on (not ``seeds``, nor ``pie``: no entry is
+    stored while a swap is pending); under majority, the total of seeds too."""
+    cdef uint64_t code = <uint64_t>r.houses | (<uint64_t>r.capture_always << 8) \
+        | (<uint64_t>r.end_mover_empty << 9) | (<uint64_t>r.remaining_empty_side << 10) \
+        | (<uint64_t>r.majority << 11)
+    if keyed_on_store:
+        code |= <uint64_t>r.total << 16
+    return <uint64_t>0x9e3779b97f4a7c15 + fmix(code)
+
+
 cdef class Searcher:
     """A transposition table and the searches that use it. Reusable across positions and
-    rules (the rules are part of nothing stored, so clear() between rule sets: see
-    ``_switch_rules``). Not thread-safe: one per thread or process."""
+    rules: the rules are salted into every hash, so entries of different rule sets never meet
+    and a server keeps one warm table for all of them. Not thread-safe: one per thread or
+    process."""
 
     cdef Search s
     cdef readonly size_t size_bytes
@@ -463,12 +477,15 @@ cdef class Searcher:
         while buckets * 2 * BUCKET * sizeof(Entry) <= <uint64_t>tt_mb * 1024 * 1024:
             buckets *= 2
         self.size_bytes = buckets * BUCKET * sizeof(Entry)
-        # Anonymous pages: zero and only paid for when first touched; huge pages, because
-        # table probes are random and TLB misses are costly.
+        # Huge pages, because table probes are random and TLB misses are costly. Every page is
+        # touched here, once: a first touch inside a search can stall for milliseconds (the
+        # kernel zeroes, or compacts memory to find a huge page), past the search's deadline.
         mem = mmap(NULL, self.size_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
         if mem == MAP_FAILED:
             raise MemoryError("cannot allocate the transposition table")
         madvise(mem, self.size_bytes, MADV_HUGEPAGE)
+        with nogil:
+            memset(mem, 0, self.size_bytes)
         self.s.table = <Entry*>mem
         self.s.mask = buckets - 1
         self.s.etc_min_seeds = 8
@@ -485,9 +502,8 @@ cdef class Searcher:
     def clear(self):
         """Empty the table (free when it is already empty)."""
         if self._dirty:
-            # Give the pages back: they read as zero again, refilled lazily.
-            madvise(self.s.table, self.size_bytes, MADV_DONTNEED)
-            madvise(self.s.table, self.size_bytes, MADV_HUGEPAGE)
+            with nogil:
+                memset(self.s.table, 0, self.size_bytes)
             self._dirty = False
 
     property etc_min_seeds:
@@ -505,14 +521,12 @@ cdef class Searcher:
             self.s.eval_kind = v
 
     cdef Board _prepare(self, object position, object rules, double time_ms, long long nodes) except *:
-        # The table holds values for one rule set (and, under majority, one total).
-        key = (rules, position.total_seeds if rules.majority else None)
-        if key != self._rules_key:
-            self.clear()
-            self._rules_key = key
+        if rules != self._rules_key:
+            self._rules_key = rules
             self._select_database(rules)
         self.s.r = make_crules(rules, position.total_seeds)
         self.s.keyed_on_store = rules.majority
+        self.s.salt = rules_salt(&self.s.r, self.s.keyed_on_store)
         self._dirty = True
         self.s.nodes = 0
         self.s.horizon = 0
