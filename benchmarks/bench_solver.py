@@ -7,6 +7,8 @@ Each figure is one core, from an empty transposition table, start-up excluded.
     python benchmarks/bench_solver.py --quick         # skip Kalah(6,4)
     python benchmarks/bench_solver.py --egdb PATH     # probe an endgame database (repeatable)
     python benchmarks/bench_solver.py --k65           # also Kalah(6,5) from the start
+    python benchmarks/bench_solver.py --build 24      # first build the 24-seed databases of
+                                                      # both capture rules (size, build time)
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import time
 from typing import Any
 
 from kalah_core import Position, Rules, is_over, legal_moves, play
-from kalah_core.egdb import EndgameDatabase
+from kalah_core.egdb import EndgameDatabase, build, default_path
 from kalah_core.solver import Analysis, Engine
 
 
@@ -63,9 +65,28 @@ def main() -> None:
         metavar="PATH",
         help="endgame database to probe (repeatable; each for its own rules)",
     )
+    parser.add_argument(
+        "--build",
+        type=int,
+        metavar="N",
+        help="build the N-seed databases of both capture rules into --dir first, and use them",
+    )
+    parser.add_argument("--dir", default="/tmp", help="where --build writes (default /tmp)")
     args = parser.parse_args()
+    paths = list(args.egdb)
+    if args.build is not None:
+        print(f"endgame databases, {args.build} seeds, every core (size, build s, write s)")
+        for rules in (Rules(), Rules(capture="always")):
+            stats = build(
+                default_path(rules, args.build, args.dir), rules, args.build, progress=False
+            )
+            print(
+                f"  {stats.key!s:<28} {stats.file_bytes:>15,} bytes  "
+                f"{stats.solve_seconds:7.1f} s  {stats.write_seconds:5.1f} s"
+            )
+            paths.append(str(stats.path))
     started = time.perf_counter()
-    databases = [EndgameDatabase.open_any(path) for path in args.egdb]
+    databases = [EndgameDatabase.open_any(path) for path in paths]
     engine = Engine(args.tt_mb, databases)
     print(
         f"engine start-up {1000 * (time.perf_counter() - started):.1f} ms "
