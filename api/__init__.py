@@ -27,13 +27,21 @@ from .analysis.service import Analyser
 from .cache import make_cache
 from .config import ENV_NAMES, MAX_BODY_BYTES, Settings, load_settings
 from .errors import PROBLEM_JSON, ApiProblem, problem_for
+from .games import routes as games_routes
 from .health import routes as health_routes
 from .play import routes as play_routes
 from .problems import routes as problems_routes
 from .rules import routes as rules_routes
 from .schemas import ProblemSchema
 
-RESOURCES = (analysis_routes, play_routes, rules_routes, health_routes, problems_routes)
+RESOURCES = (
+    analysis_routes,
+    games_routes,
+    play_routes,
+    rules_routes,
+    health_routes,
+    problems_routes,
+)
 """Every resource's routes module; each has a flask-smorest ``blp``."""
 
 SWAGGER_UI_URL = "https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/"

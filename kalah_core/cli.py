@@ -367,6 +367,56 @@ def cmd_best_move(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_analyse_game(args: argparse.Namespace) -> int:
+    """Judge every sowing of a game as ``POST /v1/games/analysis`` does."""
+    from api.analysis.service import _default_analyser
+    from api.errors import ApiProblem
+    from api.games.service import review_game
+
+    from .review import JUDGEMENT_DOC
+
+    os.environ.setdefault("KALAH_EGDB_PATH", "off")
+    rules = rules_from_args(args)
+    start = position_from_arg(args.start, rules)
+    try:
+        review = review_game(
+            _default_analyser(),
+            rules.to_json(),
+            start.to_json(),
+            game=args.game,
+            time_ms=args.time_ms,
+        )
+    except ApiProblem as problem:
+        raise KalahError(problem.detail) from None
+    data = review.to_json()
+    rows = [
+        f"{e['index'] + 1:>3}  {e['mover']:<5}  {e['move']!s:>4}  {e['value_before']:+4d} "
+        f"{e['value_after']:+4d}  {e['loss']:>4}{'' if e['exact'] else '~'}  "
+        f"{e['judgement']:<10}  {','.join(str(m) for m in e['best_moves'])}"
+        for e in data["moves"]
+    ]
+    summary = [
+        f"{side}: {s['sowings']} sowings, average loss {s['average_loss']:.2f}, "
+        + ", ".join(f"{n} {name}" for name, n in s["judgements"].items())
+        + ("" if s["exact"] else " (estimated)")
+        for side, s in data["summary"].items()
+    ]
+    text = "\n".join(
+        [
+            data["annotated"],
+            "",
+            "  #  mover  move  before after  loss  judgement   best",
+            *rows,
+            "",
+            *summary,
+            ("every loss exact" if data["exact"] else "~: estimated (the budget ran out)")
+            + f"; {JUDGEMENT_DOC}",
+        ]
+    )
+    emit(args, text, data)
+    return EXIT_OK
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     """Analyse the fixed bench list; the node count fingerprints the search."""
     rows = run_bench(args.tt_mb)
@@ -535,6 +585,27 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("position", metavar="POSITION", help=POSITION_HELP)
         sub.add_argument("--time-ms", type=int, default=None, metavar="MS", help="time budget")
         sub.add_argument("--depth", type=int, default=None, metavar="D", help="heuristic depth")
+
+    review = add_command(
+        commands,
+        "analyse-game",
+        cmd_analyse_game,
+        "judge every sowing of a seed-000 game against perfect play",
+    )
+    review.add_argument(
+        "game", metavar="GAME", help="the game, e.g. '45-46, 1*-5'; '--' before one starting '-'"
+    )
+    review.add_argument(
+        "--from", dest="start", metavar="POSITION", default=None, help="start position"
+    )
+    review.add_argument(
+        "--time-ms",
+        type=int,
+        default=None,
+        metavar="MS",
+        help="search budget for the whole game (default 1000 per sowing, at most "
+        "KALAH_MAX_TIME_MS)",
+    )
 
     bench = add_command(commands, "bench", cmd_bench, "fixed analyses: total nodes and time")
     bench.add_argument("--tt-mb", type=int, default=BENCH_TT_MB, metavar="MB")
