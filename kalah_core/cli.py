@@ -456,6 +456,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return serve(args.host, args.port, args.workers)
 
 
+def cmd_worker(args: argparse.Namespace) -> int:
+    """Run a batch worker on the API's Redis (KALAH_REDIS_URL or --redis-url)."""
+    if args.redis_url:
+        os.environ["KALAH_REDIS_URL"] = args.redis_url
+    if not os.environ.get("KALAH_REDIS_URL"):
+        raise KalahError("kalah worker needs the API's Redis: set KALAH_REDIS_URL or --redis-url")
+    from api.batch.worker import run_worker
+
+    return run_worker(burst=args.burst, name=args.name)
+
+
 # --------------------------------------------------------------------- endgame database
 
 
@@ -648,6 +659,16 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--workers", type=int, default=None, help="default: KALAH_WORKERS or cores")
+    worker = commands.add_parser(
+        "worker",
+        help="run a batch worker (RQ) on the API's Redis",
+        description="Take chunks of batch jobs from the API's Redis and analyse them with a "
+        "warm engine; any number of workers on any number of machines may share one Redis.",
+    )
+    worker.set_defaults(func=cmd_worker)
+    worker.add_argument("--redis-url", default=None, metavar="URL", help="default: KALAH_REDIS_URL")
+    worker.add_argument("--burst", action="store_true", help="stop when the queue is empty")
+    worker.add_argument("--name", default=None, help="the worker's name in RQ (default: random)")
     return parser
 
 
