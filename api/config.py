@@ -74,7 +74,7 @@ _VARIABLES: dict[str, tuple[str, type, Any, float | None, float | None]] = {
     "KALAH_LRU_SIZE": ("lru_size", int, 10000, 1, None),
     "KALAH_REDIS_TIMEOUT_S": ("redis_timeout_s", float, 0.25, 0.001, 60),
     "KALAH_BATCH_MAX_POSITIONS": ("batch_max_positions", int, 10000, 1, 1_000_000),
-    "KALAH_BATCH_INLINE_MAX": ("batch_inline_max", int, 16, 0, 1000),
+    "KALAH_BATCH_INLINE_MAX": ("batch_inline_max", int, 16, 0, 1_000_000),
     "KALAH_BATCH_MAX_BUDGET_MS": ("batch_max_budget_ms", int, 10_000_000, 1, None),
     "KALAH_BATCH_CHUNK": ("batch_chunk", int, 32, 1, 10000),
     "KALAH_JOB_TTL_S": ("job_ttl_s", int, 86400, 60, None),
