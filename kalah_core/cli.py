@@ -456,6 +456,62 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return serve(args.host, args.port, args.workers)
 
 
+def cmd_batch(args: argparse.Namespace) -> int:
+    """Analyse every position of a JSONL or CSV file, locally on every core or on a server."""
+    import time
+
+    from tqdm import tqdm  # type: ignore[import-untyped]
+
+    from api.batch.local import parse_local, read_items, run_local, write_jsonl
+    from api.batch.remote import run_remote
+    from api.errors import ApiProblem
+
+    os.environ.setdefault("KALAH_EGDB_PATH", "off")
+    rules = rules_from_args(args).to_json()
+    limits = {
+        name: getattr(args, name)
+        for name in ("time_ms", "depth", "nodes")
+        if getattr(args, name) is not None
+    }
+    items = read_items(args.input)
+    started = time.perf_counter()
+    try:
+        if args.server:
+            with tqdm(total=len(items), unit="pos", disable=args.quiet) as bar:
+                lines = run_remote(args.server, items, rules, limits, progress=bar.update)
+            distinct = None
+        else:
+            batch = parse_local(items, rules, limits)
+            with tqdm(total=len(batch.tasks), unit="pos", disable=args.quiet) as bar:
+                lines = run_local(batch, args.workers, progress=bar.update)
+            distinct = len(batch.tasks)
+    except ApiProblem as problem:
+        raise KalahError(f"{problem.field}: {problem.detail}") from None
+    seconds = time.perf_counter() - started
+    if args.output == "-":
+        write_jsonl(lines, sys.stdout.buffer)
+        sys.stdout.flush()
+    else:
+        with open(args.output, "wb") as out:
+            write_jsonl(lines, out)
+    rate = len(items) / seconds if seconds > 0 else 0.0
+    summary = {
+        "positions": len(items),
+        "distinct": distinct,
+        "seconds": round(seconds, 3),
+        "positions_per_second": round(rate, 1),
+        "output": args.output,
+    }
+    if args.output != "-" or args.json:
+        print(
+            json.dumps(summary)
+            if args.json
+            else f"{len(items)} positions in {seconds:.2f} s ({rate:,.1f}/s) -> {args.output}",
+            file=sys.stderr if args.output == "-" else sys.stdout,
+        )
+    return EXIT_OK
+
+
 def cmd_worker(args: argparse.Namespace) -> int:
     """Run a batch worker on the API's Redis (KALAH_REDIS_URL or --redis-url)."""
     if args.redis_url:
@@ -659,6 +715,36 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--workers", type=int, default=None, help="default: KALAH_WORKERS or cores")
+    batch = add_command(
+        commands,
+        "batch",
+        cmd_batch,
+        "analyse every position of a file (JSONL or CSV) on every core or on a server",
+    )
+    batch.add_argument(
+        "input",
+        metavar="IN",
+        help="JSON lines (an item object {position, rules, limits} or a position string per "
+        "line) or a .csv with a header (position, rules, time_ms, depth, nodes); - for stdin",
+    )
+    batch.add_argument(
+        "-o", "--output", default="-", metavar="OUT", help="JSON lines, one per item (default -)"
+    )
+    batch.add_argument("--time-ms", type=int, default=None, metavar="MS", help="budget per item")
+    batch.add_argument("--depth", type=int, default=None, metavar="D", help="heuristic depth")
+    batch.add_argument("--nodes", type=int, default=None, metavar="N", help="node budget per item")
+    batch.add_argument(
+        "--workers",
+        type=int,
+        default=len(os.sched_getaffinity(0)),
+        metavar="N",
+        help="local processes (default: every core)",
+    )
+    batch.add_argument(
+        "--server", default=None, metavar="URL", help="send the batch to this API instead"
+    )
+    batch.add_argument("--quiet", action="store_true", help="no progress bar")
+
     worker = commands.add_parser(
         "worker",
         help="run a batch worker (RQ) on the API's Redis",
