@@ -64,14 +64,19 @@ def _csv(handle: IO[str]) -> Iterator[dict[str, Any]]:
             text=",".join(reader.fieldnames or []),
             field="input",
         )
-    for row in reader:
+    for number, row in enumerate(reader, start=2):
         item: dict[str, Any] = {"position": row["position"]}
-        rules = (row.get("rules") or "").strip()
-        if rules:
-            item["rules"] = json.loads(rules) if rules.startswith("{") else rules
-        limits = {
-            k: int(row[k]) for k in ("time_ms", "depth", "nodes") if (row.get(k) or "").strip()
-        }
+        try:
+            rules = (row.get("rules") or "").strip()
+            if rules:
+                item["rules"] = json.loads(rules) if rules.startswith("{") else rules
+            limits = {
+                k: int(row[k]) for k in ("time_ms", "depth", "nodes") if (row.get(k) or "").strip()
+            }
+        except ValueError as error:  # JSONDecodeError is one
+            raise InvalidNotationError(
+                f"CSV line {number}: {error}", text=str(row)[:80], field="input"
+            ) from None
         if limits:
             item["limits"] = limits
         yield item
@@ -80,11 +85,24 @@ def _csv(handle: IO[str]) -> Iterator[dict[str, Any]]:
 def parse_local(
     items: Sequence[Mapping[str, Any]], rules: object, limits: Mapping[str, Any]
 ) -> Batch:
-    """The batch as the server would parse it, without the server's size and budget limits."""
+    """The batch as the server would parse it (the same schema, so a malformed item is an
+    error naming ``positions.<i>.<field>``), without the server's size and budget limits."""
+    from marshmallow import ValidationError
+
+    from ..errors import _first_field
+    from .schemas import BatchRequestSchema
+
+    try:
+        data = BatchRequestSchema().load(
+            {"positions": list(items), "rules": rules, "limits": limits}
+        )
+    except ValidationError as error:
+        field, reason = _first_field(error.messages)
+        raise ApiProblem("invalid-request", reason, field=field) from None
     settings = dataclasses.replace(
         load_settings(), batch_max_positions=len(items) or 1, batch_max_budget_ms=1 << 62
     )
-    return parse_batch(settings, items, rules, limits)
+    return parse_batch(settings, data["positions"], data["rules"], data["limits"])
 
 
 def _answer(task_json: dict[str, Any]) -> bytes:

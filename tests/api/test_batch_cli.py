@@ -106,3 +106,22 @@ def test_against_gunicorn_with_a_worker(
     assert main(["batch", str(small), "--server", gunicorn_server, "--quiet", "--houses", "3"]) == 0
     assert json.loads(capsys.readouterr().out)["position"] == "444-0-444-0-s"
     assert main(["batch", str(small), "--server", gunicorn_server, "--rules", "nope"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("items.jsonl", '{"position": "start"}\n{"rules": "kalah"}\n', "positions.1.position"),
+        ("items.jsonl", '"start"\n7\n', "positions.1"),
+        ("items.jsonl", '"start"\n{nope\n', "line 2 is not JSON"),
+        ("items.csv", "position,time_ms\nstart,abc\n", "CSV line 2"),
+        ("items.csv", 'position,rules\nstart,"{nope"\n', "CSV line 2"),
+    ],
+)
+def test_malformed_input_files_name_the_item(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, text: str, message: str
+) -> None:
+    source = tmp_path / name
+    source.write_text(text)
+    assert main(["batch", str(source), "--quiet", "--workers", "1"]) == 2
+    assert message in capsys.readouterr().err
