@@ -8,6 +8,7 @@ becomes a problem object in that item's slot, named ``positions.<i>.<field>``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -65,6 +66,17 @@ class Slot:
 class Batch:
     tasks: list[Task]
     slots: list[Slot]
+
+    def assemble(self, answers: Sequence[bytes]) -> list[bytes]:
+        """Every slot's JSON in input order from the distinct tasks' ``answers``."""
+        return [
+            json.dumps(slot.problem).encode()
+            if slot.task is None
+            else answers[slot.task]
+            if slot.first
+            else as_cached(answers[slot.task])
+            for slot in self.slots
+        ]
 
     @property
     def budget_ms(self) -> int:

@@ -21,7 +21,7 @@ from kalah_core.errors import InvalidNotationError, KalahError
 from ..analysis.service import Analyser, _default_analyser
 from ..config import load_settings
 from ..errors import ApiProblem, problem_object
-from .items import Batch, Task, as_cached, parse_batch
+from .items import Batch, Task, parse_batch
 
 CSV_COLUMNS = ("position", "rules", "time_ms", "depth", "nodes")
 """CSV input: a header row naming some of these columns; ``position`` is required, ``rules`` a
@@ -136,14 +136,7 @@ def run_local(batch: Batch, workers: int, progress: Progress | None = None) -> l
         if pool is not None:
             pool.close()
             pool.join()
-    return [
-        json.dumps(slot.problem).encode()
-        if slot.task is None
-        else answers[slot.task]
-        if slot.first
-        else as_cached(answers[slot.task])
-        for slot in batch.slots
-    ]
+    return batch.assemble(answers)
 
 
 def write_jsonl(lines: Sequence[bytes], out: IO[bytes]) -> None:

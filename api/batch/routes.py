@@ -22,7 +22,7 @@ from ..config import BATCH_PAGE_MAX, MAX_BATCH_BODY_BYTES
 from ..errors import PROBLEM_JSON, ApiProblem, problem_object
 from ..schemas import ProblemSchema
 from .items import Batch as ParsedBatch
-from .items import as_cached, inline_ok, parse_batch
+from .items import inline_ok, parse_batch
 from .jobs import JobStatus, JobStore
 from .schemas import BatchAnswerSchema, BatchRequestSchema, JobQuerySchema, JobSchema
 
@@ -89,15 +89,7 @@ def _inline(batch: ParsedBatch) -> Response:
             answers.append(analyser.analyse(task.position, task.rules, task.limits).body)
         except (ApiProblem, KalahError) as error:
             answers.append(json.dumps(problem_object(error)).encode())
-    parts = [
-        json.dumps(slot.problem).encode()
-        if slot.task is None
-        else answers[slot.task]
-        if slot.first
-        else as_cached(answers[slot.task])
-        for slot in batch.slots
-    ]
-    body = b'{"results":[' + b",".join(parts) + b"]}"
+    body = b'{"results":[' + b",".join(batch.assemble(answers)) + b"]}"
     return Response(body, status=200, mimetype="application/json")
 
 
