@@ -7,6 +7,7 @@ import json
 import pytest
 from flask.testing import FlaskClient
 
+from api import create_app
 from kalah_core.cli import main
 
 EXAMPLE = "45-46, 1*-5, 2-, -63*, 6-, -561646562, 4-3, 656-"
@@ -27,8 +28,12 @@ MOVE_FIELDS = {
 }
 
 
-def test_example_game_under_kalaha(client: FlaskClient) -> None:
-    response = client.post("/v1/games/analysis", json={"rules": "kalaha", "game": EXAMPLE})
+def test_example_game_under_kalaha() -> None:
+    # A budget that is only a cap (about 3 s are needed), so a busy machine still proves it all.
+    app = create_app({"TESTING": True, "KALAH_REDIS_URL": "", "KALAH_MAX_TIME_MS": 60000})
+    client = app.test_client()
+    body = {"rules": "kalaha", "game": EXAMPLE, "limits": {"time_ms": 60000}}
+    response = client.post("/v1/games/analysis", json=body)
     assert response.status_code == 200, response.json
     data = response.json
     assert data["exact"] is True
