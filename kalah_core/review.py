@@ -15,6 +15,7 @@ local engine), so the CLI and the HTTP API review games identically.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -244,8 +245,6 @@ def evaluate_backwards(
     from the last to the first, each with an equal share of what is left. Late positions
     usually solve in milliseconds, so their unused time goes to the early, harder ones (and
     their transposition-table entries help them)."""
-    import time
-
     unique = list(dict.fromkeys(p.compact() for p in positions))
     by_text = {p.compact(): p for p in positions}
     results: dict[str, Evaluation] = {}

@@ -12,6 +12,7 @@ from kalah_core.review import Evaluation, Review, evaluate_backwards, review_his
 from kalah_core.rules import Rules
 
 from ..analysis.service import Analyser, Limits, parse_position_field, parse_rules
+from ..config import MAX_DEPTH
 from ..errors import ApiProblem, renamed_field
 
 
@@ -63,7 +64,10 @@ def review_game(
         raise ApiProblem("invalid-request", "the game has no sowing", field="game")
     budget = game_budget_ms(analyser, time_ms, len(played.history))
     settings = analyser.settings
-    for name, value, maximum in (("depth", depth, 100), ("nodes", nodes, settings.max_nodes)):
+    for name, value, maximum in (
+        ("depth", depth, MAX_DEPTH),
+        ("nodes", nodes, settings.max_nodes),
+    ):
         if value is not None and value > maximum:
             raise ApiProblem(
                 "limit-exceeded",
