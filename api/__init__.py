@@ -24,16 +24,27 @@ from kalah_core.errors import KalahError
 from . import metrics
 from .analysis import routes as analysis_routes
 from .analysis.service import Analyser
+from .batch import routes as batch_routes
+from .batch.jobs import JobStore
 from .cache import make_cache
 from .config import ENV_NAMES, MAX_BODY_BYTES, Settings, load_settings
 from .errors import PROBLEM_JSON, ApiProblem, problem_for
+from .games import routes as games_routes
 from .health import routes as health_routes
 from .play import routes as play_routes
 from .problems import routes as problems_routes
 from .rules import routes as rules_routes
 from .schemas import ProblemSchema
 
-RESOURCES = (analysis_routes, play_routes, rules_routes, health_routes, problems_routes)
+RESOURCES = (
+    analysis_routes,
+    batch_routes,
+    games_routes,
+    play_routes,
+    rules_routes,
+    health_routes,
+    problems_routes,
+)
 """Every resource's routes module; each has a flask-smorest ``blp``."""
 
 SWAGGER_UI_URL = "https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/"
@@ -102,6 +113,9 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         max_connections=settings.threads + 4,
     )
     app.extensions["kalah"] = Analyser(settings, cache)
+    app.extensions["kalah_jobs"] = (
+        JobStore(settings.redis_url, ttl_s=settings.job_ttl_s) if settings.redis_url else None
+    )
 
     api = KalahApi(app, spec_kwargs={"extra_plugins": [analysis_routes.ConditionalGetPlugin()]})
     for resource in RESOURCES:

@@ -21,6 +21,12 @@ MAX_DEPTH = 100
 MAX_MOVES = 1024
 """Most moves one ``POST /v1/play`` may apply."""
 
+MAX_BATCH_BODY_BYTES = 4 * 1024 * 1024
+"""Largest ``POST /v1/batch`` body (413 above): room for about 100,000 compact positions."""
+
+BATCH_PAGE_MAX = 1000
+"""Most results per page of ``GET /v1/jobs/{id}`` in JSON (NDJSON streams any number)."""
+
 
 def _default_workers() -> int:
     try:
@@ -44,6 +50,11 @@ class Settings:
     cache_ttl_s: int = 3600
     lru_size: int = 10000
     redis_timeout_s: float = 0.25
+    batch_max_positions: int = 10000
+    batch_inline_max: int = 16
+    batch_max_budget_ms: int = 10_000_000
+    batch_chunk: int = 32
+    job_ttl_s: int = 86400
     lock_wait_ms: int = 0
     """How long a request waits for another worker computing the same key; 0 means the
     search budget plus a margin."""
@@ -62,6 +73,11 @@ _VARIABLES: dict[str, tuple[str, type, Any, float | None, float | None]] = {
     "KALAH_CACHE_TTL_S": ("cache_ttl_s", int, 3600, 1, None),
     "KALAH_LRU_SIZE": ("lru_size", int, 10000, 1, None),
     "KALAH_REDIS_TIMEOUT_S": ("redis_timeout_s", float, 0.25, 0.001, 60),
+    "KALAH_BATCH_MAX_POSITIONS": ("batch_max_positions", int, 10000, 1, 1_000_000),
+    "KALAH_BATCH_INLINE_MAX": ("batch_inline_max", int, 16, 0, 1_000_000),
+    "KALAH_BATCH_MAX_BUDGET_MS": ("batch_max_budget_ms", int, 10_000_000, 1, None),
+    "KALAH_BATCH_CHUNK": ("batch_chunk", int, 32, 1, 10000),
+    "KALAH_JOB_TTL_S": ("job_ttl_s", int, 86400, 60, None),
 }
 
 ENV_NAMES = tuple(_VARIABLES)

@@ -83,6 +83,7 @@ PROBLEMS: dict[str, ProblemType] = {
             "Request body too large",
             "The request body is above the server's maximum.",
         ),
+        ProblemType("not-found", 404, "Not found", "An unknown or expired batch job."),
         ProblemType(
             "not-ready",
             503,
@@ -217,11 +218,12 @@ def http_problem(error: HTTPException) -> Response:
     if code == 413:
         from .config import MAX_BODY_BYTES
 
+        limit = request.max_content_length or MAX_BODY_BYTES
         return _typed(
             "body-too-large",
-            f"request bodies are limited to {MAX_BODY_BYTES} bytes",
+            f"request bodies are limited to {limit} bytes",
             field="body",
-            max=MAX_BODY_BYTES,
+            max=limit,
         )
     if code == 400:
         return _typed("malformed-body", "the request body is not valid JSON", field="body")
@@ -234,6 +236,31 @@ def http_problem(error: HTTPException) -> Response:
     elif code == 405:
         description = f"{request.method} is not allowed on {request.path}"
     return problem_response(code, error.name, description, headers=headers)
+
+
+def problem_object(error: ApiProblem | KalahError, *, field: str | None = None) -> dict[str, Any]:
+    """The problem+json body of a bad input as a plain object: a batch puts one in the slot of
+    each item that cannot be analysed instead of failing the whole batch."""
+    if isinstance(error, ApiProblem):
+        slug, detail, status, extra = error.slug, error.detail, error.status, error.extra
+        field = field or error.field
+    else:
+        slug = (
+            next(s for cls, s in _CORE_ERRORS if isinstance(error, cls))
+            if type(error) is not KalahError
+            else "invalid-request"
+        )
+        detail, status, extra, field = str(error), PROBLEMS[slug].status, {}, field or error.field
+    body: dict[str, Any] = {
+        "type": TYPE_PREFIX + slug,
+        "title": PROBLEMS[slug].title,
+        "status": status,
+        "detail": detail,
+    }
+    if field is not None:
+        body["field"] = field
+    body.update(extra)
+    return body
 
 
 def problem_for(error: BaseException) -> Response:

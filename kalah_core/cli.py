@@ -367,6 +367,56 @@ def cmd_best_move(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_analyse_game(args: argparse.Namespace) -> int:
+    """Judge every sowing of a game as ``POST /v1/games/analysis`` does."""
+    from api.analysis.service import _default_analyser
+    from api.errors import ApiProblem
+    from api.games.service import review_game
+
+    from .review import JUDGEMENT_DOC
+
+    os.environ.setdefault("KALAH_EGDB_PATH", "off")
+    rules = rules_from_args(args)
+    start = position_from_arg(args.start, rules)
+    try:
+        review = review_game(
+            _default_analyser(),
+            rules.to_json(),
+            start.to_json(),
+            game=args.game,
+            time_ms=args.time_ms,
+        )
+    except ApiProblem as problem:
+        raise KalahError(problem.detail) from None
+    data = review.to_json()
+    rows = [
+        f"{e['index'] + 1:>3}  {e['mover']:<5}  {e['move']!s:>4}  {e['value_before']:+4d} "
+        f"{e['value_after']:+4d}  {e['loss']:>4}{'' if e['exact'] else '~'}  "
+        f"{e['judgement']:<10}  {','.join(str(m) for m in e['best_moves'])}"
+        for e in data["moves"]
+    ]
+    summary = [
+        f"{side}: {s['sowings']} sowings, average loss {s['average_loss']:.2f}, "
+        + ", ".join(f"{n} {name}" for name, n in s["judgements"].items())
+        + ("" if s["exact"] else " (estimated)")
+        for side, s in data["summary"].items()
+    ]
+    text = "\n".join(
+        [
+            data["annotated"],
+            "",
+            "  #  mover  move  before after  loss  judgement   best",
+            *rows,
+            "",
+            *summary,
+            ("every loss exact" if data["exact"] else "~: estimated (the budget ran out)")
+            + f"; {JUDGEMENT_DOC}",
+        ]
+    )
+    emit(args, text, data)
+    return EXIT_OK
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     """Analyse the fixed bench list; the node count fingerprints the search."""
     rows = run_bench(args.tt_mb)
@@ -404,6 +454,73 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from api.serve import serve
 
     return serve(args.host, args.port, args.workers)
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    """Analyse every position of a JSONL or CSV file, locally on every core or on a server."""
+    import time
+
+    from tqdm import tqdm  # type: ignore[import-untyped]
+
+    from api.batch.local import parse_local, read_items, run_local, write_jsonl
+    from api.batch.remote import run_remote
+    from api.errors import ApiProblem
+
+    os.environ.setdefault("KALAH_EGDB_PATH", "off")
+    rules = rules_from_args(args).to_json()
+    limits = {
+        name: getattr(args, name)
+        for name in ("time_ms", "depth", "nodes")
+        if getattr(args, name) is not None
+    }
+    items = read_items(args.input)
+    started = time.perf_counter()
+    try:
+        if args.server:
+            with tqdm(total=len(items), unit="pos", disable=args.quiet) as bar:
+                lines = run_remote(args.server, items, rules, limits, progress=bar.update)
+            distinct = None
+        else:
+            batch = parse_local(items, rules, limits)
+            with tqdm(total=len(batch.tasks), unit="pos", disable=args.quiet) as bar:
+                lines = run_local(batch, args.workers, progress=bar.update)
+            distinct = len(batch.tasks)
+    except ApiProblem as problem:
+        raise KalahError(f"{problem.field}: {problem.detail}") from None
+    seconds = time.perf_counter() - started
+    if args.output == "-":
+        write_jsonl(lines, sys.stdout.buffer)
+        sys.stdout.flush()
+    else:
+        with open(args.output, "wb") as out:
+            write_jsonl(lines, out)
+    rate = len(items) / seconds if seconds > 0 else 0.0
+    summary = {
+        "positions": len(items),
+        "distinct": distinct,
+        "seconds": round(seconds, 3),
+        "positions_per_second": round(rate, 1),
+        "output": args.output,
+    }
+    if args.output != "-" or args.json:
+        print(
+            json.dumps(summary)
+            if args.json
+            else f"{len(items)} positions in {seconds:.2f} s ({rate:,.1f}/s) -> {args.output}",
+            file=sys.stderr if args.output == "-" else sys.stdout,
+        )
+    return EXIT_OK
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    """Run a batch worker on the API's Redis (KALAH_REDIS_URL or --redis-url)."""
+    if args.redis_url:
+        os.environ["KALAH_REDIS_URL"] = args.redis_url
+    if not os.environ.get("KALAH_REDIS_URL"):
+        raise KalahError("kalah worker needs the API's Redis: set KALAH_REDIS_URL or --redis-url")
+    from api.batch.worker import run_worker
+
+    return run_worker(burst=args.burst, name=args.name)
 
 
 # --------------------------------------------------------------------- endgame database
@@ -536,6 +653,27 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--time-ms", type=int, default=None, metavar="MS", help="time budget")
         sub.add_argument("--depth", type=int, default=None, metavar="D", help="heuristic depth")
 
+    review = add_command(
+        commands,
+        "analyse-game",
+        cmd_analyse_game,
+        "judge every sowing of a seed-000 game against perfect play",
+    )
+    review.add_argument(
+        "game", metavar="GAME", help="the game, e.g. '45-46, 1*-5'; '--' before one starting '-'"
+    )
+    review.add_argument(
+        "--from", dest="start", metavar="POSITION", default=None, help="start position"
+    )
+    review.add_argument(
+        "--time-ms",
+        type=int,
+        default=None,
+        metavar="MS",
+        help="search budget for the whole game (default 1000 per sowing, at most "
+        "KALAH_MAX_TIME_MS)",
+    )
+
     bench = add_command(commands, "bench", cmd_bench, "fixed analyses: total nodes and time")
     bench.add_argument("--tt-mb", type=int, default=BENCH_TT_MB, metavar="MB")
 
@@ -577,6 +715,46 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--workers", type=int, default=None, help="default: KALAH_WORKERS or cores")
+    batch = add_command(
+        commands,
+        "batch",
+        cmd_batch,
+        "analyse every position of a file (JSONL or CSV) on every core or on a server",
+    )
+    batch.add_argument(
+        "input",
+        metavar="IN",
+        help="JSON lines (an item object {position, rules, limits} or a position string per "
+        "line) or a .csv with a header (position, rules, time_ms, depth, nodes); - for stdin",
+    )
+    batch.add_argument(
+        "-o", "--output", default="-", metavar="OUT", help="JSON lines, one per item (default -)"
+    )
+    batch.add_argument("--time-ms", type=int, default=None, metavar="MS", help="budget per item")
+    batch.add_argument("--depth", type=int, default=None, metavar="D", help="heuristic depth")
+    batch.add_argument("--nodes", type=int, default=None, metavar="N", help="node budget per item")
+    batch.add_argument(
+        "--workers",
+        type=int,
+        default=len(os.sched_getaffinity(0)),
+        metavar="N",
+        help="local processes (default: every core)",
+    )
+    batch.add_argument(
+        "--server", default=None, metavar="URL", help="send the batch to this API instead"
+    )
+    batch.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    worker = commands.add_parser(
+        "worker",
+        help="run a batch worker (RQ) on the API's Redis",
+        description="Take chunks of batch jobs from the API's Redis and analyse them with a "
+        "warm engine; any number of workers on any number of machines may share one Redis.",
+    )
+    worker.set_defaults(func=cmd_worker)
+    worker.add_argument("--redis-url", default=None, metavar="URL", help="default: KALAH_REDIS_URL")
+    worker.add_argument("--burst", action="store_true", help="stop when the queue is empty")
+    worker.add_argument("--name", default=None, help="the worker's name in RQ (default: random)")
     return parser
 
 

@@ -12,7 +12,7 @@ from flask_smorest import Blueprint  # type: ignore[import-untyped]
 
 from kalah_core.rules import MAX_HOUSES, MAX_START_SEEDS, OPTION_DOCS, PRESET_DOCS, PRESETS, Rules
 
-from ..config import MAX_BODY_BYTES, MAX_DEPTH, MAX_MOVES
+from ..config import MAX_BATCH_BODY_BYTES, MAX_BODY_BYTES, MAX_DEPTH, MAX_MOVES
 from .schemas import RulesAnswerSchema
 
 blp = Blueprint("rules", __name__, url_prefix="/v1", description="The rule presets and options.")
@@ -59,5 +59,10 @@ class RulesView(MethodView):
                 "max_nodes": settings.max_nodes,
                 "max_body_bytes": MAX_BODY_BYTES,
                 "max_moves": MAX_MOVES,
+                "batch_max_positions": settings.batch_max_positions,
+                "batch_inline_max": settings.batch_inline_max,
+                "batch_max_budget_ms": settings.batch_max_budget_ms,
+                "batch_max_body_bytes": MAX_BATCH_BODY_BYTES,
+                "batch_jobs": bool(settings.redis_url),
             },
         }

@@ -46,6 +46,27 @@ class ServerLimitsSchema(ma.Schema):
     max_moves = fields.Integer(
         metadata={"description": "The most moves one /v1/play request may apply."}
     )
+    batch_max_positions = fields.Integer(
+        metadata={"description": "The most positions in one POST /v1/batch."}
+    )
+    batch_inline_max = fields.Integer(
+        metadata={
+            "description": "A batch of at most this many positions, whose budgets add up to at "
+            "most max_time_ms, is answered inline; a larger one becomes a job."
+        }
+    )
+    batch_max_budget_ms = fields.Integer(
+        metadata={"description": "The most search time (sum of time_ms) one batch may ask for."}
+    )
+    batch_max_body_bytes = fields.Integer(
+        metadata={"description": "The largest POST /v1/batch body accepted."}
+    )
+    batch_jobs = fields.Boolean(
+        metadata={
+            "description": "Whether this server has a job queue (Redis) for batches too large "
+            "to answer inline."
+        }
+    )
 
 
 class RulesAnswerSchema(ma.Schema):

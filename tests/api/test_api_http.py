@@ -105,3 +105,16 @@ def test_readyz_and_docs_over_http(gunicorn_server: str) -> None:
     assert ready["status"] == "ready" and ready["backend"] == "redis"
     assert requests.get(f"{gunicorn_server}/openapi.json", timeout=10).json()["info"]["title"]
     assert "swagger" in requests.get(f"{gunicorn_server}/docs", timeout=10).text.lower()
+
+
+def test_game_analysis_over_http(gunicorn_server: str) -> None:
+    body = {"rules": {"houses": 3, "seeds": 2}, "moves": [2, 1, 3]}
+    response = requests.post(f"{gunicorn_server}/v1/games/analysis", json=body, timeout=30)
+    assert response.status_code == 200
+    data = response.json()
+    assert [m["move"] for m in data["moves"]] == [2, 1, 3] and data["exact"] is True
+    assert all(m["loss"] == m["value_before"] - m["value_after"] >= 0 for m in data["moves"])
+    bad = requests.post(
+        f"{gunicorn_server}/v1/games/analysis", json={**body, "moves": [2, 9]}, timeout=10
+    )
+    assert bad.status_code == 422 and bad.json()["field"] == "moves.1"

@@ -102,6 +102,10 @@ def test_rules(client: FlaskClient) -> None:
     assert answer["limits"]["max_time_ms"] == 5000
     assert answer["limits"]["default_time_ms"] == 1000
     assert answer["limits"]["max_body_bytes"] == 65536
+    assert answer["limits"]["batch_max_positions"] == 10000
+    assert answer["limits"]["batch_inline_max"] == 16
+    assert answer["limits"]["batch_max_body_bytes"] == 4 * 1024 * 1024
+    assert answer["limits"]["batch_jobs"] is False
 
 
 def test_livez(client: FlaskClient) -> None:

@@ -1,0 +1,1 @@
+"""Batch evaluation: many positions in one request, inline or as a job run by workers."""

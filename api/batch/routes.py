@@ -1,0 +1,214 @@
+# mypy: disable-error-code="untyped-decorator"
+"""``POST /v1/batch`` and ``GET /v1/jobs/{id}``: thin routes over :mod:`.items` and :mod:`.jobs`.
+
+A small batch is answered inline; a larger one becomes a job for the ``kalah worker``
+processes (202 with ``Location``). Without Redis there is no queue, so only inline batches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import redis
+from flask import Response, current_app, json, request, url_for
+from flask.views import MethodView
+from flask_smorest import Blueprint  # type: ignore[import-untyped]
+
+from kalah_core.errors import KalahError
+
+from ..analysis.service import Analyser
+from ..config import BATCH_PAGE_MAX, MAX_BATCH_BODY_BYTES
+from ..errors import PROBLEM_JSON, ApiProblem, problem_object
+from ..schemas import ProblemSchema
+from .items import Batch as ParsedBatch
+from .items import inline_ok, parse_batch
+from .jobs import JobStatus, JobStore
+from .schemas import BatchAnswerSchema, BatchRequestSchema, JobQuerySchema, JobSchema
+
+blp = Blueprint(
+    "batch",
+    __name__,
+    url_prefix="/v1",
+    description="Many positions at once: small batches inline, large ones as jobs run by "
+    "workers (kalah worker) sharing the API's Redis.",
+)
+
+NDJSON = "application/x-ndjson"
+DEFAULT_PAGE = 100
+STREAM_PAGE = 500
+
+ERRORS = {
+    400: "A malformed body.",
+    413: f"The body is above {MAX_BATCH_BODY_BYTES} bytes.",
+    422: "A malformed item (field positions.<i>.<field>), invalid shared rules or limits, too "
+    "many positions or too much budget, or (without a job queue) a batch too large to answer "
+    "inline.",
+    503: "Redis (the job queue) is not reachable.",
+}
+
+JOB_ERRORS = {
+    404: "No such job: unknown, expired, or this server has no job queue.",
+    422: "A bad offset or limit.",
+    503: "Redis (the job queue) is not reachable.",
+}
+
+
+@blp.before_request
+def _larger_bodies() -> None:
+    if request.endpoint == "batch.Batch":
+        request.max_content_length = MAX_BATCH_BODY_BYTES
+
+
+def _document_errors(errors: dict[int, str]) -> Any:
+    def decorate(view: Any) -> Any:
+        for status, description in errors.items():
+            view = blp.alt_response(
+                status, schema=ProblemSchema, content_type=PROBLEM_JSON, description=description
+            )(view)
+        return view
+
+    return decorate
+
+
+def _analyser() -> Analyser:
+    result: Analyser = current_app.extensions["kalah"]
+    return result
+
+
+def _jobs() -> JobStore | None:
+    store: JobStore | None = current_app.extensions.get("kalah_jobs")
+    return store
+
+
+def _inline(batch: ParsedBatch) -> Response:
+    analyser = _analyser()
+    answers: list[bytes] = []
+    for task in batch.tasks:
+        try:
+            answers.append(analyser.analyse(task.position, task.rules, task.limits).body)
+        except (ApiProblem, KalahError) as error:
+            answers.append(json.dumps(problem_object(error)).encode())
+    body = b'{"results":[' + b",".join(batch.assemble(answers)) + b"]}"
+    return Response(body, status=200, mimetype="application/json")
+
+
+def _job_json(status: JobStatus) -> dict[str, Any]:
+    return {
+        "id": status.id,
+        "status": status.status,
+        "progress": {"done": status.done, "total": status.total},
+        "error": status.error,
+    }
+
+
+@blp.route("/batch")
+class Batch(MethodView):
+    @blp.arguments(BatchRequestSchema(), as_kwargs=False)
+    @blp.response(200, BatchAnswerSchema, description="A small batch, answered inline.")
+    @blp.alt_response(
+        202,
+        schema=JobSchema,
+        description="A large batch became a job: poll the URL in Location (GET /v1/jobs/{id}).",
+        headers={"Location": {"description": "/v1/jobs/{id}", "schema": {"type": "string"}}},
+    )
+    @_document_errors(ERRORS)
+    def post(self, data: dict[str, Any]) -> Response:
+        """Analyse many positions: each item is a position with optional rules and limits of
+        its own (overriding the batch's `rules` and `limits`). Items are analysed exactly as
+        `POST /v1/analysis` analyses one (same cache, same answer); repeated items are
+        computed once. An item that cannot be analysed gets a problem object in its slot.
+
+        At most `KALAH_BATCH_INLINE_MAX` items whose budgets add up to at most
+        `KALAH_MAX_TIME_MS` are answered inline; a larger batch is a job (202, `Location:
+        /v1/jobs/{id}`) run by `kalah worker` processes. Without Redis there is no job queue
+        and a larger batch is a 422 naming `positions`."""
+        settings = _analyser().settings
+        batch = parse_batch(settings, data["positions"], data.get("rules"), data.get("limits"))
+        if inline_ok(settings, batch):
+            return _inline(batch)
+        store = _jobs()
+        if store is None:
+            raise ApiProblem(
+                "limit-exceeded",
+                "this server has no job queue (KALAH_REDIS_URL is unset): a batch is answered "
+                f"inline only up to {settings.batch_inline_max} positions and "
+                f"{settings.max_time_ms} ms of search in all; split it",
+                field="positions",
+                max=settings.batch_inline_max,
+            )
+        try:
+            status = store.create(batch, settings.batch_chunk)
+        except redis.RedisError as error:
+            raise ApiProblem("not-ready", f"the job queue is not reachable: {error}") from None
+        location = url_for("batch.Job", job_id=status.id)
+        return Response(
+            json.dumps({**_job_json(status), "location": location}),
+            status=202,
+            mimetype="application/json",
+            headers={"Location": location},
+        )
+
+
+def _ndjson(store: JobStore, job_id: str, offset: int, end: int) -> Iterator[bytes]:
+    for start in range(offset, end, STREAM_PAGE):
+        page = store.results(job_id, start, min(STREAM_PAGE, end - start))
+        if not page:
+            return
+        yield b"".join(line + b"\n" for line in page)
+
+
+@blp.route("/jobs/<string(length=32):job_id>")
+class Job(MethodView):
+    @blp.arguments(JobQuerySchema(), location="query", as_kwargs=False)
+    @blp.response(200, JobSchema, description="The job's status, progress and a page of results.")
+    @_document_errors(JOB_ERRORS)
+    def get(self, args: dict[str, Any], job_id: str) -> Response:
+        """A batch job: its status (queued, running, finished, failed), its progress and a page
+        of its results in input order (`offset`, `limit`; `next` links the following page).
+        With `Accept: application/x-ndjson` the results are streamed one JSON value per line
+        (every result from `offset` on unless `limit` is given) and the status is in the
+        headers `Kalah-Job-Status` and `Kalah-Job-Progress` (done/total)."""
+        store = _jobs()
+        if store is None:
+            raise ApiProblem(
+                "not-found", f"no job {job_id}: this server has no job queue", field="job_id"
+            )
+        try:
+            status = store.status(job_id)
+        except redis.RedisError as error:
+            raise ApiProblem("not-ready", f"the job queue is not reachable: {error}") from None
+        if status is None:
+            raise ApiProblem("not-found", f"no job {job_id} (unknown or expired)", field="job_id")
+        offset = args["offset"]
+        wanted = request.accept_mimetypes.best_match(["application/json", NDJSON])
+        if wanted == NDJSON:
+            limit = args.get("limit", status.total)
+            end = min(status.total, offset + limit)
+            return Response(
+                _ndjson(store, job_id, offset, end),
+                mimetype=NDJSON,
+                headers={
+                    "Kalah-Job-Status": status.status,
+                    "Kalah-Job-Progress": f"{status.done}/{status.total}",
+                },
+            )
+        limit = args.get("limit", DEFAULT_PAGE)
+        if limit > BATCH_PAGE_MAX:
+            raise ApiProblem(
+                "limit-exceeded",
+                f"limit {limit} is above the maximum page of {BATCH_PAGE_MAX} (or ask for "
+                f"{NDJSON})",
+                field="limit",
+                max=BATCH_PAGE_MAX,
+            )
+        page = store.results(job_id, offset, limit)
+        following = offset + limit
+        next_url = (
+            url_for("batch.Job", job_id=job_id, offset=following, limit=limit)
+            if following < status.total and limit > 0
+            else None
+        )
+        head = {**_job_json(status), "offset": offset, "limit": limit, "next": next_url}
+        body = json.dumps(head)[:-1].encode() + b',"results":[' + b",".join(page) + b"]}"
+        return Response(body, status=200, mimetype="application/json")

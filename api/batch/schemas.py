@@ -1,0 +1,116 @@
+"""Requests and answers of ``POST /v1/batch`` and ``GET /v1/jobs/{id}``."""
+
+from __future__ import annotations
+
+import marshmallow as ma
+from marshmallow import fields, validate
+
+from kalah_core.rules import PRESETS
+
+from ..analysis.schemas import LimitsSchema
+from ..config import BATCH_PAGE_MAX
+from ..schemas import RULES_OBJECT_DOC, RulesField, position_field, rules_field
+
+RESULT_DOC = {
+    "description": "The item's analysis answer (as POST /v1/analysis gives it; `cached` says "
+    "whether it came from the cache, a repeat of an earlier item counting as cached), a problem "
+    "object for an item that cannot be analysed (e.g. field positions.17.position), or null "
+    "while the item's chunk is not finished.",
+    "nullable": True,
+    "oneOf": [
+        {"$ref": "#/components/schemas/AnalysisAnswer"},
+        {"$ref": "#/components/schemas/Problem"},
+    ],
+}
+
+
+class BatchItemSchema(ma.Schema):
+    position = position_field(required=True)
+    rules = RulesField(
+        metadata={
+            "description": "This item's rules, overriding the batch's: a preset name ("
+            + ", ".join(PRESETS)
+            + ") or an object of options.",
+            "oneOf": [{"type": "string", "enum": list(PRESETS)}, RULES_OBJECT_DOC],
+        }
+    )
+    limits = fields.Nested(
+        LimitsSchema,
+        metadata={
+            "description": "This item's search budgets; each given one overrides the batch's."
+        },
+    )
+
+
+class BatchRequestSchema(ma.Schema):
+    positions = fields.List(
+        fields.Nested(BatchItemSchema),
+        required=True,
+        validate=validate.Length(min=1),
+        metadata={
+            "description": "The positions to analyse, each with optional rules and limits of its "
+            "own; at most KALAH_BATCH_MAX_POSITIONS (see GET /v1/rules)."
+        },
+    )
+    rules = rules_field()
+    limits = fields.Nested(
+        LimitsSchema,
+        load_default=dict,
+        metadata={
+            "description": "Search budgets of every item that does not give its own; the items' "
+            "time_ms add up to at most KALAH_BATCH_MAX_BUDGET_MS."
+        },
+    )
+
+
+class BatchAnswerSchema(ma.Schema):
+    results = fields.List(
+        fields.Raw(metadata=RESULT_DOC),
+        metadata={"description": "One result per item, in input order."},
+    )
+
+
+class ProgressSchema(ma.Schema):
+    done = fields.Integer(metadata={"description": "Items answered so far (problems included)."})
+    total = fields.Integer(metadata={"description": "Items in the batch."})
+
+
+class JobSchema(ma.Schema):
+    id = fields.String(metadata={"description": "The job id."})
+    status = fields.String(
+        validate=validate.OneOf(["queued", "running", "finished", "failed"]),
+        metadata={
+            "description": "queued (no chunk started), running, finished (every result is "
+            "there) or failed (a chunk lost its worker 3 times; see error)."
+        },
+    )
+    progress = fields.Nested(ProgressSchema, metadata={"description": "How far the job is."})
+    error = fields.String(
+        allow_none=True, metadata={"description": "Why the job failed; null otherwise."}
+    )
+    offset = fields.Integer(metadata={"description": "Index of the first result of this page."})
+    limit = fields.Integer(metadata={"description": "Most results in this page."})
+    next = fields.String(
+        allow_none=True,
+        metadata={"description": "The URL of the next page; null on the last page."},
+    )
+    results = fields.List(
+        fields.Raw(metadata=RESULT_DOC),
+        metadata={"description": "This page's results, in input order."},
+    )
+
+
+class JobQuerySchema(ma.Schema):
+    offset = fields.Integer(
+        load_default=0,
+        validate=validate.Range(min=0),
+        metadata={"description": "Index of the first result to return; default 0."},
+    )
+    limit = fields.Integer(
+        validate=validate.Range(min=0),
+        metadata={
+            "description": f"Most results to return: default 100, at most {BATCH_PAGE_MAX} (a "
+            "422 above); with Accept: application/x-ndjson, every result from offset on by "
+            "default and no maximum."
+        },
+    )

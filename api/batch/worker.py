@@ -1,0 +1,95 @@
+"""``kalah worker``: an RQ worker for batch chunks, with a warm engine and a reaper.
+
+It is RQ's :class:`~rq.SimpleWorker` (jobs run in this process, no fork per job), so the
+engine, its transposition table and the memory-mapped endgame databases stay warm from one
+chunk to the next. Each task goes through :meth:`Analyser.analyse`, the code path of
+``/v1/analysis`` with the same cache (Redis, shared with the API): a position the cache or
+another worker already answered is not searched again. A thread re-queues the chunks of dead
+workers (:meth:`JobStore.reap`). Any number of workers on any number of machines may join by
+pointing ``KALAH_REDIS_URL`` at the same Redis.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+
+from kalah_core.errors import KalahError
+
+from ..analysis.service import Analyser
+from ..cache import make_cache
+from ..config import Settings, load_settings
+from ..errors import ApiProblem, problem_object
+from .jobs import REAP_EVERY_S, JobStore
+
+log = logging.getLogger("api.batch.worker")
+
+_STATE: list[tuple[Analyser, JobStore]] = []
+
+
+def _state() -> tuple[Analyser, JobStore]:
+    if not _STATE:
+        settings = load_settings()
+        if not settings.redis_url:
+            raise RuntimeError("kalah worker needs KALAH_REDIS_URL (the Redis the API uses)")
+        _STATE.append(_make_state(settings))
+    return _STATE[0]
+
+
+def _make_state(settings: Settings) -> tuple[Analyser, JobStore]:
+    assert settings.redis_url
+    cache = make_cache(
+        settings.redis_url,
+        ttl_s=settings.cache_ttl_s,
+        lru_size=settings.lru_size,
+        timeout_s=settings.redis_timeout_s,
+        max_connections=4,
+    )
+    return Analyser(settings, cache), JobStore(settings.redis_url, ttl_s=settings.job_ttl_s)
+
+
+def run_chunk(job_id: str, n: int) -> int:
+    """RQ's entry point: compute chunk ``n`` of job ``job_id``; returns the tasks answered."""
+    analyser, store = _state()
+    token = f"{socket.gethostname()}:{os.getpid()}"
+    tasks = store.begin_chunk(job_id, n, token)
+    if tasks is None:
+        return 0
+    answers: list[tuple[int, bytes]] = []
+    with store.heartbeat(job_id, n, token):
+        for index, task in tasks:
+            try:
+                body = analyser.analyse(task.position, task.rules, task.limits).body
+            except (ApiProblem, KalahError) as error:
+                body = json.dumps(problem_object(error)).encode()
+            answers.append((index, body))
+    store.complete_chunk(job_id, n, answers)
+    return len(answers)
+
+
+def run_worker(*, burst: bool = False, name: str | None = None) -> int:
+    """Serve the batch queue until stopped (or, with ``burst``, until it is empty)."""
+    from rq import SimpleWorker
+
+    analyser, store = _state()
+    analyser.self_test()
+    analyser._engine_for_process()  # the engine and its databases before the first chunk
+    stop = threading.Event()
+
+    def reaper() -> None:
+        while not stop.wait(REAP_EVERY_S):
+            try:
+                store.reap()
+            except Exception:  # a Redis hiccup: try again next round
+                log.exception("reaper round failed")
+
+    threading.Thread(target=reaper, name="reaper", daemon=True).start()
+    worker = SimpleWorker([store.queue], connection=store.redis, name=name)
+    try:
+        worker.work(burst=burst, logging_level=os.environ.get("KALAH_LOG_LEVEL", "INFO").upper())
+    finally:
+        stop.set()
+    return 0

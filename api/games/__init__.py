@@ -1,0 +1,1 @@
+"""Game analysis: every sowing of a game judged against perfect play."""

@@ -1,0 +1,63 @@
+# mypy: disable-error-code="untyped-decorator"
+"""``POST /v1/games/analysis``: a whole game judged sowing by sowing (thin over :mod:`.service`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import current_app
+from flask.views import MethodView
+from flask_smorest import Blueprint  # type: ignore[import-untyped]
+
+from ..errors import PROBLEM_JSON
+from ..schemas import ProblemSchema
+from .schemas import GameAnswerSchema, GameRequestSchema
+from .service import review_game
+
+blp = Blueprint(
+    "games",
+    __name__,
+    url_prefix="/v1/games",
+    description="Whole-game analysis: every sowing's loss against perfect play and a judgement.",
+)
+
+ERRORS = {
+    400: "Unparsable input: a malformed body, position or game notation.",
+    413: "The body is too large.",
+    422: "Invalid rules or position, an illegal move (field game or moves.<index>), or a "
+    "budget above the server's maximum.",
+    503: "The engine is not available.",
+}
+
+
+def _document_errors(view: Any) -> Any:
+    for status, description in ERRORS.items():
+        view = blp.alt_response(
+            status, schema=ProblemSchema, content_type=PROBLEM_JSON, description=description
+        )(view)
+    return view
+
+
+@blp.route("/analysis")
+class GameAnalysis(MethodView):
+    @blp.arguments(GameRequestSchema(), as_kwargs=False)
+    @blp.response(200, GameAnswerSchema, description="One entry per sowing and a summary.")
+    @_document_errors
+    def post(self, data: dict[str, Any]) -> dict[str, Any]:
+        """Analyse a game: a seed-000 text (`game`) or `moves` from `position` (default the
+        start). Each sowing gets the position before it, the mover's value before and after,
+        the best moves, the seeds lost against perfect play and a judgement: best (0),
+        inaccuracy (1-2), mistake (3-5), blunder (6 or more seeds); `exact` says whether the
+        loss is proven. Each position is analysed as `/v1/analysis` does (same cache)."""
+        limits = data.get("limits") or {}
+        review = review_game(
+            current_app.extensions["kalah"],
+            data.get("rules"),
+            data.get("position", "start"),
+            game=data.get("game"),
+            moves=data.get("moves"),
+            time_ms=limits.get("time_ms"),
+            depth=limits.get("depth"),
+            nodes=limits.get("nodes"),
+        )
+        return review.to_json()

@@ -1,0 +1,86 @@
+"""Game analysis over the analysis code path: each position through :meth:`Analyser.analyse`
+(same cache, same answers as ``/v1/analysis``), the losses and judgements from
+:mod:`kalah_core.review`. Shared by ``POST /v1/games/analysis`` and ``kalah analyse-game``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kalah_core.game import Game, Move
+from kalah_core.position import Position
+from kalah_core.review import Evaluation, Review, evaluate_backwards, review_history
+from kalah_core.rules import Rules
+
+from ..analysis.service import Analyser, Limits, parse_position_field, parse_rules
+from ..config import MAX_DEPTH
+from ..errors import ApiProblem, renamed_field
+
+
+def game_budget_ms(analyser: Analyser, time_ms: int | None, sowings: int) -> int:
+    """The whole game's budget: the client's (at most KALAH_MAX_TIME_MS, else a 422), or
+    KALAH_DEFAULT_TIME_MS per sowing capped at KALAH_MAX_TIME_MS."""
+    maximum = analyser.settings.max_time_ms
+    if time_ms is None:
+        return min(maximum, analyser.settings.default_time_ms * max(sowings, 1))
+    if time_ms > maximum:
+        raise ApiProblem(
+            "limit-exceeded",
+            f"time_ms {time_ms} is above the server's maximum of {maximum} for a whole game",
+            field="limits.time_ms",
+            max=maximum,
+        )
+    return time_ms
+
+
+def replay(
+    rules: Rules, start: Position, *, game: str | None, moves: Sequence[Move] | None
+) -> Game:
+    """The game played from ``start``; errors name ``game`` or ``moves.<i>``."""
+    played = Game(rules, start)
+    if game is not None:
+        with renamed_field(lambda _field: "game"):
+            played.push_fi(game)
+    for index, move in enumerate(moves or ()):
+        with renamed_field(lambda _field, i=index: f"moves.{i}"):  # type: ignore[misc]
+            played.push(move)
+    return played
+
+
+def review_game(
+    analyser: Analyser,
+    rules_in: object,
+    position_in: object = "start",
+    *,
+    game: str | None = None,
+    moves: Sequence[Move] | None = None,
+    time_ms: int | None = None,
+    depth: int | None = None,
+    nodes: int | None = None,
+) -> Review:
+    rules = parse_rules(rules_in)
+    start = parse_position_field(position_in, rules)
+    played = replay(rules, start, game=game, moves=moves)
+    if not played.history:
+        raise ApiProblem("invalid-request", "the game has no sowing", field="game")
+    budget = game_budget_ms(analyser, time_ms, len(played.history))
+    settings = analyser.settings
+    for name, value, maximum in (
+        ("depth", depth, MAX_DEPTH),
+        ("nodes", nodes, settings.max_nodes),
+    ):
+        if value is not None and value > maximum:
+            raise ApiProblem(
+                "limit-exceeded",
+                f"{name} {value} is above the server's maximum of {maximum}",
+                field=f"limits.{name}",
+                max=maximum,
+            )
+
+    def analyse(position: Position, share_ms: int) -> Evaluation:
+        answer = analyser.analyse(position, rules, Limits(share_ms, depth, nodes))
+        return Evaluation.from_json(answer.json())
+
+    evaluations = evaluate_backwards([r.before for r in played.history], budget, analyse)
+    return review_history(
+        rules, start, played.history, lambda position: evaluations[position.compact()]
+    )

@@ -1,0 +1,250 @@
+"""``POST /v1/batch`` and ``GET /v1/jobs/{id}`` through the Flask test client: inline batches on
+the embedded default, jobs on a real Redis run by a real ``kalah worker --burst``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from api import create_app
+from api.batch.items import parse_batch
+from api.batch.jobs import MAX_ATTEMPTS, JobKeys, JobStore
+from api.config import load_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+SMALL = {"houses": 3, "seeds": 2}
+
+
+def small_positions(count: int) -> list[dict[str, Any]]:
+    """``count`` distinct Kalah(3, *) positions, solved in microseconds."""
+    return [
+        {"position": {"south": [i % 3, 1, 2], "north": [1, (i // 3) % 3, 1], "stores": [i, 0]}}
+        for i in range(count)
+    ]
+
+
+def post(client: FlaskClient, body: dict[str, Any]) -> Any:
+    return client.post("/v1/batch", json=body)
+
+
+def test_inline_results_in_order_with_per_item_overrides_and_problems(client: FlaskClient) -> None:
+    body = {
+        "rules": {"houses": 4, "seeds": 2},
+        "limits": {"time_ms": 500},
+        "positions": [
+            {"position": "start"},
+            {"position": "start", "rules": SMALL},
+            {"position": "1-2"},
+            {"position": "start"},
+            {"position": "start", "limits": {"time_ms": 10**9}},
+        ],
+    }
+    response = post(client, body)
+    assert response.status_code == 200
+    results = response.json["results"]
+    assert [r.get("position") for r in results] == [
+        "2222-0-2222-0-s",
+        "222-0-222-0-s",
+        None,
+        "2222-0-2222-0-s",
+        None,
+    ]
+    assert results[0]["cached"] is False and results[0]["limits"]["time_ms"] == 500
+    assert results[3]["cached"] is True, "a repeat is computed once and reported as cached"
+    assert results[2]["field"] == "positions.2.position"
+    assert results[2]["type"] == "/problems/invalid-notation" and results[2]["status"] == 400
+    assert results[4]["field"] == "positions.4.limits.time_ms"
+    assert results[4]["type"] == "/problems/limit-exceeded"
+    # The same code path and cache keys as POST /v1/analysis: asking it is a hit, same answer.
+    single = client.post(
+        "/v1/analysis",
+        json={"position": "start", "rules": SMALL, "limits": {"time_ms": 500}},
+    ).json
+    assert single["cached"] is True
+    assert single == {**results[1], "cached": True}
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({}, "positions"),
+        ({"positions": []}, "positions"),
+        ({"positions": "start"}, "positions"),
+        ({"positions": [{"position": "start"}] * 3 + ["start"]}, "positions.3"),
+        ({"positions": [{"position": "start"}] * 3 + [{"position": 7}]}, "positions.3.position"),
+        ({"positions": [{}]}, "positions.0.position"),
+        (
+            {"positions": [{"position": "start", "limits": {"time_ms": 0}}]},
+            "positions.0.limits.time_ms",
+        ),
+        ({"positions": [{"position": "start"}], "rules": "nope"}, "rules"),
+        ({"positions": [{"position": "start"}], "limits": {"time_ms": 10**9}}, "limits.time_ms"),
+    ],
+)
+def test_malformed_batches_are_422_naming_the_field(
+    client: FlaskClient, body: dict[str, Any], field: str
+) -> None:
+    response = post(client, body)
+    assert response.status_code == 422, response.json
+    assert response.headers["Content-Type"] == "application/problem+json"
+    assert response.json["field"] == field
+
+
+def test_limits_on_size_and_budget() -> None:
+    app = create_app(
+        {
+            "TESTING": True,
+            "KALAH_REDIS_URL": "",
+            "KALAH_BATCH_MAX_POSITIONS": 5,
+            "KALAH_BATCH_MAX_BUDGET_MS": 1000,
+        }
+    )
+    client = app.test_client()
+    too_many = post(client, {"positions": small_positions(6), "rules": SMALL})
+    assert too_many.status_code == 422
+    assert too_many.json["field"] == "positions" and too_many.json["max"] == 5
+    too_long = post(client, {"positions": small_positions(3), "rules": SMALL})  # 3 x 1000 ms
+    assert too_long.status_code == 422
+    assert too_long.json["field"] == "limits.time_ms" and too_long.json["max"] == 1000
+    repeats = post(client, {"positions": [{"position": "start"}] * 5, "rules": SMALL})
+    assert repeats.status_code == 200, "repeats cost no budget"
+
+
+def test_without_redis_a_large_batch_is_422_with_the_inline_maximum(client: FlaskClient) -> None:
+    response = post(client, {"positions": small_positions(17), "rules": SMALL})
+    assert response.status_code == 422
+    assert response.json["field"] == "positions" and response.json["max"] == 16
+    assert "KALAH_REDIS_URL" in response.json["detail"]
+    # A batch whose budgets add up to more than KALAH_MAX_TIME_MS is not inline either.
+    slow = post(
+        client, {"positions": small_positions(2), "rules": SMALL, "limits": {"time_ms": 4000}}
+    )
+    assert slow.status_code == 422 and slow.json["field"] == "positions"
+    assert client.get("/v1/jobs/" + "0" * 32).status_code == 404
+
+
+def test_batch_bodies_may_exceed_the_64k_of_other_endpoints() -> None:
+    app = create_app({"TESTING": True, "KALAH_REDIS_URL": "", "KALAH_BATCH_INLINE_MAX": 3000})
+    client = app.test_client()
+    items = [{"position": "start"}] * 3000  # ~70 KB
+    body = {"positions": items, "rules": SMALL, "limits": {"time_ms": 1}}
+    assert len(json.dumps(body)) > 64 * 1024
+    assert post(client, body).status_code == 200
+    huge = json.dumps({"positions": [{"position": "start"}] * 200_000})
+    too_big = client.post("/v1/batch", data=huge, content_type="application/json")
+    assert too_big.status_code == 413 and too_big.json["max"] == 4 * 1024 * 1024
+    analysis = client.post("/v1/analysis", data=huge[:100_000], content_type="application/json")
+    assert analysis.status_code == 413 and analysis.json["max"] == 64 * 1024
+
+
+def run_burst_worker(redis_url: str) -> None:
+    env = {
+        **os.environ,
+        "KALAH_REDIS_URL": redis_url,
+        "KALAH_EGDB_PATH": "off",
+        "KALAH_TT_MB": "16",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "kalah_core.cli", "worker", "--burst"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+
+
+def test_job_lifecycle_paging_and_ndjson(redis_app: Flask, redis_server: Any) -> None:
+    client = redis_app.test_client()
+    positions = [*small_positions(60), {"position": "bad"}, *small_positions(5)]
+    response = post(client, {"positions": positions, "rules": SMALL, "limits": {"time_ms": 100}})
+    assert response.status_code == 202, response.json
+    location = response.headers["Location"]
+    assert location == f"/v1/jobs/{response.json['id']}" == response.json["location"]
+    queued = client.get(location).json
+    assert queued["status"] == "queued"
+    assert queued["progress"] == {"done": 1, "total": 66}  # the bad item is answered at once
+    assert (
+        queued["results"][0] is None and queued["results"][60]["field"] == "positions.60.position"
+    )
+
+    run_burst_worker(redis_server.url)
+
+    first = client.get(location + "?limit=25").json
+    assert first["status"] == "finished" and first["progress"] == {"done": 66, "total": 66}
+    assert first["next"] == f"{location}?offset=25&limit=25"
+    pages = first["results"]
+    url = first["next"]
+    while url:
+        page = client.get(url).json
+        pages += page["results"]
+        url = page["next"]
+    assert len(pages) == 66
+    assert [p.get("position") for p in pages[:3]] == [
+        "012-0-101-0-s",
+        "112-1-101-0-s",
+        "212-2-101-0-s",
+    ]
+    assert [p["cached"] for p in pages[61:]] == [True] * 5, "repeats of items 0-4"
+    for item, answer in zip(positions[:60], pages[:60], strict=True):
+        single = client.post(
+            "/v1/analysis", json={**item, "rules": SMALL, "limits": {"time_ms": 100}}
+        ).json
+        assert single == {**answer, "cached": True}
+
+    stream = client.get(location + "?offset=58", headers={"Accept": "application/x-ndjson"})
+    assert stream.headers["Content-Type"] == "application/x-ndjson"
+    assert stream.headers["Kalah-Job-Status"] == "finished"
+    assert stream.headers["Kalah-Job-Progress"] == "66/66"
+    lines = [json.loads(line) for line in stream.data.decode().splitlines()]
+    assert lines == pages[58:]
+
+    assert client.get(location + "?limit=1001").json["field"] == "limit"
+    assert client.get("/v1/jobs/" + "f" * 32).status_code == 404
+
+
+def test_reaper_requeues_a_lapsed_chunk_and_fails_the_job_after_max_attempts(
+    redis_server: Any,
+) -> None:
+    redis_server.flush()
+    settings = load_settings({"KALAH_REDIS_URL": redis_server.url}, environ={})
+    store = JobStore(redis_server.url, ttl_s=600)
+    batch = parse_batch(settings, small_positions(3), SMALL, {"time_ms": 100})
+    job = store.create(batch, chunk_size=2)  # two chunks
+    keys = JobKeys(job.id)
+    assert store.queue.count == 2
+    assert store.begin_chunk(job.id, 0, "dead-worker") is not None
+    assert store.reap() == 0, "a leased chunk is left alone"
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        store.redis.delete(keys.lease(0))  # the worker died: its lease lapses
+        assert store.reap() == (1 if attempt < MAX_ATTEMPTS else 0)
+        assert store.reap() == 0, "re-queued once, by one reaper"
+        if attempt < MAX_ATTEMPTS:
+            assert store.begin_chunk(job.id, 0, "another-dead-worker") is not None
+    status = store.status(job.id)
+    assert status is not None and status.status == "failed"
+    assert status.error == f"chunk 0 lost its worker {MAX_ATTEMPTS} times"
+    assert store.begin_chunk(job.id, 1, "late") is None, "a failed job runs no more chunks"
+
+
+def test_a_chunk_run_twice_counts_once(redis_server: Any) -> None:
+    redis_server.flush()
+    settings = load_settings({"KALAH_REDIS_URL": redis_server.url}, environ={})
+    store = JobStore(redis_server.url, ttl_s=600)
+    batch = parse_batch(settings, small_positions(2), SMALL, {"time_ms": 100})
+    job = store.create(batch, chunk_size=10)
+    assert store.begin_chunk(job.id, 0, "a") is not None
+    assert store.complete_chunk(job.id, 0, [(0, b'{"cached":false,"x":1}'), (1, b"{}")])
+    assert not store.complete_chunk(job.id, 0, [(0, b'{"cached":false,"x":2}'), (1, b"{}")])
+    status = store.status(job.id)
+    assert status is not None and (status.status, status.done) == ("finished", 2)
+    assert store.results(job.id, 0, 1) == [b'{"cached":false,"x":1}']
+    assert store.begin_chunk(job.id, 0, "b") is None

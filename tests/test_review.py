@@ -1,0 +1,114 @@
+"""Game review: losses, judgements and the summary, checked against independent analyses."""
+
+from __future__ import annotations
+
+import pytest
+
+from kalah_core import Position, Rules
+from kalah_core.cli import analysis_json
+from kalah_core.game import Game, outcome
+from kalah_core.review import Evaluation, evaluate_backwards, judge, review_fi, review_moves
+from kalah_core.solver import Engine
+
+EXAMPLE = "45-46, 1*-5, 2-, -63*, 6-, -561646562, 4-3, 656-"
+# The seed-000 example game under kalaha: every sowing's exact loss, in order.
+EXAMPLE_LOSSES = [4, 0, 0, 4, 2, 0, 2, 0, 0, 10] + [0] * 14
+
+
+@pytest.fixture(scope="module")
+def engine() -> Engine:
+    return Engine(tt_mb=64)
+
+
+def evaluator(engine: Engine, rules: Rules):  # type: ignore[no-untyped-def]
+    return lambda p: Evaluation.from_json(analysis_json(engine.analyse(p, rules)))
+
+
+def test_judgement_thresholds() -> None:
+    assert [judge(n) for n in range(8)] == [
+        "best",
+        "inaccuracy",
+        "inaccuracy",
+        "mistake",
+        "mistake",
+        "mistake",
+        "blunder",
+        "blunder",
+    ]
+
+
+def test_example_game_exact_losses(engine: Engine) -> None:
+    rules = Rules.preset("kalaha")
+    review = review_fi(rules, EXAMPLE, evaluator(engine, rules))
+    assert review.exact
+    assert [e.loss for e in review.entries] == EXAMPLE_LOSSES
+    assert review.annotated_fi() == "4?5-46?, 1*?!-5, 2?!-63*, 6??-561646562*, 4-3, 656-"
+    summary = review.summary()
+    assert summary["south"]["total_loss"] == 18 and summary["south"]["sowings"] == 9
+    assert summary["south"]["judgements"] == {
+        "best": 5,
+        "inaccuracy": 2,
+        "mistake": 1,
+        "blunder": 1,
+    }
+    assert summary["north"]["total_loss"] == 4 and summary["north"]["sowings"] == 15
+
+
+def test_values_after_match_a_fresh_analysis_of_the_next_position() -> None:
+    """value_after is the value of the move in the analysis before; it must equal the mover's
+    value of the position it leads to, analysed on its own by a fresh engine."""
+    rules = Rules.preset("kalaha")
+    review = review_fi(rules, EXAMPLE, evaluator(Engine(tt_mb=64), rules))
+    fresh = Engine(tt_mb=64)
+    game = Game.parse_fi(EXAMPLE, rules)
+    for entry, result in zip(review.entries, game.history, strict=True):
+        after = result.after
+        final = outcome(after, rules)
+        if final is not None:
+            me = 0 if result.mover.value == "south" else 1
+            value = final.score[me] - final.score[1 - me]
+        else:
+            value = fresh.analyse(after, rules).value
+            if after.to_move is not result.mover:
+                value = -value
+        assert entry.value_after == value, entry
+        assert entry.loss == entry.value_before - value >= 0
+
+
+def test_moves_and_an_illegal_move_names_its_index(engine: Engine) -> None:
+    rules = Rules(houses=3, seeds=2)
+    start = Position.start(rules)
+    review = review_moves(rules, start, [1, 2], evaluator(engine, rules))
+    assert [e.move for e in review.entries] == [1, 2]
+    with pytest.raises(ValueError) as info:
+        review_moves(rules, start, [1, 9], evaluator(engine, rules))
+    assert getattr(info.value, "field", None) == "moves.1"
+
+
+def test_inexact_entries_are_labelled() -> None:
+    rules = Rules.preset("kalah", seeds=6)
+    engine = Engine(tt_mb=16)
+
+    def shallow(p: Position) -> Evaluation:
+        return Evaluation.from_json(analysis_json(engine.analyse(p, rules, depth=2)))
+
+    review = review_fi(rules, "3-", shallow)
+    assert not review.exact and not review.entries[0].exact
+    assert review.entries[0].loss >= 0
+    assert review.summary()["south"]["exact"] is False
+
+
+def test_evaluate_backwards_gives_late_positions_first_and_shares_the_budget() -> None:
+    rules = Rules(houses=3, seeds=2)
+    game = Game.parse_fi("1-", rules)
+    positions = [r.before for r in game.history] + [game.position]
+    seen: list[tuple[str, int]] = []
+
+    def analyse(p: Position, ms: int) -> Evaluation:
+        seen.append((p.compact(), ms))
+        return Evaluation(0, True, (), {})
+
+    result = evaluate_backwards(positions, 1000, analyse)
+    assert [text for text, _ in seen] == [p.compact() for p in reversed(positions)]
+    assert seen[0][1] <= 500 and seen[-1][1] <= 1000
+    assert set(result) == {p.compact() for p in positions}
