@@ -572,12 +572,36 @@ def build_parser() -> argparse.ArgumentParser:
         "--verify", action="store_true", help="check the entries against the header's checksum"
     )
 
+    keys = commands.add_parser(
+        "keys",
+        help="API keys of the service: create, revoke (in the Redis of KALAH_REDIS_URL)",
+        description="API keys: each has a tier; only its SHA-256 digest is stored.",
+    )
+    keys.set_defaults(func=cmd_keys, tier="standard", key="")
+    keys.add_argument("--json", action="store_true", help="print the result as JSON")
+    keys_commands = keys.add_subparsers(
+        title="commands", dest="keys_command", required=True, metavar="COMMAND"
+    )
+    keys_create = keys_commands.add_parser("create", help="make a key; it is printed once")
+    keys_create.add_argument(
+        "--tier", default="standard", help="anonymous, standard or premium (default standard)"
+    )
+    keys_revoke = keys_commands.add_parser("revoke", help="revoke a key, given itself or its id")
+    keys_revoke.add_argument("key", metavar="KEY_OR_ID")
+
     serve = commands.add_parser("serve", help="run the HTTP API under gunicorn")
     serve.set_defaults(func=cmd_serve)
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--workers", type=int, default=None, help="default: KALAH_WORKERS or cores")
     return parser
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    """API keys of the service (the server extra): ``kalah keys create|revoke``."""
+    from api.keys import cli
+
+    return cli(args.keys_command, tier=args.tier, key=args.key, as_json=args.json)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

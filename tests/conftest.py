@@ -10,6 +10,8 @@ from hypothesis import HealthCheck, settings
 # The service builds a default endgame database in the background unless told otherwise; the
 # tests choose explicitly (tests/api/test_api_egdb.py covers that path).
 os.environ.setdefault("KALAH_EGDB_PATH", "off")
+# Tests fire many requests from 127.0.0.1: the rate-limit tests set their own small limits.
+os.environ.setdefault("KALAH_LIMIT_ANONYMOUS", "1000000/minute")
 
 settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("ci", parent=settings.get_profile("default"), print_blob=True)

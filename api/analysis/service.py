@@ -125,6 +125,8 @@ class Answer:
     """The complete JSON answer, ``cached`` flag included."""
     exact: bool
     cached: bool
+    search_ms: float = 0.0
+    """How long this request searched (0 when the answer came from the cache)."""
 
     @property
     def etag(self) -> str:
@@ -218,9 +220,11 @@ class Analyser:
 
     def analyse(self, position: Position, rules: Rules, limits: Limits) -> Answer:
         keys = cache_keys(engine_version(), rules.key, position.compact(), limits.key)
+        searched: list[float] = []
 
         def compute() -> Entry:
             analysis = self.search(position, rules, limits)
+            searched.append(analysis.time_ms)  # the engine's own time: no lock wait, no set-up
             body = answer_body(position, rules, limits, analysis)
             return Entry(body, analysis.exact, analysis.depth)
 
@@ -230,7 +234,7 @@ class Analyser:
         entry, cached = self.cache.compute_once(keys, compute, wait_s)
         metrics.ANSWERS.labels("exact" if entry.exact else "heuristic", str(cached).lower()).inc()
         prefix = b'{"cached":true,' if cached else b'{"cached":false,'
-        return Answer(prefix + entry.body[1:], entry.exact, cached)
+        return Answer(prefix + entry.body[1:], entry.exact, cached, sum(searched))
 
 
 def best_move_of(full: dict[str, Any]) -> dict[str, Any]:
