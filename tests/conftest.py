@@ -29,3 +29,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = [item for item in items if "slow" not in item.keywords]
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Report how many inputs each fuzzer tried (the note of issue 7 quotes these)."""
+    from fuzzstats import TRIED
+
+    if TRIED:
+        terminalreporter.section("fuzz inputs tried")
+        for target, count in sorted(TRIED.items()):
+            terminalreporter.write_line(f"{count:8d}  {target}")
+        terminalreporter.write_line(f"{sum(TRIED.values()):8d}  in all")

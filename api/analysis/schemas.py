@@ -50,9 +50,16 @@ class _QueryBase(ma.Schema):
             "kalah."
         },
     )
-    houses = fields.Integer(metadata={"description": "Override: houses per side, 1..8."})
+    # The range is documented but checked by the core, whose errors name the rule option.
+    houses = fields.Integer(
+        metadata={"description": "Override: houses per side, 1..8.", "minimum": 1, "maximum": 8}
+    )
     seeds = fields.Integer(
-        metadata={"description": "Override: seeds per house at the start, 1..10."}
+        metadata={
+            "description": "Override: seeds per house at the start, 1..10.",
+            "minimum": 1,
+            "maximum": 10,
+        }
     )
     capture = fields.String(
         validate=validate.OneOf(["nonempty", "always"]),
