@@ -24,6 +24,7 @@ from kalah_core.errors import KalahError
 from . import metrics
 from .analysis import routes as analysis_routes
 from .analysis.service import Analyser
+from .bounds import init_body_guard
 from .cache import make_cache
 from .config import ENV_NAMES, MAX_BODY_BYTES, Settings, load_settings
 from .errors import PROBLEM_JSON, ApiProblem, problem_for
@@ -119,6 +120,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     _register_error_handlers(app)
     _register_metrics(app)
     _register_callers_and_limits(app, settings)
+    init_body_guard(app)
     return app
 
 

@@ -18,9 +18,16 @@ NODES_DOC = "Node budget of the search; at most KALAH_MAX_NODES."
 
 
 class LimitsSchema(ma.Schema):
-    time_ms = fields.Integer(validate=validate.Range(min=1), metadata={"description": TIME_DOC})
-    depth = fields.Integer(validate=validate.Range(min=1), metadata={"description": DEPTH_DOC})
-    nodes = fields.Integer(validate=validate.Range(min=1), metadata={"description": NODES_DOC})
+    # strict: a JSON 5.5 or 1e308 is not an integer (a query's text "5" still is, below)
+    time_ms = fields.Integer(
+        strict=True, validate=validate.Range(min=1), metadata={"description": TIME_DOC}
+    )
+    depth = fields.Integer(
+        strict=True, validate=validate.Range(min=1), metadata={"description": DEPTH_DOC}
+    )
+    nodes = fields.Integer(
+        strict=True, validate=validate.Range(min=1), metadata={"description": NODES_DOC}
+    )
 
 
 class AnalysisRequestSchema(ma.Schema):

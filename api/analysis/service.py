@@ -25,7 +25,7 @@ from kalah_core.rules import Rules
 
 from .. import metrics
 from ..cache import AnswerCache, Entry, cache_keys
-from ..config import MAX_DEPTH, Settings
+from ..config import MAX_DEPTH, MAX_PV_SOWINGS, Settings
 from ..egdb import attach_databases
 from ..errors import ApiProblem, renamed_field
 
@@ -181,7 +181,12 @@ class Analyser:
         started = time.perf_counter()
         with lock:
             analysis: solver.Analysis = engine.analyse(
-                position, rules, time_ms=limits.time_ms, depth=limits.depth, nodes=limits.nodes
+                position,
+                rules,
+                time_ms=limits.time_ms,
+                depth=limits.depth,
+                nodes=limits.nodes,
+                pv_limit=MAX_PV_SOWINGS,
             )
         metrics.SEARCH_SECONDS.labels("exact" if analysis.exact else "heuristic").observe(
             time.perf_counter() - started

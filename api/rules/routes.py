@@ -10,9 +10,12 @@ from flask import current_app
 from flask.views import MethodView
 from flask_smorest import Blueprint  # type: ignore[import-untyped]
 
+from kalah_core.finnish import MAX_GAME_LENGTH
+from kalah_core.position import MAX_NOTATION_LENGTH, MAX_SEEDS
 from kalah_core.rules import MAX_HOUSES, MAX_START_SEEDS, OPTION_DOCS, PRESET_DOCS, PRESETS, Rules
 
-from ..config import MAX_BODY_BYTES, MAX_DEPTH, MAX_MOVES
+from ..config import MAX_BODY_BYTES, MAX_DEPTH, MAX_MOVES, MAX_PV_SOWINGS
+from ..schemas import MAX_POSITION_TEXT
 from .schemas import RulesAnswerSchema
 
 blp = Blueprint("rules", __name__, url_prefix="/v1", description="The rule presets and options.")
@@ -59,5 +62,10 @@ class RulesView(MethodView):
                 "max_nodes": settings.max_nodes,
                 "max_body_bytes": MAX_BODY_BYTES,
                 "max_moves": MAX_MOVES,
+                "max_pv_sowings": MAX_PV_SOWINGS,
+                "max_seeds": MAX_SEEDS,
+                "max_notation_length": MAX_NOTATION_LENGTH,
+                "max_position_text": MAX_POSITION_TEXT,
+                "max_game_length": MAX_GAME_LENGTH,
             },
         }

@@ -46,6 +46,21 @@ class ServerLimitsSchema(ma.Schema):
     max_moves = fields.Integer(
         metadata={"description": "The most moves one /v1/play request may apply."}
     )
+    max_pv_sowings = fields.Integer(
+        metadata={"description": "The longest principal variation an answer carries, in sowings."}
+    )
+    max_seeds = fields.Integer(
+        metadata={"description": "The most seeds one position may hold (houses and stores)."}
+    )
+    max_notation_length = fields.Integer(
+        metadata={"description": "The longest compact notation accepted."}
+    )
+    max_position_text = fields.Integer(
+        metadata={"description": "The longest position text accepted (compact or JSON as text)."}
+    )
+    max_game_length = fields.Integer(
+        metadata={"description": "The longest seed-000 game text accepted by /v1/play."}
+    )
 
 
 class RulesAnswerSchema(ma.Schema):
