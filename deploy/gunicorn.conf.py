@@ -9,6 +9,8 @@ Everything comes from the ``KALAH_*`` environment variables through ``api.config
 - ``preload_app``: the app, the compiled extension (and later the endgame database) load once
   in the master and are shared copy-on-write; each worker creates its own engine on first use.
 - ``timeout``: well above the longest search a request may start (3 x KALAH_MAX_TIME_MS + 30 s).
+- ``max_requests`` (``KALAH_MAX_REQUESTS``, default 20000) with ``max_requests_jitter``
+  (``KALAH_MAX_REQUESTS_JITTER``, default a tenth of it): workers are recycled with jitter.
 - Prometheus multiprocess: ``PROMETHEUS_MULTIPROC_DIR`` is set (to a fresh temporary folder
   unless given) before the app is imported, emptied at start, and a dead worker's files are
   marked by ``child_exit`` so ``/metrics`` aggregates every worker.
@@ -41,9 +43,10 @@ preload_app = True
 timeout = worker_timeout_s(_settings)
 graceful_timeout = 30
 keepalive = 5
-# Recycle workers now and then, with jitter so they do not all restart at once.
-max_requests = 20000
-max_requests_jitter = 2000
+# Recycle workers now and then (a leak cannot grow for ever), with jitter so they do not all
+# restart at once; a recycled worker finishes its requests first. 0 turns recycling off.
+max_requests = int(os.environ.get("KALAH_MAX_REQUESTS", "20000"))
+max_requests_jitter = int(os.environ.get("KALAH_MAX_REQUESTS_JITTER", str(max_requests // 10)))
 accesslog = None
 errorlog = "-"
 loglevel = os.environ.get("KALAH_LOG_LEVEL", "info")

@@ -32,11 +32,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Report how many inputs each fuzzer tried (the note of issue 7 quotes these)."""
-    from fuzzstats import TRIED
+    """Report what the fuzzers tried and what the load and fault tests measured."""
+    from figures import MEASURED, TRIED
 
     if TRIED:
         terminalreporter.section("fuzz inputs tried")
         for target, count in sorted(TRIED.items()):
             terminalreporter.write_line(f"{count:8d}  {target}")
         terminalreporter.write_line(f"{sum(TRIED.values()):8d}  in all")
+    if MEASURED:
+        terminalreporter.section("load and fault figures")
+        for line in MEASURED:
+            terminalreporter.write_line(line)

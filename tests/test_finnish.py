@@ -6,7 +6,7 @@ import contextlib
 import random
 
 import pytest
-from fuzzstats import tried
+from figures import tried
 from hypothesis import given
 from hypothesis import strategies as st
 

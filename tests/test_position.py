@@ -8,7 +8,7 @@ import urllib.parse
 from typing import Any
 
 import pytest
-from fuzzstats import tried
+from figures import tried
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 import pytest
-from fuzzstats import tried
+from figures import tried
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from figures import tried
 from flask.testing import FlaskClient
-from fuzzstats import tried
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -10,7 +10,7 @@ wrong number of houses is schema-valid text), so those are rightly 4xx problems.
 from __future__ import annotations
 
 import schemathesis
-from fuzzstats import tried
+from figures import tried
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import positive_data_acceptance
 

@@ -1,0 +1,196 @@
+"""Fault and load tests against a real gunicorn and a real Redis on loopback, bounded to
+seconds: Redis restarted, workers recycled and one killed, all under load; a flood from one
+client limited while another is served as before. Figures go to the pytest summary."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+import requests
+from figures import measured
+from loadclient import Call, run
+
+from kalah_core import Position, Rules, legal_moves, play
+from kalah_core.solver import Engine
+
+if TYPE_CHECKING:
+    from conftest import Gunicorn, RedisServer
+
+RULES = Rules(houses=4, seeds=3)
+
+
+def sample_positions(count: int, seed: int = 7) -> dict[str, int]:
+    """``count`` distinct positions of Kalah(4,3) reached by random play, with their exact
+    values (solved here, in-process: the oracle the served answers are checked against)."""
+    rng = random.Random(seed)
+    engine = Engine(tt_mb=8)
+    found: dict[str, int] = {}
+    while len(found) < count:
+        position = Position.start(RULES)
+        for _ in range(rng.randrange(0, 12)):
+            moves = legal_moves(position, RULES)
+            if not moves:
+                break
+            position = play(position, RULES, rng.choice(moves)).after
+        if position.compact() in found or not legal_moves(position, RULES):
+            continue
+        analysis = engine.analyse(position, RULES, time_ms=5000)
+        assert analysis.exact
+        found[position.compact()] = analysis.value
+    return found
+
+
+def analysis_call(position: str, value: int) -> Call:
+    def check(status: int, body: bytes) -> bool:
+        answer = json.loads(body)
+        return bool(answer["exact"]) and answer["value"] == value
+
+    return Call("GET", f"/v1/analysis?position={position}&houses=4&seeds=3", check=check)
+
+
+def play_call() -> Call:
+    def check(status: int, body: bytes) -> bool:
+        return bool(json.loads(body)["position"] == "440555-1-444444-0-s")
+
+    return Call("POST", "/v1/play", {"moves": [3]}, check)
+
+
+@pytest.fixture
+def server_factory() -> Iterator[type[Gunicorn]]:
+    from conftest import Gunicorn
+
+    started: list[Gunicorn] = []
+
+    class Tracked(Gunicorn):
+        def __init__(self, env: dict[str, str]) -> None:
+            super().__init__(env)
+            started.append(self)
+
+    yield Tracked
+    for server in started:
+        server.close()
+
+
+def test_redis_restart_worker_recycling_and_a_killed_worker_under_load(
+    own_redis: RedisServer, server_factory: type[Gunicorn]
+) -> None:
+    expected = sample_positions(120)
+    server = server_factory(
+        {
+            "KALAH_REDIS_URL": own_redis.url,
+            "KALAH_MAX_REQUESTS": "400",  # recycled several times during the run
+            "KALAH_MAX_REQUESTS_JITTER": "100",
+            "KALAH_THREADS": "4",
+        }
+    )
+    base = server.start()
+    first_workers = server.worker_pids()
+    calls = [analysis_call(p, v) for p, v in expected.items()]
+    calls += [play_call(), Call("GET", "/v1/rules")]
+    random.Random(1).shuffle(calls)
+
+    readiness: list[tuple[float, int]] = []
+    events: list[str] = []
+    done = threading.Event()
+
+    def faults() -> None:
+        time.sleep(2.0)
+        own_redis.stop()
+        events.append("redis stopped")
+        outage_end = time.monotonic() + 2.5
+        while time.monotonic() < outage_end:
+            readiness.append(
+                (time.monotonic(), requests.get(base + "/readyz", timeout=5).status_code)
+            )
+            time.sleep(0.2)
+        own_redis.start()
+        events.append("redis started")
+        time.sleep(1.5)
+        victim = min(server.worker_pids())
+        os.kill(victim, signal.SIGKILL)
+        events.append(f"worker {victim} killed")
+        done.set()
+
+    injector = threading.Thread(target=faults, daemon=True)
+    injector.start()
+    tally = run(server.port, calls, threads=4, seconds=9.0)
+    injector.join(30)
+    assert done.is_set(), events
+
+    # Ready again by itself once Redis is back (and the killed worker replaced).
+    deadline = time.monotonic() + 10
+    while requests.get(base + "/readyz", timeout=5).status_code != 200:
+        assert time.monotonic() < deadline, "not ready again"
+        time.sleep(0.2)
+    log = server.log.read_text(errors="replace")
+    recycled = log.count("Autorestarting worker")
+    replaced = len(server.worker_pids() - first_workers)
+
+    measured(f"redis restart + recycling + kill -9 under load: {tally.summary()}")
+    measured(
+        f"  /readyz during the 2.5 s outage: {sorted({s for _, s in readiness})}; "
+        f"workers recycled {recycled}, workers replaced {replaced}; events {events}"
+    )
+    assert tally.failures == [], tally.failures[:5]
+    assert tally.wrong == [], tally.wrong[:5]
+    assert set(tally.statuses) == {200}, tally.statuses
+    assert tally.count > 500
+    assert 503 in {s for _, s in readiness}
+    assert recycled >= 1 and replaced >= 2
+
+
+def test_a_flood_from_one_client_is_limited_without_slowing_the_others(
+    redis_server: RedisServer, server_factory: type[Gunicorn]
+) -> None:
+    redis_server.flush()
+    server = server_factory(
+        {"KALAH_REDIS_URL": redis_server.url, "KALAH_LIMIT_ANONYMOUS": "100/minute"}
+    )
+    server.start()
+    expected = sample_positions(20, seed=11)
+    calls = [analysis_call(p, v) for p, v in expected.items()]
+    # Warm the cache from a third address, so both clients ask for cached answers.
+    assert set(
+        run(
+            server.port, calls, threads=2, seconds=20, source="127.0.0.3", max_requests=len(calls)
+        ).statuses
+    ) == {200}
+
+    baseline = run(
+        server.port, calls, threads=1, seconds=10, source="127.0.0.2", rate=20, max_requests=40
+    )
+    flood: dict[str, object] = {}
+
+    def flooder() -> None:
+        flood["tally"] = run(server.port, calls, threads=6, seconds=5.0, source="127.0.0.9")
+
+    thread = threading.Thread(target=flooder, daemon=True)
+    thread.start()
+    time.sleep(0.5)  # the flood is under way
+    during = run(
+        server.port, calls, threads=1, seconds=10, source="127.0.0.2", rate=20, max_requests=40
+    )
+    thread.join(30)
+    flooded = flood["tally"]
+    assert hasattr(flooded, "statuses")
+
+    measured(f"flood, the flooder (127.0.0.9, 6 connections): {flooded.summary()}")
+    measured(f"flood, another client alone (127.0.0.2, 20/s): {baseline.summary()}")
+    measured(f"flood, that client during the flood:        {during.summary()}")
+    # Its bucket: 100 units a minute, 1 per cached answer; admission and deduction are two
+    # steps, so requests admitted together may overdraw it by as many as were in flight.
+    assert flooded.statuses[200] <= 100 + 6
+    assert flooded.statuses[429] >= 10 * flooded.statuses[200]
+    assert set(flooded.statuses) == {200, 429}
+    assert set(baseline.statuses) == {200} and set(during.statuses) == {200}
+    assert during.wrong == [] and during.failures == []
+    # "Not slowed": the same order of latency as alone (bounded loosely: 2 shared cores).
+    assert during.percentile(99) < max(10 * baseline.percentile(99), 0.25)
