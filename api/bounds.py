@@ -1,4 +1,7 @@
-"""Request bodies the JSON decoder cannot take: refused as 400 problems before any view.
+"""Request bodies that cannot be read or decoded: refused as problems before any view.
+
+A client that stops sending its body for ``KALAH_CLIENT_TIMEOUT_S`` (the socket timeout of
+``api.gworker``) gets a 408.
 
 webargs decodes bodies with :func:`json.loads` and turns only a ``JSONDecodeError`` into a 400;
 a body nested deeper than the interpreter's recursion limit (``[[[[...``, a few KiB) or holding
@@ -8,9 +11,12 @@ a JSON body once more beforehand (bodies are at most 64 KiB: microseconds) and r
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 
 from flask import Flask, request
+from werkzeug.exceptions import ClientDisconnected
 
 from .errors import ApiProblem
 
@@ -20,7 +26,13 @@ def init_body_guard(app: Flask) -> None:
     def refuse_undecodable_json() -> None:
         if request.method not in ("POST", "PUT", "PATCH") or not request.is_json:
             return
-        data = request.get_data(cache=True)
+        try:
+            data = request.get_data(cache=True)
+        except (OSError, ClientDisconnected):  # the socket timed out: the client stalled
+            _stop_reading()
+            raise ApiProblem(
+                "request-timeout", "the request body did not arrive in time", field="body"
+            ) from None
         if not data:
             return
         try:
@@ -35,3 +47,12 @@ def init_body_guard(app: Flask) -> None:
             raise ApiProblem(
                 "malformed-body", f"the request body cannot be decoded: {error}", field="body"
             ) from None
+
+
+def _stop_reading() -> None:
+    """Read no more from a stalled client: gunicorn would otherwise try to drain the rest of
+    its body (several seconds of a thread) before closing the connection after our answer."""
+    sock = request.environ.get("gunicorn.socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RD)

@@ -78,6 +78,12 @@ PROBLEMS: dict[str, ProblemType] = {
             "A budget (time, depth, nodes) above the server's maximum.",
         ),
         ProblemType(
+            "request-timeout",
+            408,
+            "Request timeout",
+            "The client stopped sending its request body (KALAH_CLIENT_TIMEOUT_S).",
+        ),
+        ProblemType(
             "body-too-large",
             413,
             "Request body too large",

@@ -5,7 +5,8 @@ Everything comes from the ``KALAH_*`` environment variables through ``api.config
 
 - workers: ``KALAH_WORKERS`` (default: the CPUs this process may use), each a ``gthread``
   worker with ``KALAH_THREADS`` threads, so a long search does not hold up cached answers
-  (the worker's single engine is used under a lock).
+  (the worker's single engine is used under a lock); ``api.gworker`` adds a read timeout
+  (``KALAH_CLIENT_TIMEOUT_S``) so clients that stall mid-request cannot hold every thread.
 - ``preload_app``: the app, the compiled extension (and later the endgame database) load once
   in the master and are shared copy-on-write; each worker creates its own engine on first use.
 - ``timeout``: well above the longest search a request may start (3 x KALAH_MAX_TIME_MS + 30 s).
@@ -37,7 +38,7 @@ _settings = load_settings()
 wsgi_app = "api.wsgi:app"
 bind = [os.environ.get("KALAH_BIND", "127.0.0.1:8000")]
 workers = _settings.workers
-worker_class = "gthread"
+worker_class = "api.gworker.ThreadWorker"  # gthread + a read timeout on client sockets
 threads = _settings.threads
 preload_app = True
 timeout = worker_timeout_s(_settings)

@@ -8,6 +8,7 @@ import json
 import os
 import random
 import signal
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -194,3 +195,46 @@ def test_a_flood_from_one_client_is_limited_without_slowing_the_others(
     assert during.wrong == [] and during.failures == []
     # "Not slowed": the same order of latency as alone (bounded loosely: 2 shared cores).
     assert during.percentile(99) < max(10 * baseline.percentile(99), 0.25)
+
+
+def stalled_client(port: int) -> socket.socket:
+    """A client that sends its headers and the first byte of a 100-byte body, then nothing."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+    sock.sendall(
+        b"POST /v1/play HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 100\r\n\r\n{"
+    )
+    return sock
+
+
+def test_stalled_clients_lose_their_threads(server_factory: type[Gunicorn]) -> None:
+    server = server_factory(
+        {"KALAH_REDIS_URL": "", "KALAH_THREADS": "2", "KALAH_CLIENT_TIMEOUT_S": "1"}
+    )
+    base = server.start()
+    stalled = [stalled_client(server.port) for _ in range(6)]  # more than the 4 threads
+    try:
+        time.sleep(0.3)
+        started = time.perf_counter()
+        answer = requests.get(base + "/v1/rules", timeout=15, headers={"Connection": "close"})
+        waited = time.perf_counter() - started
+        assert answer.status_code == 200
+        assert waited < 5, waited  # threads come back after 1 s of silence, not never
+        for sock in stalled:
+            data = b""
+            while b"request-timeout" not in data and len(data) < 65536:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+            assert data.startswith(b"HTTP/1.1 408"), data[:100]
+            assert b"/problems/request-timeout" in data
+        fast = requests.get(base + "/v1/rules", timeout=5)
+        assert fast.status_code == 200 and fast.elapsed.total_seconds() < 1
+        measured(
+            f"6 stalled clients on 4 threads (KALAH_CLIENT_TIMEOUT_S=1): another client "
+            f"answered after {waited:.2f} s; each stalled one got a 408"
+        )
+    finally:
+        for sock in stalled:
+            sock.close()
