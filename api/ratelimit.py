@@ -7,7 +7,9 @@ under ``/v1/`` costs, in units:
 - its endpoint's base cost: :data:`ROUTE_COSTS`, 1 for an endpoint not listed;
 - plus 1 per started :data:`SEARCH_UNIT_MS` of search the request ran (:func:`charge_search`):
   a cached answer runs none, an uncached one at the default 1 s budget costs up to 11;
-- plus whatever the view charges with :func:`charge` (a batch: per item, checked up front).
+- plus whatever the view charges with :func:`charge`; a batch endpoint calls
+  :func:`charge_batch`: a key is required and each item costs what a search of its whole
+  budget would, paid up front.
 
 A request is admitted while its bucket holds its base cost; the full cost is deducted when the
 answer is sent (a search's length is only known then), so the last search of a window may
@@ -77,7 +79,23 @@ def charge(units: int, *, upfront: bool = False) -> None:
 def charge_search(search_ms: float) -> None:
     """Charge a search that ran ``search_ms`` milliseconds in this request (0: cached)."""
     if search_ms > 0:
-        charge(math.ceil(search_ms / SEARCH_UNIT_MS))
+        charge(search_cost(search_ms))
+
+
+def search_cost(time_ms: float) -> int:
+    """Units for a search of ``time_ms`` milliseconds."""
+    return math.ceil(time_ms / SEARCH_UNIT_MS) if time_ms > 0 else 0
+
+
+def charge_batch(items: int, time_ms: int) -> None:
+    """The hook of an endpoint that queues ``items`` analyses of budget ``time_ms`` each for
+    background workers: it needs an API key (a 401 problem without one), and since the
+    searches run later, each item is charged up front what a search of its whole budget
+    costs, ``1 + ceil(time_ms / 100)`` units (a 429 problem if the bucket cannot pay)."""
+    from .keys import require_key
+
+    require_key()
+    charge(items * (1 + search_cost(time_ms)), upfront=True)
 
 
 def ensure_budget(units: int) -> None:

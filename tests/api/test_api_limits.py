@@ -13,7 +13,7 @@ from flask.testing import FlaskClient
 
 from api import create_app
 from api.keys import RedisKeyStore, digest, require_key
-from api.ratelimit import ROUTE_COSTS, charge
+from api.ratelimit import ROUTE_COSTS, charge, charge_batch
 
 if TYPE_CHECKING:
     from conftest import RedisServer
@@ -177,6 +177,31 @@ def test_require_key_and_an_upfront_charge_for_batch_like_routes() -> None:
     assert too_big.status_code == 429 and int(too_big.headers["Retry-After"]) >= 1
     assert "41 units" in too_big.get_json()["detail"]
     assert client.post("/v1/test-batch", json={"items": [1]}, headers=auth).status_code == 200
+
+
+def test_charge_batch_needs_a_key_and_pays_each_item_budget_up_front() -> None:
+    app = limited_app()  # standard keys: 50 units a minute
+
+    @app.post("/v1/test-jobs")
+    def jobs() -> Any:
+        from flask import request
+
+        body = request.get_json()
+        charge_batch(len(body["items"]), body["time_ms"])
+        return jsonify(queued=len(body["items"]))
+
+    client = app.test_client()
+    job = {"items": [1, 2, 3], "time_ms": 250}  # 3 x (1 + 3) = 12 units, + 1 for the request
+    assert client.post("/v1/test-jobs", json=job).get_json()["type"] == "/problems/key-required"
+    key, _ = app.extensions["kalah_auth"].store.create("standard")
+    auth = {"Authorization": f"Bearer {key}"}
+    queued = client.post("/v1/test-jobs", json=job, headers=auth)
+    assert queued.status_code == 200 and queued.headers["Kalah-Cost"] == "13"
+    assert queued.headers["RateLimit-Remaining"] == "37"
+    big = client.post(
+        "/v1/test-jobs", json={"items": list(range(10)), "time_ms": 250}, headers=auth
+    )
+    assert big.status_code == 429  # 41 units, 37 left
 
 
 def test_route_costs_table(monkeypatch: pytest.MonkeyPatch) -> None:
