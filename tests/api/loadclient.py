@@ -97,7 +97,7 @@ class Client:
             tally.latencies.append(elapsed)
             tally.statuses[response.status] += 1
             if not right:
-                tally.wrong.append(f"{call.path}: {data[:200]!r}")
+                tally.wrong.append(_describe(call, data))
 
     def close(self) -> None:
         self.connection.close()
@@ -145,3 +145,14 @@ def run(
         thread.join(seconds + 60)
     tally.seconds = time.perf_counter() - started
     return tally
+
+
+def _describe(call: Call, data: bytes) -> str:
+    """A wrong answer, briefly: the fields that say why (for analyses) or its start."""
+    try:
+        answer = json.loads(data)
+        keys = ("cached", "value", "exact", "lower", "upper", "depth", "nodes", "time_ms", "limits")
+        brief = {k: answer.get(k) for k in keys}
+    except ValueError:
+        return f"{call.path}: {data[:300]!r}"
+    return f"{call.path}: expected {getattr(call.check, 'expected', '?')}, got {brief}"
