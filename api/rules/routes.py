@@ -14,7 +14,8 @@ from kalah_core.finnish import MAX_GAME_LENGTH
 from kalah_core.position import MAX_NOTATION_LENGTH, MAX_SEEDS
 from kalah_core.rules import MAX_HOUSES, MAX_START_SEEDS, OPTION_DOCS, PRESET_DOCS, PRESETS, Rules
 
-from ..config import MAX_BODY_BYTES, MAX_DEPTH, MAX_MOVES, MAX_PV_SOWINGS
+from ..config import MAX_BODY_BYTES, MAX_DEPTH, MAX_MOVES, MAX_PV_SOWINGS, TIERS
+from ..ratelimit import SEARCH_UNIT_MS
 from ..schemas import MAX_POSITION_TEXT
 from .schemas import RulesAnswerSchema
 
@@ -67,5 +68,9 @@ class RulesView(MethodView):
                 "max_notation_length": MAX_NOTATION_LENGTH,
                 "max_position_text": MAX_POSITION_TEXT,
                 "max_game_length": MAX_GAME_LENGTH,
+            },
+            "rate_limits": {
+                "tiers": {tier: settings.tier_limit(tier) for tier in TIERS},
+                "search_unit_ms": SEARCH_UNIT_MS,
             },
         }

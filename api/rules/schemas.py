@@ -63,6 +63,23 @@ class ServerLimitsSchema(ma.Schema):
     )
 
 
+class RateLimitsSchema(ma.Schema):
+    tiers = fields.Dict(
+        keys=fields.String(),
+        values=fields.String(),
+        metadata={
+            "description": "Each tier's bucket in cost units, e.g. 120/minute (anonymous: per "
+            "client IP; the others: per API key)."
+        },
+    )
+    search_unit_ms = fields.Integer(
+        metadata={
+            "description": "A request costs 1 unit plus 1 per started this many milliseconds "
+            "of search it ran."
+        }
+    )
+
+
 class RulesAnswerSchema(ma.Schema):
     default_preset = fields.String(
         metadata={"description": "The preset used when a request names none."}
@@ -75,4 +92,7 @@ class RulesAnswerSchema(ma.Schema):
     )
     limits = fields.Nested(
         ServerLimitsSchema, metadata={"description": "This server's input limits."}
+    )
+    rate_limits = fields.Nested(
+        RateLimitsSchema, metadata={"description": "This server's rate limits and costs."}
     )

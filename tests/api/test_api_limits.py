@@ -211,6 +211,14 @@ def test_route_costs_table(monkeypatch: pytest.MonkeyPatch) -> None:
     assert client.get(RULES).status_code == 429  # 2 left, base cost 5
 
 
+def test_rules_publishes_the_tiers_and_the_search_unit() -> None:
+    published = limited_app("7/minute").test_client().get(RULES).get_json()["rate_limits"]
+    assert published == {
+        "tiers": {"anonymous": "7/minute", "standard": "50/minute", "premium": "12000/minute"},
+        "search_unit_ms": 100,
+    }
+
+
 @pytest.mark.parametrize("value", ["lots", "5/fortnight", ""])
 def test_bad_limit_setting_names_the_variable(value: str) -> None:
     if value == "":
