@@ -160,10 +160,15 @@ class Authenticator:
     """Resolves each request's :class:`Caller` once (cached in ``g``) with a short-lived
     in-process memory of verified keys."""
 
+    BACKOFF_S = 0.5
+    """After the store failed, keys are not looked up for this long (each try could cost a
+    whole Redis timeout on a partitioned network)."""
+
     def __init__(self, store: KeyStore) -> None:
         self.store = store
         self._verified: dict[str, tuple[KeyInfo, float]] = {}
         self._lock = threading.Lock()
+        self._down_until = 0.0
 
     def _verify(self, key: str) -> KeyInfo | None:
         key_digest = digest(key)
@@ -172,7 +177,13 @@ class Authenticator:
             known = self._verified.get(key_digest)
         if known is not None and known[1] > now:
             return known[0]
-        info = self.store.lookup(key_digest)  # may raise KeyStoreUnavailable
+        if now < self._down_until:
+            raise KeyStoreUnavailable("skipped: the key store failed less than 0.5 s ago")
+        try:
+            info = self.store.lookup(key_digest)
+        except KeyStoreUnavailable:
+            self._down_until = now + self.BACKOFF_S
+            raise
         with self._lock:
             if info is None:
                 self._verified.pop(key_digest, None)

@@ -98,8 +98,8 @@ def test_redis_restart_worker_recycling_and_a_killed_worker_under_load(
     server = server_factory(
         {
             "KALAH_REDIS_URL": own_redis.url,
-            "KALAH_MAX_REQUESTS": "400",  # recycled several times during the run
-            "KALAH_MAX_REQUESTS_JITTER": "100",
+            "KALAH_MAX_REQUESTS": "200",  # recycled several times during the run
+            "KALAH_MAX_REQUESTS_JITTER": "50",
             "KALAH_THREADS": "4",
         }
     )
@@ -206,8 +206,10 @@ def test_a_flood_from_one_client_is_limited_without_slowing_the_others(
     assert set(flooded.statuses) == {200, 429}
     assert set(baseline.statuses) == {200} and set(during.statuses) == {200}
     assert during.wrong == [] and during.failures == []
-    # "Not slowed": the same order of latency as alone (bounded loosely: 2 shared cores).
-    assert during.percentile(99) < max(10 * baseline.percentile(99), 0.25)
+    # "Not slowed": the same order of latency as alone. The median is compared (40 samples:
+    # the p99 is one sample, and the cores are shared with the flooder and whatever else runs).
+    assert during.percentile(50) < max(5 * baseline.percentile(50), 0.05)
+    assert during.percentile(99) < 1.0
 
 
 def stalled_client(port: int) -> socket.socket:

@@ -283,6 +283,29 @@ def test_redis_down_answers_without_limits_storage_or_key_checks(own_redis: Redi
     assert client.get(RULES).status_code == 200
 
 
+def test_an_unreachable_key_store_is_skipped_for_a_moment() -> None:
+    from api.keys import KeyInfo, KeyStore, KeyStoreUnavailable
+
+    class Down(KeyStore):
+        calls = 0
+
+        def lookup(self, key_digest: str) -> KeyInfo | None:
+            Down.calls += 1
+            raise KeyStoreUnavailable("down")
+
+    app = limited_app("100/minute")
+    auth = app.extensions["kalah_auth"]
+    auth.store = Down()
+    client = app.test_client()
+    for _ in range(5):
+        response = client.get(RULES, headers={"Authorization": "Bearer kalah_x_y"})
+        assert response.status_code == 200  # served as anonymous
+    assert Down.calls == 1
+    auth._down_until = 0.0
+    client.get(RULES, headers={"Authorization": "Bearer kalah_x_y"})
+    assert Down.calls == 2
+
+
 def test_keys_cli(redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
     import json
 
