@@ -32,7 +32,7 @@ from .health import routes as health_routes
 from .keys import Authenticator, make_key_store
 from .play import routes as play_routes
 from .problems import routes as problems_routes
-from .ratelimit import COSTS_DOC, RateLimitDocsPlugin, init_rate_limits
+from .ratelimit import COSTS_DOC, LIMITED_PREFIX, RateLimitDocsPlugin, init_rate_limits
 from .rules import routes as rules_routes
 from .schemas import ProblemSchema
 from .security import init_security
@@ -136,7 +136,7 @@ def _register_callers_and_limits(app: Flask, settings: Settings) -> None:
 
     @app.before_request
     def resolve_caller() -> None:
-        if request.path.startswith("/v1/") and request.method != "OPTIONS":
+        if request.path.startswith(LIMITED_PREFIX) and request.method != "OPTIONS":
             auth.caller()  # a bad key is a 401 here, before anything is charged
 
     init_rate_limits(app, settings, auth)

@@ -578,7 +578,6 @@ def build_parser() -> argparse.ArgumentParser:
         description="API keys: each has a tier; only its SHA-256 digest is stored.",
     )
     keys.set_defaults(func=cmd_keys, tier="standard", key="")
-    keys.add_argument("--json", action="store_true", help="print the result as JSON")
     keys_commands = keys.add_subparsers(
         title="commands", dest="keys_command", required=True, metavar="COMMAND"
     )
@@ -588,6 +587,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     keys_revoke = keys_commands.add_parser("revoke", help="revoke a key, given itself or its id")
     keys_revoke.add_argument("key", metavar="KEY_OR_ID")
+    for sub in (keys_create, keys_revoke):
+        sub.add_argument("--json", action="store_true", help="print the result as JSON")
 
     serve = commands.add_parser("serve", help="run the HTTP API under gunicorn")
     serve.set_defaults(func=cmd_serve)

@@ -312,7 +312,7 @@ def test_keys_cli(redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch, ca
     from kalah_core.cli import main
 
     monkeypatch.setenv("KALAH_REDIS_URL", redis_server.url)
-    assert main(["keys", "--json", "create", "--tier", "premium"]) == 0
+    assert main(["keys", "create", "--tier", "premium", "--json"]) == 0
     created = json.loads(capsys.readouterr().out)
     assert created["tier"] == "premium" and created["key"].startswith("kalah_")
     store = RedisKeyStore(redis_server.url, timeout_s=1)
@@ -321,6 +321,9 @@ def test_keys_cli(redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch, ca
     assert main(["keys", "revoke", created["key"]]) == 0
     assert store.lookup(digest(created["key"])) is None
     assert main(["keys", "revoke", created["id"]]) == 1
+    capsys.readouterr()
+    assert main(["keys", "revoke", "--json", "nope"]) == 1
+    assert json.loads(capsys.readouterr().out) == {"revoked": False}
     monkeypatch.setenv("KALAH_REDIS_URL", "")
     assert main(["keys", "create"]) == 2
 
