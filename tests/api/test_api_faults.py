@@ -114,10 +114,10 @@ def test_redis_restart_worker_recycling_and_a_killed_worker_under_load(
     done = threading.Event()
 
     def faults() -> None:
-        time.sleep(2.0)
+        time.sleep(1.5)
         own_redis.stop()
         events.append("redis stopped")
-        outage_end = time.monotonic() + 2.5
+        outage_end = time.monotonic() + 2.0
         while time.monotonic() < outage_end:
             readiness.append(
                 (time.monotonic(), requests.get(base + "/readyz", timeout=5).status_code)
@@ -125,7 +125,7 @@ def test_redis_restart_worker_recycling_and_a_killed_worker_under_load(
             time.sleep(0.2)
         own_redis.start()
         events.append("redis started")
-        time.sleep(1.5)
+        time.sleep(1.0)
         victim = min(server.worker_pids())
         os.kill(victim, signal.SIGKILL)
         events.append(f"worker {victim} killed")
@@ -133,7 +133,7 @@ def test_redis_restart_worker_recycling_and_a_killed_worker_under_load(
 
     injector = threading.Thread(target=faults, daemon=True)
     injector.start()
-    tally = run(server.port, calls, threads=4, seconds=9.0)
+    tally = run(server.port, calls, threads=4, seconds=7.0)
     injector.join(30)
     assert done.is_set(), events
 
@@ -148,7 +148,7 @@ def test_redis_restart_worker_recycling_and_a_killed_worker_under_load(
 
     measured(f"redis restart + recycling + kill -9 under load: {tally.summary()}")
     measured(
-        f"  /readyz during the 2.5 s outage: {sorted({s for _, s in readiness})}; "
+        f"  /readyz during the 2 s outage: {sorted({s for _, s in readiness})}; "
         f"workers recycled {recycled}, workers replaced {replaced}; "
         f"{len(UNPROVEN)} answers not proven within the 1 s budget (bounds checked); "
         f"events {events}"
@@ -156,7 +156,7 @@ def test_redis_restart_worker_recycling_and_a_killed_worker_under_load(
     assert tally.failures == [], tally.failures[:5]
     assert tally.wrong == [], tally.wrong[:5]
     assert set(tally.statuses) == {200}, tally.statuses
-    assert tally.count > 500
+    assert tally.count > 300
     assert 503 in {s for _, s in readiness}
     assert recycled >= 1 and replaced >= 2
 
@@ -184,11 +184,11 @@ def test_a_flood_from_one_client_is_limited_without_slowing_the_others(
     flood: dict[str, object] = {}
 
     def flooder() -> None:
-        flood["tally"] = run(server.port, calls, threads=6, seconds=5.0, source="127.0.0.9")
+        flood["tally"] = run(server.port, calls, threads=6, seconds=3.0, source="127.0.0.9")
 
     thread = threading.Thread(target=flooder, daemon=True)
     thread.start()
-    time.sleep(0.5)  # the flood is under way
+    time.sleep(0.3)  # the flood is under way
     during = run(
         server.port, calls, threads=1, seconds=10, source="127.0.0.2", rate=20, max_requests=40
     )
