@@ -26,15 +26,19 @@ from .analysis import routes as analysis_routes
 from .analysis.service import Analyser
 from .batch import routes as batch_routes
 from .batch.jobs import JobStore
+from .bounds import init_body_guard
 from .cache import make_cache
 from .config import ENV_NAMES, MAX_BODY_BYTES, Settings, load_settings
 from .errors import PROBLEM_JSON, ApiProblem, problem_for
 from .games import routes as games_routes
 from .health import routes as health_routes
+from .keys import Authenticator, make_key_store
 from .play import routes as play_routes
 from .problems import routes as problems_routes
+from .ratelimit import COSTS_DOC, LIMITED_PREFIX, RateLimitDocsPlugin, init_rate_limits
 from .rules import routes as rules_routes
 from .schemas import ProblemSchema
+from .security import init_security
 
 RESOURCES = (
     analysis_routes,
@@ -49,7 +53,8 @@ RESOURCES = (
 
 SWAGGER_UI_URL = "https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/"
 
-API_DESCRIPTION = """\
+API_DESCRIPTION = (
+    """\
 Analysis of Kalah positions under every rule set of the project's rule texts: exact values
 with every optimal move when the solver proves them, honest bounds otherwise.
 
@@ -57,7 +62,10 @@ Values are always from the point of view of the side to move (`perspective: side
 the final store difference under perfect play, seeds already stored included.
 Positions are given as `start`, in the compact notation (`444444-0-444444-0-s`) or in JSON
 form. Errors are RFC 9457 `application/problem+json` with a `field` naming the offending input.
+
 """
+    + COSTS_DOC
+)
 
 
 class KalahApi(Api):  # type: ignore[misc]
@@ -117,14 +125,36 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         JobStore(settings.redis_url, ttl_s=settings.job_ttl_s) if settings.redis_url else None
     )
 
-    api = KalahApi(app, spec_kwargs={"extra_plugins": [analysis_routes.ConditionalGetPlugin()]})
+    plugins = [analysis_routes.ConditionalGetPlugin(), RateLimitDocsPlugin()]
+    api = KalahApi(app, spec_kwargs={"extra_plugins": plugins})
     for resource in RESOURCES:
         api.register_blueprint(resource.blp)
     app.extensions["kalah_api"] = api
 
     _register_error_handlers(app)
     _register_metrics(app)
+    _register_callers_and_limits(app, settings)
+    init_body_guard(app)
     return app
+
+
+def _register_callers_and_limits(app: Flask, settings: Settings) -> None:
+    """Proxies, API keys, cost-based rate limits, CORS and security headers (in this order:
+    the caller is known before the limiter charges it)."""
+    if settings.trusted_proxies:
+        from werkzeug.middleware.proxy_fix import ProxyFix
+
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.trusted_proxies)  # type: ignore[method-assign]
+    auth = Authenticator(make_key_store(settings.redis_url, timeout_s=settings.redis_timeout_s))
+    app.extensions["kalah_auth"] = auth
+
+    @app.before_request
+    def resolve_caller() -> None:
+        if request.path.startswith(LIMITED_PREFIX) and request.method != "OPTIONS":
+            auth.caller()  # a bad key is a 401 here, before anything is charged
+
+    init_rate_limits(app, settings, auth)
+    init_security(app, settings)
 
 
 def _register_error_handlers(app: Flask) -> None:

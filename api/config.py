@@ -26,6 +26,11 @@ MAX_BATCH_BODY_BYTES = 4 * 1024 * 1024
 
 BATCH_PAGE_MAX = 1000
 """Most results per page of ``GET /v1/jobs/{id}`` in JSON (NDJSON streams any number)."""
+MAX_PV_SOWINGS = 64
+"""Longest principal variation an answer carries, in sowings (the engine's ``pv_limit``)."""
+
+TIERS = ("anonymous", "standard", "premium")
+"""Rate-limit tiers, lowest first: anonymous callers (by IP) get the first."""
 
 
 def _default_workers() -> int:
@@ -58,6 +63,15 @@ class Settings:
     lock_wait_ms: int = 0
     """How long a request waits for another worker computing the same key; 0 means the
     search budget plus a margin."""
+    limit_anonymous: str = "120/minute"
+    limit_standard: str = "1200/minute"
+    limit_premium: str = "12000/minute"
+    trusted_proxies: int = 0
+    cors_origins: str = "*"
+
+    def tier_limit(self, tier: str) -> str:
+        """The rate limit (flask-limiter syntax, in cost units) of ``tier``."""
+        return str(getattr(self, f"limit_{tier}"))
 
 
 # variable name -> (attribute, type, default, minimum, maximum)
@@ -78,6 +92,11 @@ _VARIABLES: dict[str, tuple[str, type, Any, float | None, float | None]] = {
     "KALAH_BATCH_MAX_BUDGET_MS": ("batch_max_budget_ms", int, 10_000_000, 1, None),
     "KALAH_BATCH_CHUNK": ("batch_chunk", int, 32, 1, 10000),
     "KALAH_JOB_TTL_S": ("job_ttl_s", int, 86400, 60, None),
+    "KALAH_LIMIT_ANONYMOUS": ("limit_anonymous", str, "120/minute", None, None),
+    "KALAH_LIMIT_STANDARD": ("limit_standard", str, "1200/minute", None, None),
+    "KALAH_LIMIT_PREMIUM": ("limit_premium", str, "12000/minute", None, None),
+    "KALAH_TRUSTED_PROXIES": ("trusted_proxies", int, 0, 0, 16),
+    "KALAH_CORS_ORIGINS": ("cors_origins", str, "*", None, None),
 }
 
 ENV_NAMES = tuple(_VARIABLES)
@@ -110,7 +129,18 @@ def load_settings(
             f"KALAH_DEFAULT_TIME_MS={settings.default_time_ms} is above "
             f"KALAH_MAX_TIME_MS={settings.max_time_ms}"
         )
+    for tier in TIERS:
+        _check_limit(f"KALAH_LIMIT_{tier.upper()}", settings.tier_limit(tier))
     return settings
+
+
+def _check_limit(name: str, value: str) -> None:
+    from limits import parse_many
+
+    try:
+        parse_many(value)
+    except ValueError:
+        raise ValueError(f"{name}={value!r}: expected a rate like 120/minute") from None
 
 
 def worker_timeout_s(settings: Settings) -> int:

@@ -78,12 +78,37 @@ PROBLEMS: dict[str, ProblemType] = {
             "A budget (time, depth, nodes) above the server's maximum.",
         ),
         ProblemType(
+            "request-timeout",
+            408,
+            "Request timeout",
+            "The client stopped sending its request body (KALAH_CLIENT_TIMEOUT_S).",
+        ),
+        ProblemType(
             "body-too-large",
             413,
             "Request body too large",
             "The request body is above the server's maximum.",
         ),
         ProblemType("not-found", 404, "Not found", "An unknown or expired batch job."),
+        ProblemType(
+            "unauthorized",
+            401,
+            "Unauthorized",
+            "The Authorization header is malformed or names an unknown or revoked API key.",
+        ),
+        ProblemType(
+            "key-required",
+            401,
+            "API key required",
+            "This endpoint is for API key holders: send 'Authorization: Bearer <key>'.",
+        ),
+        ProblemType(
+            "rate-limited",
+            429,
+            "Too many requests",
+            "The caller's rate limit (in cost units, see the API description) is spent; "
+            "Retry-After says when to try again.",
+        ),
         ProblemType(
             "not-ready",
             503,
@@ -114,6 +139,7 @@ class ApiProblem(Exception):
         *,
         field: str | None = None,
         status: int | None = None,
+        headers: Mapping[str, str] | None = None,
         **extra: Any,
     ) -> None:
         super().__init__(detail)
@@ -121,6 +147,7 @@ class ApiProblem(Exception):
         self.detail = detail
         self.field = field
         self.status = status or PROBLEMS[slug].status
+        self.headers = dict(headers or {})
         self.extra = extra
 
 
@@ -148,7 +175,13 @@ def problem_response(
 
 
 def _typed(
-    slug: str, detail: str, *, field: str | None, status: int | None = None, **extra: Any
+    slug: str,
+    detail: str,
+    *,
+    field: str | None,
+    status: int | None = None,
+    headers: Mapping[str, str] | None = None,
+    **extra: Any,
 ) -> Response:
     problem = PROBLEMS[slug]
     log.log(problem.log_level, "%s %s: %s (%s)", request.method, request.path, detail, field)
@@ -158,6 +191,7 @@ def _typed(
         detail,
         type_=TYPE_PREFIX + slug,
         field=field,
+        headers=headers,
         **extra,
     )
 
@@ -227,6 +261,12 @@ def http_problem(error: HTTPException) -> Response:
         )
     if code == 400:
         return _typed("malformed-body", "the request body is not valid JSON", field="body")
+    if code == 429:  # flask-limiter adds Retry-After and the RateLimit headers afterwards
+        return _typed(
+            "rate-limited",
+            f"rate limit {error.description} spent; see Retry-After",
+            field=None,
+        )
     headers = {}
     if code == 405 and hasattr(error, "valid_methods") and error.valid_methods:
         headers["Allow"] = ", ".join(error.valid_methods)
@@ -267,7 +307,12 @@ def problem_for(error: BaseException) -> Response:
     """The problem+json answer for any exception raised while handling a request."""
     if isinstance(error, ApiProblem):
         return _typed(
-            error.slug, error.detail, field=error.field, status=error.status, **error.extra
+            error.slug,
+            error.detail,
+            field=error.field,
+            status=error.status,
+            headers=error.headers,
+            **error.extra,
         )
     if isinstance(error, KalahError):
         return core_problem(error)

@@ -77,10 +77,12 @@ def run_jobs(items: list[dict[str, object]], args: argparse.Namespace) -> tuple[
             for _ in range(args.workers)
         ]
         wait_for(lambda: len(redis.Redis.from_url(url).keys("rq:worker:*")) >= args.workers, 30)
-        client = create_app({"KALAH_REDIS_URL": url, "KALAH_EGDB_PATH": "off"}).test_client()
+        app = create_app({"KALAH_REDIS_URL": url, "KALAH_EGDB_PATH": "off"})
+        client = app.test_client()
+        key, _ = app.extensions["kalah_auth"].store.create("premium")
         body = {"positions": items, "rules": "kalah", "limits": {"time_ms": args.time_ms}}
         started = time.perf_counter()
-        response = client.post("/v1/batch", json=body)
+        response = client.post("/v1/batch", json=body, headers={"Authorization": f"Bearer {key}"})
         assert response.status_code == 202, response.json
         location = response.headers["Location"]
         while True:

@@ -270,7 +270,7 @@ def midgame_positions(
 
 
 class Servers:
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, env: dict[str, str] | None = None) -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="kalah-load-"))
         self.redis_port = free_port()
         self.port = free_port()
@@ -294,8 +294,11 @@ class Servers:
             **os.environ,
             "KALAH_REDIS_URL": f"redis://127.0.0.1:{self.redis_port}/0",
             "KALAH_WORKERS": str(workers),
+            # One client address: the limiter runs (its cost is measured) but never refuses.
+            "KALAH_LIMIT_ANONYMOUS": os.environ.get("KALAH_LIMIT_ANONYMOUS", "1000000000/minute"),
             "PROMETHEUS_MULTIPROC_DIR": str(self.tmp / "metrics"),
             "PYTHONPATH": str(ROOT),
+            **(env or {}),
         }
         (self.tmp / "metrics").mkdir()
         self.log = open(self.tmp / "gunicorn.log", "wb")  # noqa: SIM115

@@ -478,7 +478,9 @@ def cmd_batch(args: argparse.Namespace) -> int:
     try:
         if args.server:
             with tqdm(total=len(items), unit="pos", disable=args.quiet) as bar:
-                lines = run_remote(args.server, items, rules, limits, progress=bar.update)
+                lines = run_remote(
+                    args.server, items, rules, limits, key=args.key, progress=bar.update
+                )
             distinct = None
         else:
             batch = parse_local(items, rules, limits)
@@ -710,6 +712,24 @@ def build_parser() -> argparse.ArgumentParser:
         "--verify", action="store_true", help="check the entries against the header's checksum"
     )
 
+    keys = commands.add_parser(
+        "keys",
+        help="API keys of the service: create, revoke (in the Redis of KALAH_REDIS_URL)",
+        description="API keys: each has a tier; only its SHA-256 digest is stored.",
+    )
+    keys.set_defaults(func=cmd_keys, tier="standard", key="")
+    keys_commands = keys.add_subparsers(
+        title="commands", dest="keys_command", required=True, metavar="COMMAND"
+    )
+    keys_create = keys_commands.add_parser("create", help="make a key; it is printed once")
+    keys_create.add_argument(
+        "--tier", default="standard", help="anonymous, standard or premium (default standard)"
+    )
+    keys_revoke = keys_commands.add_parser("revoke", help="revoke a key, given itself or its id")
+    keys_revoke.add_argument("key", metavar="KEY_OR_ID")
+    for sub in (keys_create, keys_revoke):
+        sub.add_argument("--json", action="store_true", help="print the result as JSON")
+
     serve = commands.add_parser("serve", help="run the HTTP API under gunicorn")
     serve.set_defaults(func=cmd_serve)
     serve.add_argument("--host", default="127.0.0.1")
@@ -743,6 +763,12 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument(
         "--server", default=None, metavar="URL", help="send the batch to this API instead"
     )
+    batch.add_argument(
+        "--key",
+        default=os.environ.get("KALAH_API_KEY"),
+        metavar="KEY",
+        help="API key for --server (default $KALAH_API_KEY): a batch run as a job needs one",
+    )
     batch.add_argument("--quiet", action="store_true", help="no progress bar")
 
     worker = commands.add_parser(
@@ -756,6 +782,13 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--burst", action="store_true", help="stop when the queue is empty")
     worker.add_argument("--name", default=None, help="the worker's name in RQ (default: random)")
     return parser
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    """API keys of the service (the server extra): ``kalah keys create|revoke``."""
+    from api.keys import cli
+
+    return cli(args.keys_command, tier=args.tier, key=args.key, as_json=args.json)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

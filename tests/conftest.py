@@ -10,6 +10,8 @@ from hypothesis import HealthCheck, settings
 # The service builds a default endgame database in the background unless told otherwise; the
 # tests choose explicitly (tests/api/test_api_egdb.py covers that path).
 os.environ.setdefault("KALAH_EGDB_PATH", "off")
+# Tests fire many requests from 127.0.0.1: the rate-limit tests set their own small limits.
+os.environ.setdefault("KALAH_LIMIT_ANONYMOUS", "1000000/minute")
 
 settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("ci", parent=settings.get_profile("default"), print_blob=True)
@@ -27,3 +29,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = [item for item in items if "slow" not in item.keywords]
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Report what the fuzzers tried and what the load and fault tests measured."""
+    from figures import MEASURED, TRIED
+
+    if TRIED:
+        terminalreporter.section("fuzz inputs tried")
+        for target, count in sorted(TRIED.items()):
+            terminalreporter.write_line(f"{count:8d}  {target}")
+        terminalreporter.write_line(f"{sum(TRIED.values()):8d}  in all")
+    if MEASURED:
+        terminalreporter.section("load and fault figures")
+        for line in MEASURED:
+            terminalreporter.write_line(line)

@@ -6,6 +6,7 @@ import contextlib
 import random
 
 import pytest
+from figures import tried
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -248,6 +249,7 @@ rules_strategy = st.builds(
 def test_written_games_replay_to_the_same_positions(
     rules: Rules, rng: random.Random, length: int
 ) -> None:
+    tried("seed-000 notation: format -> parse")
     game = Game(rules)
     for _ in range(length):
         moves = game.legal_moves()
@@ -277,6 +279,7 @@ GAME_ALPHABET = "123456789*-, ()swap0x\n"
 
 @given(st.text(max_size=200) | st.text(alphabet=GAME_ALPHABET, max_size=200))
 def test_arbitrary_text_raises_only_kalah_errors(text: str) -> None:
+    tried("seed-000 notation: arbitrary text")
     for rules in (KALAHA, PIE):
         with contextlib.suppress(KalahError):
             Game.parse_fi(text, rules)

@@ -8,6 +8,7 @@ import urllib.parse
 from typing import Any
 
 import pytest
+from figures import tried
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -367,6 +368,7 @@ def positions(draw: st.DrawFn) -> Position:
 
 @given(positions())
 def test_compact_round_trip(p: Position) -> None:
+    tried("compact notation: format -> parse")
     assert p.is_valid()
     text = p.compact()
     assert Position.parse(text) == p
@@ -376,6 +378,7 @@ def test_compact_round_trip(p: Position) -> None:
 
 @given(positions())
 def test_json_round_trip(p: Position) -> None:
+    tried("JSON form: format -> parse")
     data = p.to_json()
     assert Position.from_json(data) == p
     assert Position.from_json(json.loads(json.dumps(data))) == p
@@ -392,6 +395,7 @@ def only_kalah_errors(call: Any, *args: object) -> None:
 
 @given(st.text() | st.text(alphabet=NOTATION_ALPHABET))
 def test_arbitrary_text_raises_only_kalah_errors(text: str) -> None:
+    tried("position text (compact, JSON text): arbitrary")
     only_kalah_errors(Position.parse, text)
     only_kalah_errors(Position.from_json, text)
     only_kalah_errors(parse_position, text, KALAH)
@@ -418,6 +422,7 @@ json_positions = st.fixed_dictionaries(
 
 @given(json_values | json_positions)
 def test_arbitrary_json_raises_only_kalah_errors(data: object) -> None:
+    tried("JSON form: arbitrary values")
     only_kalah_errors(Position.from_json, data)
     only_kalah_errors(parse_position, data, KALAH)
     only_kalah_errors(parse_position, json.dumps(data), KALAH)

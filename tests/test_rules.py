@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any
 
 import pytest
+from figures import tried
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -209,6 +210,7 @@ json_values = st.recursive(
     )
 )
 def test_from_json_only_raises_kalah_errors(data: object) -> None:
+    tried("rules (preset or JSON options): arbitrary, format -> parse")
     try:
         rules = Rules.from_json(data)
     except KalahError:

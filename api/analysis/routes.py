@@ -12,6 +12,7 @@ from flask_smorest import Blueprint  # type: ignore[import-untyped]
 from marshmallow import RAISE
 
 from ..errors import PROBLEM_JSON
+from ..ratelimit import charge_search
 from ..schemas import ProblemSchema
 from .schemas import (
     RULE_PARAMETERS,
@@ -117,7 +118,13 @@ def _from_query(args: dict[str, Any], *, best: bool = False) -> Answer:
     limits = effective_limits(
         analyser().settings, args.get("time_ms"), args.get("depth"), args.get("nodes")
     )
-    return analyser().analyse(position, rules, limits)
+    return _charged(analyser().analyse(position, rules, limits))
+
+
+def _charged(answer: Answer) -> Answer:
+    """Charge the caller for the search this answer ran (see api.ratelimit)."""
+    charge_search(answer.search_ms)
+    return answer
 
 
 @blp.route("/analysis")
@@ -152,7 +159,7 @@ class Analysis(MethodView):
             limits_in.get("nodes"),
             prefix="limits.",
         )
-        answer = analyser().analyse(position, rules, limits)
+        answer = _charged(analyser().analyse(position, rules, limits))
         return _answer(answer.body, answer.exact, conditional=False)
 
 

@@ -18,9 +18,16 @@ NODES_DOC = "Node budget of the search; at most KALAH_MAX_NODES."
 
 
 class LimitsSchema(ma.Schema):
-    time_ms = fields.Integer(validate=validate.Range(min=1), metadata={"description": TIME_DOC})
-    depth = fields.Integer(validate=validate.Range(min=1), metadata={"description": DEPTH_DOC})
-    nodes = fields.Integer(validate=validate.Range(min=1), metadata={"description": NODES_DOC})
+    # strict: a JSON 5.5 or 1e308 is not an integer (a query's text "5" still is, below)
+    time_ms = fields.Integer(
+        strict=True, validate=validate.Range(min=1), metadata={"description": TIME_DOC}
+    )
+    depth = fields.Integer(
+        strict=True, validate=validate.Range(min=1), metadata={"description": DEPTH_DOC}
+    )
+    nodes = fields.Integer(
+        strict=True, validate=validate.Range(min=1), metadata={"description": NODES_DOC}
+    )
 
 
 class AnalysisRequestSchema(ma.Schema):
@@ -50,9 +57,16 @@ class _QueryBase(ma.Schema):
             "kalah."
         },
     )
-    houses = fields.Integer(metadata={"description": "Override: houses per side, 1..8."})
+    # The range is documented but checked by the core, whose errors name the rule option.
+    houses = fields.Integer(
+        metadata={"description": "Override: houses per side, 1..8.", "minimum": 1, "maximum": 8}
+    )
     seeds = fields.Integer(
-        metadata={"description": "Override: seeds per house at the start, 1..10."}
+        metadata={
+            "description": "Override: seeds per house at the start, 1..10.",
+            "minimum": 1,
+            "maximum": 10,
+        }
     )
     capture = fields.String(
         validate=validate.OneOf(["nonempty", "always"]),

@@ -25,7 +25,7 @@ from kalah_core.rules import Rules
 
 from .. import metrics
 from ..cache import AnswerCache, Entry, cache_keys
-from ..config import MAX_DEPTH, Settings
+from ..config import MAX_DEPTH, MAX_PV_SOWINGS, Settings
 from ..egdb import attach_databases
 from ..errors import ApiProblem, renamed_field
 
@@ -125,6 +125,8 @@ class Answer:
     """The complete JSON answer, ``cached`` flag included."""
     exact: bool
     cached: bool
+    search_ms: float = 0.0
+    """How long this request searched (0 when the answer came from the cache)."""
 
     @property
     def etag(self) -> str:
@@ -179,7 +181,12 @@ class Analyser:
         started = time.perf_counter()
         with lock:
             analysis: solver.Analysis = engine.analyse(
-                position, rules, time_ms=limits.time_ms, depth=limits.depth, nodes=limits.nodes
+                position,
+                rules,
+                time_ms=limits.time_ms,
+                depth=limits.depth,
+                nodes=limits.nodes,
+                pv_limit=MAX_PV_SOWINGS,
             )
         metrics.SEARCH_SECONDS.labels("exact" if analysis.exact else "heuristic").observe(
             time.perf_counter() - started
@@ -218,9 +225,11 @@ class Analyser:
 
     def analyse(self, position: Position, rules: Rules, limits: Limits) -> Answer:
         keys = cache_keys(engine_version(), rules.key, position.compact(), limits.key)
+        searched: list[float] = []
 
         def compute() -> Entry:
             analysis = self.search(position, rules, limits)
+            searched.append(analysis.time_ms)  # the engine's own time: no lock wait, no set-up
             body = answer_body(position, rules, limits, analysis)
             return Entry(body, analysis.exact, analysis.depth)
 
@@ -230,7 +239,7 @@ class Analyser:
         entry, cached = self.cache.compute_once(keys, compute, wait_s)
         metrics.ANSWERS.labels("exact" if entry.exact else "heuristic", str(cached).lower()).inc()
         prefix = b'{"cached":true,' if cached else b'{"cached":false,'
-        return Answer(prefix + entry.body[1:], entry.exact, cached)
+        return Answer(prefix + entry.body[1:], entry.exact, cached, sum(searched))
 
 
 def best_move_of(full: dict[str, Any]) -> dict[str, Any]:

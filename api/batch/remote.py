@@ -24,10 +24,17 @@ class ServerError(KalahError):
 
 
 def _request(
-    url: str, *, body: Any = None, accept: str = "application/json", timeout: float = 600
+    url: str,
+    *,
+    body: Any = None,
+    accept: str = "application/json",
+    key: str | None = None,
+    timeout: float = 600,
 ) -> tuple[int, dict[str, str], bytes]:
     data = None if body is None else json.dumps(body).encode()
     headers = {"Accept": accept}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
     if data is not None:
         headers["Content-Type"] = "application/json"
     request = urllib.request.Request(url, data=data, headers=headers)
@@ -53,14 +60,16 @@ def run_remote(
     limits: Mapping[str, Any],
     *,
     piece: int = 1000,
+    key: str | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> list[bytes]:
-    """Every item's result line, in input order."""
+    """Every item's result line, in input order. ``key``: the API key sent as a bearer token
+    (a batch that becomes a job needs one)."""
     base = server.rstrip("/")
     pieces: list[tuple[str | None, list[bytes]]] = []
     for start in range(0, len(items), piece):
         body = {"positions": list(items[start : start + piece]), "rules": rules, "limits": limits}
-        status, headers, content = _request(base + "/v1/batch", body=body)
+        status, headers, content = _request(base + "/v1/batch", body=body, key=key)
         if status == 202:
             pieces.append((base + headers["Location"], []))
         else:
@@ -73,7 +82,7 @@ def run_remote(
         if url is None:
             continue
         while True:
-            _, _, content = _request(url + "?limit=0")
+            _, _, content = _request(url + "?limit=0", key=key)
             job = json.loads(content)
             if progress is not None:
                 progress(job["progress"]["done"] - reported)
@@ -89,6 +98,6 @@ def run_remote(
         if url is None:
             lines += inline
             continue
-        _, _, content = _request(url, accept="application/x-ndjson")
+        _, _, content = _request(url, accept="application/x-ndjson", key=key)
         lines += content.splitlines()
     return lines

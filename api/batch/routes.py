@@ -20,6 +20,7 @@ from kalah_core.errors import KalahError
 from ..analysis.service import Analyser
 from ..config import BATCH_PAGE_MAX, MAX_BATCH_BODY_BYTES
 from ..errors import PROBLEM_JSON, ApiProblem, problem_object
+from ..ratelimit import charge_batch, charge_search
 from ..schemas import ProblemSchema
 from .items import Batch as ParsedBatch
 from .items import inline_ok, parse_batch
@@ -54,12 +55,6 @@ JOB_ERRORS = {
 }
 
 
-@blp.before_request
-def _larger_bodies() -> None:
-    if request.endpoint == "batch.Batch":
-        request.max_content_length = MAX_BATCH_BODY_BYTES
-
-
 def _document_errors(errors: dict[int, str]) -> Any:
     def decorate(view: Any) -> Any:
         for status, description in errors.items():
@@ -84,11 +79,16 @@ def _jobs() -> JobStore | None:
 def _inline(batch: ParsedBatch) -> Response:
     analyser = _analyser()
     answers: list[bytes] = []
+    search_ms = 0.0
     for task in batch.tasks:
         try:
-            answers.append(analyser.analyse(task.position, task.rules, task.limits).body)
+            answer = analyser.analyse(task.position, task.rules, task.limits)
         except (ApiProblem, KalahError) as error:
             answers.append(json.dumps(problem_object(error)).encode())
+        else:
+            answers.append(answer.body)
+            search_ms += answer.search_ms
+    charge_search(search_ms)
     body = b'{"results":[' + b",".join(batch.assemble(answers)) + b"]}"
     return Response(body, status=200, mimetype="application/json")
 
@@ -137,6 +137,7 @@ class Batch(MethodView):
                 field="positions",
                 max=settings.batch_inline_max,
             )
+        charge_batch(len(batch.tasks))  # a job needs an API key; 1 unit per position
         try:
             status = store.create(batch, settings.batch_chunk)
         except redis.RedisError as error:

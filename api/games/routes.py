@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from flask import current_app
@@ -10,6 +11,7 @@ from flask.views import MethodView
 from flask_smorest import Blueprint  # type: ignore[import-untyped]
 
 from ..errors import PROBLEM_JSON
+from ..ratelimit import charge_search
 from ..schemas import ProblemSchema
 from .schemas import GameAnswerSchema, GameRequestSchema
 from .service import review_game
@@ -50,6 +52,7 @@ class GameAnalysis(MethodView):
         inaccuracy (1-2), mistake (3-5), blunder (6 or more seeds); `exact` says whether the
         loss is proven. Each position is analysed as `/v1/analysis` does (same cache)."""
         limits = data.get("limits") or {}
+        started = time.perf_counter()
         review = review_game(
             current_app.extensions["kalah"],
             data.get("rules"),
@@ -60,4 +63,5 @@ class GameAnalysis(MethodView):
             depth=limits.get("depth"),
             nodes=limits.get("nodes"),
         )
+        charge_search((time.perf_counter() - started) * 1000.0)
         return review.to_json()

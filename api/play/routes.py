@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from flask import request
 from flask.views import MethodView
 from flask_smorest import Blueprint  # type: ignore[import-untyped]
 
@@ -13,7 +14,7 @@ from kalah_core.finnish import write_fi
 from kalah_core.game import Game, legal_moves, outcome
 
 from ..analysis.service import parse_position_field, parse_rules
-from ..errors import renamed_field
+from ..errors import ApiProblem, renamed_field
 from ..schemas import ProblemSchema
 from .schemas import PlayAnswerSchema, PlayRequestSchema
 
@@ -48,6 +49,8 @@ class Play(MethodView):
         """Play moves (house numbers or 'swap') or a game in the seed-000 notation from a
         position (default: the start) and return each intermediate position with the events
         of its sowing and the game status."""
+        if not request.get_data(cache=True):  # every field has a default, but a body is required
+            raise ApiProblem("malformed-body", "a JSON object body is required", field="body")
         rules = parse_rules(data.get("rules"))
         start = parse_position_field(data.get("position", "start"), rules)
         game = Game(rules, start)

@@ -10,9 +10,20 @@ from flask import current_app
 from flask.views import MethodView
 from flask_smorest import Blueprint  # type: ignore[import-untyped]
 
+from kalah_core.finnish import MAX_GAME_LENGTH
+from kalah_core.position import MAX_NOTATION_LENGTH, MAX_SEEDS
 from kalah_core.rules import MAX_HOUSES, MAX_START_SEEDS, OPTION_DOCS, PRESET_DOCS, PRESETS, Rules
 
-from ..config import MAX_BATCH_BODY_BYTES, MAX_BODY_BYTES, MAX_DEPTH, MAX_MOVES
+from ..config import (
+    MAX_BATCH_BODY_BYTES,
+    MAX_BODY_BYTES,
+    MAX_DEPTH,
+    MAX_MOVES,
+    MAX_PV_SOWINGS,
+    TIERS,
+)
+from ..ratelimit import SEARCH_UNIT_MS
+from ..schemas import MAX_POSITION_TEXT
 from .schemas import RulesAnswerSchema
 
 blp = Blueprint("rules", __name__, url_prefix="/v1", description="The rule presets and options.")
@@ -64,5 +75,14 @@ class RulesView(MethodView):
                 "batch_max_budget_ms": settings.batch_max_budget_ms,
                 "batch_max_body_bytes": MAX_BATCH_BODY_BYTES,
                 "batch_jobs": bool(settings.redis_url),
+                "max_pv_sowings": MAX_PV_SOWINGS,
+                "max_seeds": MAX_SEEDS,
+                "max_notation_length": MAX_NOTATION_LENGTH,
+                "max_position_text": MAX_POSITION_TEXT,
+                "max_game_length": MAX_GAME_LENGTH,
+            },
+            "rate_limits": {
+                "tiers": {tier: settings.tier_limit(tier) for tier in TIERS},
+                "search_unit_ms": SEARCH_UNIT_MS,
             },
         }

@@ -67,6 +67,38 @@ class ServerLimitsSchema(ma.Schema):
             "to answer inline."
         }
     )
+    max_pv_sowings = fields.Integer(
+        metadata={"description": "The longest principal variation an answer carries, in sowings."}
+    )
+    max_seeds = fields.Integer(
+        metadata={"description": "The most seeds one position may hold (houses and stores)."}
+    )
+    max_notation_length = fields.Integer(
+        metadata={"description": "The longest compact notation accepted."}
+    )
+    max_position_text = fields.Integer(
+        metadata={"description": "The longest position text accepted (compact or JSON as text)."}
+    )
+    max_game_length = fields.Integer(
+        metadata={"description": "The longest seed-000 game text accepted by /v1/play."}
+    )
+
+
+class RateLimitsSchema(ma.Schema):
+    tiers = fields.Dict(
+        keys=fields.String(),
+        values=fields.String(),
+        metadata={
+            "description": "Each tier's bucket in cost units, e.g. 120/minute (anonymous: per "
+            "client IP; the others: per API key)."
+        },
+    )
+    search_unit_ms = fields.Integer(
+        metadata={
+            "description": "A request costs 1 unit plus 1 per started this many milliseconds "
+            "of search it ran."
+        }
+    )
 
 
 class RulesAnswerSchema(ma.Schema):
@@ -81,4 +113,7 @@ class RulesAnswerSchema(ma.Schema):
     )
     limits = fields.Nested(
         ServerLimitsSchema, metadata={"description": "This server's input limits."}
+    )
+    rate_limits = fields.Nested(
+        RateLimitsSchema, metadata={"description": "This server's rate limits and costs."}
     )

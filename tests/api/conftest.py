@@ -136,49 +136,80 @@ def redis_app(redis_server: RedisServer) -> Flask:
     return create_app({"TESTING": True, "KALAH_REDIS_URL": redis_server.url})
 
 
+class Gunicorn:
+    """gunicorn with ``deploy/gunicorn.conf.py`` on a free loopback port; ``env`` adds to the
+    environment. ``log`` is its output (for tests that read worker boots and restarts)."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.metrics_dir = tempfile.mkdtemp(prefix="kalah-test-metrics-")
+        self.log = Path(tempfile.mkstemp(prefix="kalah-gunicorn-", suffix=".log")[1])
+        self.env = {
+            **os.environ,
+            "KALAH_WORKERS": "2",
+            "KALAH_MAX_TIME_MS": "5000",
+            "PROMETHEUS_MULTIPROC_DIR": self.metrics_dir,
+            "PYTHONPATH": str(ROOT),
+            **env,
+        }
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> str:
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "gunicorn",
+                    "-c",
+                    "deploy/gunicorn.conf.py",
+                    "-b",
+                    f"127.0.0.1:{self.port}",
+                    "api.wsgi:app",
+                ],
+                cwd=ROOT,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        _wait_for(
+            lambda: requests.get(self.base + "/livez", timeout=1).status_code == 200,
+            30,
+            "gunicorn",
+        )
+        return self.base
+
+    def worker_pids(self) -> set[int]:
+        """The current workers (children of the master)."""
+        assert self.process is not None
+        path = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
+        return {int(pid) for pid in path.read_text().split()}
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+            self.process = None
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.metrics_dir, ignore_errors=True)
+        self.log.unlink(missing_ok=True)
+
+
 @pytest.fixture(scope="session")
 def gunicorn_server(redis_server: RedisServer) -> Iterator[str]:
     """gunicorn with ``deploy/gunicorn.conf.py``, 2 workers and the session's Redis; yields the
     base URL."""
-    port = free_port()
-    metrics_dir = tempfile.mkdtemp(prefix="kalah-test-metrics-")
-    env = {
-        **os.environ,
-        "KALAH_REDIS_URL": redis_server.url,
-        "KALAH_WORKERS": "2",
-        "KALAH_MAX_TIME_MS": "5000",
-        "PROMETHEUS_MULTIPROC_DIR": metrics_dir,
-        "PYTHONPATH": str(ROOT),
-    }
-    log = tempfile.NamedTemporaryFile(prefix="kalah-gunicorn-", suffix=".log", delete=False)  # noqa: SIM115
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "-c",
-            "deploy/gunicorn.conf.py",
-            "-b",
-            f"127.0.0.1:{port}",
-            "api.wsgi:app",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
+    server = Gunicorn({"KALAH_REDIS_URL": redis_server.url})
     try:
-        _wait_for(
-            lambda: requests.get(base + "/readyz", timeout=1).status_code == 200, 30, "gunicorn"
-        )
+        base = server.start()
+        _wait_for(lambda: requests.get(base + "/readyz", timeout=1).status_code == 200, 30, "ready")
         yield base
     finally:
-        process.terminate()
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
-        shutil.rmtree(metrics_dir, ignore_errors=True)
-        os.unlink(log.name)
+        server.close()

@@ -162,10 +162,27 @@ def run_burst_worker(redis_url: str) -> None:
     assert done.returncode == 0, done.stderr.decode()[-2000:]
 
 
+def test_a_job_needs_an_api_key(redis_app: Flask) -> None:
+    client = redis_app.test_client()
+    body = {"positions": small_positions(60), "rules": SMALL, "limits": {"time_ms": 100}}
+    response = post(client, body)
+    assert response.status_code == 401
+    assert response.json["type"] == "/problems/key-required"
+    bad = client.post("/v1/batch", json=body, headers={"Authorization": "Bearer nope"})
+    assert bad.status_code == 401
+    # A small batch is answered inline, key or not.
+    assert post(client, {"positions": small_positions(3), "rules": SMALL}).status_code == 200
+
+
 def test_job_lifecycle_paging_and_ndjson(redis_app: Flask, redis_server: Any) -> None:
     client = redis_app.test_client()
+    key, _ = redis_app.extensions["kalah_auth"].store.create("standard")
     positions = [*small_positions(60), {"position": "bad"}, *small_positions(5)]
-    response = post(client, {"positions": positions, "rules": SMALL, "limits": {"time_ms": 100}})
+    response = client.post(
+        "/v1/batch",
+        json={"positions": positions, "rules": SMALL, "limits": {"time_ms": 100}},
+        headers={"Authorization": f"Bearer {key}"},
+    )
     assert response.status_code == 202, response.json
     location = response.headers["Location"]
     assert location == f"/v1/jobs/{response.json['id']}" == response.json["location"]

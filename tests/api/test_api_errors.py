@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from figures import tried
 from flask.testing import FlaskClient
 from hypothesis import given
 from hypothesis import strategies as st
@@ -258,6 +259,7 @@ def test_engine_errors_are_problems_too(client: FlaskClient) -> None:
 
 @given(st.text(max_size=80))
 def test_no_position_text_gives_a_server_error(text: str) -> None:
+    tried("API: position query text")
     from api import create_app
 
     client = _fuzz_client(create_app)
@@ -294,6 +296,7 @@ def test_no_position_text_gives_a_server_error(text: str) -> None:
     )
 )
 def test_no_json_position_or_rules_gives_a_server_error(value: Any) -> None:
+    tried("API: JSON position and rules bodies")
     from api import create_app
 
     client = _fuzz_client(create_app)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
+from api.keys import make_key_store
 from kalah_core.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,8 +91,12 @@ def test_against_gunicorn_with_a_worker(
         stderr=subprocess.DEVNULL,
     )
     try:
+        key, _ = make_key_store(redis_server.url, timeout_s=2.0).create("standard")
         argv = ["batch", str(source), "-o", str(out), "--houses", "3", "--seeds", "2"]
-        assert main([*argv, "--time-ms", "200", "--server", gunicorn_server, "--quiet"]) == 0
+        argv += ["--time-ms", "200", "--server", gunicorn_server, "--quiet"]
+        assert main(argv) == 2  # a job needs an API key
+        assert "API key" in capsys.readouterr().err
+        assert main([*argv, "--key", key]) == 0
     finally:
         worker.terminate()
         worker.wait(10)

@@ -86,7 +86,8 @@ def test_batch_survives_a_worker_killed_mid_chunk(
     victim, survivor = workers
     r = redis.Redis.from_url(redis_server.url)
     try:
-        response = api.post("/v1/batch", json=body)
+        key, _ = app.extensions["kalah_auth"].store.create("standard")
+        response = api.post("/v1/batch", json=body, headers={"Authorization": f"Bearer {key}"})
         assert response.status_code == 202, response.json
         job_id = response.json["id"]
         keys = JobKeys(job_id)

@@ -1,0 +1,73 @@
+"""Browser-facing headers: CORS on the public endpoints and standard security headers.
+
+CORS (flask-cors) covers :data:`CORS_PATHS` for the origins of ``KALAH_CORS_ORIGINS`` (``*``
+by default: the answers are public and no cookie is ever used), lets a page send
+``Authorization`` and ``If-None-Match``, and exposes the headers a client needs to read:
+``ETag``, ``Retry-After``, the ``RateLimit-*`` headers and ``Kalah-Cost``.
+
+Every answer gets ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: no-referrer``,
+``X-Frame-Options: DENY`` and a Content-Security-Policy that allows nothing (the API serves
+JSON only); ``/docs`` gets one that lets the Swagger UI load from its CDN.
+"""
+
+from __future__ import annotations
+
+from flask import Flask, Response, request
+from flask_cors import CORS
+
+from .config import Settings
+
+CORS_PATHS = (
+    r"/v1/analysis",
+    r"/v1/best-move",
+    r"/v1/rules",
+    r"/v1/play",
+)
+"""Public endpoints a browser page on another origin may call."""
+
+EXPOSED_HEADERS = (
+    "ETag",
+    "Retry-After",
+    "RateLimit-Limit",
+    "RateLimit-Remaining",
+    "RateLimit-Reset",
+    "Kalah-Cost",
+)
+ALLOWED_HEADERS = ("Authorization", "Content-Type", "If-None-Match")
+
+API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+DOCS_CSP = (
+    "default-src 'none'; script-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; "
+    "style-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; img-src 'self' data: "
+    "https://cdn.jsdelivr.net; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+SECURITY_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+}
+
+
+def init_security(app: Flask, settings: Settings) -> None:
+    origins = [o.strip() for o in settings.cors_origins.split(",") if o.strip()] or ["*"]
+    CORS(
+        app,
+        resources={
+            path: {
+                "origins": origins,
+                "methods": ["GET", "POST", "OPTIONS"],
+                "allow_headers": list(ALLOWED_HEADERS),
+                "expose_headers": list(EXPOSED_HEADERS),
+                "max_age": 600,
+            }
+            for path in CORS_PATHS
+        },
+    )
+
+    @app.after_request
+    def security_headers(response: Response) -> Response:
+        for name, value in SECURITY_HEADERS.items():
+            response.headers.setdefault(name, value)
+        docs = request.path.rstrip("/").endswith("/docs")
+        response.headers.setdefault("Content-Security-Policy", DOCS_CSP if docs else API_CSP)
+        return response

@@ -1,0 +1,411 @@
+"""Cost-based rate limits, API keys, CORS and the security headers (api/ratelimit.py,
+api/keys.py, api/security.py), with the in-process limiter and with a real Redis."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from flask import Flask, jsonify
+from flask.testing import FlaskClient
+
+from api import create_app
+from api.keys import RedisKeyStore, digest, require_key
+from api.ratelimit import ROUTE_COSTS, charge, charge_batch
+
+if TYPE_CHECKING:
+    from conftest import RedisServer
+
+PROBLEM = "application/problem+json"
+SMALL = "/v1/analysis?position=start&houses=3&seeds=3"
+RULES = "/v1/rules"
+
+
+def limited_app(anonymous: str = "10/minute", **config: Any) -> Flask:
+    return create_app(
+        {
+            "TESTING": True,
+            "KALAH_REDIS_URL": "",
+            "KALAH_LIMIT_ANONYMOUS": anonymous,
+            "KALAH_LIMIT_STANDARD": "50/minute",
+            **config,
+        }
+    )
+
+
+def test_headers_count_down_and_a_spent_bucket_is_a_429_problem() -> None:
+    client = limited_app("3/minute").test_client()
+    remaining = []
+    for _ in range(3):
+        response = client.get(RULES)
+        assert response.status_code == 200
+        assert response.headers["RateLimit-Limit"] == "3"
+        assert response.headers["Kalah-Cost"] == "1"
+        assert "Retry-After" not in response.headers
+        remaining.append(int(response.headers["RateLimit-Remaining"]))
+    assert remaining == [2, 1, 0]
+    refused = client.get(RULES)
+    assert refused.status_code == 429 and refused.mimetype == PROBLEM
+    body = refused.get_json()
+    assert body["type"] == "/problems/rate-limited" and body["status"] == 429
+    assert "3 per 1 minute" in body["detail"]
+    assert 0 < int(refused.headers["Retry-After"]) <= 60
+    assert int(refused.headers["RateLimit-Reset"]) >= int(time.time())
+    assert refused.headers["Kalah-Cost"] == "0"
+
+
+def test_every_v1_endpoint_shares_one_bucket_and_health_is_free() -> None:
+    client = limited_app("100/minute").test_client()
+    assert client.get(RULES).headers["RateLimit-Remaining"] == "99"
+    assert client.post("/v1/play", json={"moves": [1]}).headers["RateLimit-Remaining"] == "98"
+    searched = client.get(SMALL)
+    cost = 1 + math.ceil(searched.get_json()["time_ms"] / 100)
+    assert searched.headers["Kalah-Cost"] == str(cost)
+    assert searched.headers["RateLimit-Remaining"] == str(98 - cost)
+    cached = client.get(SMALL)
+    assert cached.headers["Kalah-Cost"] == "1"
+    assert cached.headers["RateLimit-Remaining"] == str(97 - cost)
+    for path in ("/livez", "/readyz", "/openapi.json", "/docs"):
+        response = client.get(path)
+        assert response.status_code == 200, path
+        assert "RateLimit-Limit" not in response.headers
+    assert client.get(RULES).headers["RateLimit-Remaining"] == str(96 - cost)
+
+
+def test_a_cached_answer_costs_1_and_a_search_1_per_started_100_ms() -> None:
+    client = limited_app("1000/minute").test_client()
+    query = "/v1/analysis?position=start&time_ms=350"  # Kalah(6,4) is not solved in 350 ms
+    first = client.get(query)
+    searched = first.get_json()["time_ms"]
+    cost = int(first.headers["Kalah-Cost"])
+    assert first.get_json()["cached"] is False
+    assert cost >= 1 + 3 and cost <= 2 + int(searched // 100) + 1, (cost, searched)
+    again = client.get(query)
+    assert again.get_json()["cached"] is True and again.headers["Kalah-Cost"] == "1"
+    best = client.get("/v1/best-move?position=start&time_ms=350")
+    assert best.headers["Kalah-Cost"] == "1"  # the same cache entry
+    assert int(again.headers["RateLimit-Remaining"]) == 1000 - cost - 1
+
+
+def test_an_expensive_request_may_overdraw_and_then_waits() -> None:
+    client = limited_app("3/minute").test_client()
+    first = client.get("/v1/analysis?position=start&time_ms=400")
+    assert first.status_code == 200 and int(first.headers["Kalah-Cost"]) >= 5
+    assert first.headers["RateLimit-Remaining"] == "0"
+    assert client.get(RULES).status_code == 429
+
+
+def test_clients_are_limited_separately_by_ip() -> None:
+    client = limited_app("2/minute").test_client()
+    a = {"REMOTE_ADDR": "192.0.2.1"}
+    b = {"REMOTE_ADDR": "192.0.2.2"}
+    for _ in range(2):
+        assert client.get(RULES, environ_base=a).status_code == 200
+    assert client.get(RULES, environ_base=a).status_code == 429
+    assert client.get(RULES, environ_base=b).status_code == 200
+
+
+def test_trusted_proxy_gives_the_forwarded_client_ip() -> None:
+    client = limited_app("1/minute", KALAH_TRUSTED_PROXIES=1).test_client()
+    for address in ("198.51.100.1", "198.51.100.2"):
+        response = client.get(RULES, headers={"X-Forwarded-For": address})
+        assert response.status_code == 200
+    assert client.get(RULES, headers={"X-Forwarded-For": "198.51.100.1"}).status_code == 429
+    # Without a trusted proxy the header is ignored: one bucket for the peer address.
+    direct = limited_app("1/minute").test_client()
+    assert direct.get(RULES, headers={"X-Forwarded-For": "1.1.1.1"}).status_code == 200
+    assert direct.get(RULES, headers={"X-Forwarded-For": "2.2.2.2"}).status_code == 429
+
+
+def test_a_key_gets_its_tier_and_its_own_bucket() -> None:
+    app = limited_app("1/minute")
+    client = app.test_client()
+    key, info = app.extensions["kalah_auth"].store.create("standard")
+    assert key.startswith(f"kalah_{info.id}_") and len(key) > 40
+    auth = {"Authorization": f"Bearer {key}"}
+    assert client.get(RULES).status_code == 200
+    assert client.get(RULES).status_code == 429  # the anonymous bucket of this IP is spent
+    response = client.get(RULES, headers=auth)
+    assert response.status_code == 200 and response.headers["RateLimit-Limit"] == "50"
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["Bearer nope", "Bearer ", "Basic dXNlcjpwYXNz", "kalah_x", "Bearer " + "k" * 300],
+)
+def test_a_bad_key_is_a_401_problem(header: str) -> None:
+    client = limited_app().test_client()
+    response = client.get(RULES, headers={"Authorization": header})
+    assert response.status_code == 401 and response.mimetype == PROBLEM
+    assert response.headers["WWW-Authenticate"].startswith("Bearer")
+    body = response.get_json()
+    assert body["type"] == "/problems/unauthorized" and body["field"] == "Authorization"
+    assert "RateLimit-Limit" not in response.headers  # nothing charged
+
+
+def test_a_revoked_key_is_refused() -> None:
+    app = limited_app()
+    store = app.extensions["kalah_auth"].store
+    key, info = store.create("premium")
+    assert store.revoke(info.id) and not store.revoke(info.id)
+    response = app.test_client().get(RULES, headers={"Authorization": f"Bearer {key}"})
+    assert response.status_code == 401
+
+
+def test_require_key_and_an_upfront_charge_for_batch_like_routes() -> None:
+    """The hook a batch endpoint uses: ``require_key()`` then ``charge(n, upfront=True)``."""
+    app = limited_app()
+
+    @app.post("/v1/test-batch")
+    def batch() -> Any:
+        from flask import request
+
+        require_key()
+        charge(len(request.get_json()["items"]), upfront=True)
+        return jsonify(ok=True)
+
+    client = app.test_client()
+    anonymous = client.post("/v1/test-batch", json={"items": [1]})
+    assert anonymous.status_code == 401 and anonymous.get_json()["type"] == "/problems/key-required"
+    key, _ = app.extensions["kalah_auth"].store.create("standard")
+    auth = {"Authorization": f"Bearer {key}"}
+    ok = client.post("/v1/test-batch", json={"items": list(range(20))}, headers=auth)
+    assert ok.status_code == 200 and ok.headers["Kalah-Cost"] == "21"
+    too_big = client.post("/v1/test-batch", json={"items": list(range(40))}, headers=auth)
+    assert too_big.status_code == 429 and int(too_big.headers["Retry-After"]) >= 1
+    assert "41 units" in too_big.get_json()["detail"]
+    assert client.post("/v1/test-batch", json={"items": [1]}, headers=auth).status_code == 200
+
+
+def test_charge_batch_needs_a_key_and_pays_each_item_up_front() -> None:
+    app = limited_app()  # standard keys: 50 units a minute
+
+    @app.post("/v1/test-jobs")
+    def jobs() -> Any:
+        from flask import request
+
+        body = request.get_json()
+        charge_batch(len(body["items"]))
+        return jsonify(queued=len(body["items"]))
+
+    client = app.test_client()
+    job = {"items": [1, 2, 3]}  # 3 units, + 1 for the request
+    assert client.post("/v1/test-jobs", json=job).get_json()["type"] == "/problems/key-required"
+    key, _ = app.extensions["kalah_auth"].store.create("standard")
+    auth = {"Authorization": f"Bearer {key}"}
+    queued = client.post("/v1/test-jobs", json=job, headers=auth)
+    assert queued.status_code == 200 and queued.headers["Kalah-Cost"] == "4"
+    assert queued.headers["RateLimit-Remaining"] == "46"
+    big = client.post("/v1/test-jobs", json={"items": list(range(50))}, headers=auth)
+    assert big.status_code == 429  # 51 units, 46 left
+
+
+def test_route_costs_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("api.ratelimit.ROUTE_COSTS", {**ROUTE_COSTS, "rules.RulesView": 5})
+    client = limited_app("7/minute").test_client()
+    assert client.get(RULES).headers["Kalah-Cost"] == "5"
+    assert client.get(RULES).status_code == 429  # 2 left, base cost 5
+
+
+def test_rules_publishes_the_tiers_and_the_search_unit() -> None:
+    published = limited_app("7/minute").test_client().get(RULES).get_json()["rate_limits"]
+    assert published == {
+        "tiers": {"anonymous": "7/minute", "standard": "50/minute", "premium": "12000/minute"},
+        "search_unit_ms": 100,
+    }
+
+
+@pytest.mark.parametrize("value", ["lots", "5/fortnight", ""])
+def test_bad_limit_setting_names_the_variable(value: str) -> None:
+    if value == "":
+        assert limited_app(value)  # empty: the default
+        return
+    with pytest.raises(ValueError, match="KALAH_LIMIT_ANONYMOUS"):
+        limited_app(value)
+
+
+# ----------------------------------------------------------------------------- with Redis
+
+
+def test_redis_buckets_are_shared_by_apps_and_keys_live_hashed(redis_server: RedisServer) -> None:
+    redis_server.flush()
+    config = {
+        "TESTING": True,
+        "KALAH_REDIS_URL": redis_server.url,
+        "KALAH_LIMIT_ANONYMOUS": "3/minute",
+    }
+    one, two = create_app(config).test_client(), create_app(config).test_client()
+    assert [one.get(RULES).status_code, two.get(RULES).status_code] == [200, 200]
+    assert one.get(RULES).status_code == 200
+    assert two.get(RULES).status_code == 429  # two "workers", one bucket
+
+    store = RedisKeyStore(redis_server.url, timeout_s=1)
+    key, info = store.create("standard")
+    raw = store.client.hgetall("kalah:key:" + digest(key))
+    assert raw[b"tier"] == b"standard" and raw[b"id"] == info.id.encode()
+    dump = b"".join(store.client.dump(k) or b"" for k in store.client.keys("kalah:key*"))
+    assert key.encode() not in dump and key.split("_")[-1].encode() not in dump
+    auth = {"Authorization": f"Bearer {key}"}
+    assert one.get(RULES, headers=auth).headers["RateLimit-Limit"] == "1200"
+    assert store.revoke(key)
+    fresh = create_app(config).test_client()  # (others remember a verified key a few seconds)
+    assert fresh.get(RULES, headers=auth).status_code == 401
+
+
+def test_redis_down_answers_without_limits_storage_or_key_checks(own_redis: RedisServer) -> None:
+    app = create_app(
+        {"TESTING": True, "KALAH_REDIS_URL": own_redis.url, "KALAH_LIMIT_ANONYMOUS": "100/minute"}
+    )
+    client = app.test_client()
+    key, _ = app.extensions["kalah_auth"].store.create("standard")
+    assert client.get(RULES).status_code == 200
+    own_redis.stop()
+    try:
+        for _ in range(3):
+            response = client.get(SMALL)
+            assert response.status_code == 200, response.get_data(as_text=True)
+            assert "RateLimit-Limit" in response.headers  # the in-memory fallback counts
+        other = create_app(
+            {
+                "TESTING": True,
+                "KALAH_REDIS_URL": own_redis.url,
+                "KALAH_LIMIT_ANONYMOUS": "100/minute",
+            }
+        ).test_client()
+        # An unverifiable key is served as anonymous, not refused.
+        assert other.get(RULES, headers={"Authorization": f"Bearer {key}"}).status_code == 200
+    finally:
+        own_redis.start()
+    assert client.get(RULES).status_code == 200
+
+
+def test_an_unreachable_key_store_is_skipped_for_a_moment() -> None:
+    from api.keys import KeyInfo, KeyStore, KeyStoreUnavailable
+
+    class Down(KeyStore):
+        calls = 0
+
+        def lookup(self, key_digest: str) -> KeyInfo | None:
+            Down.calls += 1
+            raise KeyStoreUnavailable("down")
+
+    app = limited_app("100/minute")
+    auth = app.extensions["kalah_auth"]
+    auth.store = Down()
+    client = app.test_client()
+    for _ in range(5):
+        response = client.get(RULES, headers={"Authorization": "Bearer kalah_x_y"})
+        assert response.status_code == 200  # served as anonymous
+    assert Down.calls == 1
+    auth._down_until = 0.0
+    client.get(RULES, headers={"Authorization": "Bearer kalah_x_y"})
+    assert Down.calls == 2
+
+
+def test_keys_cli(redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    import json
+
+    from kalah_core.cli import main
+
+    monkeypatch.setenv("KALAH_REDIS_URL", redis_server.url)
+    assert main(["keys", "create", "--tier", "premium", "--json"]) == 0
+    created = json.loads(capsys.readouterr().out)
+    assert created["tier"] == "premium" and created["key"].startswith("kalah_")
+    store = RedisKeyStore(redis_server.url, timeout_s=1)
+    assert store.lookup(digest(created["key"])) is not None
+    assert main(["keys", "create", "--tier", "gold"]) == 2
+    assert main(["keys", "revoke", created["key"]]) == 0
+    assert store.lookup(digest(created["key"])) is None
+    assert main(["keys", "revoke", created["id"]]) == 1
+    capsys.readouterr()
+    assert main(["keys", "revoke", "--json", "nope"]) == 1
+    assert json.loads(capsys.readouterr().out) == {"revoked": False}
+    monkeypatch.setenv("KALAH_REDIS_URL", "")
+    assert main(["keys", "create"]) == 2
+
+
+# ----------------------------------------------------------------------------- browsers
+
+
+@pytest.fixture
+def client() -> FlaskClient:
+    return limited_app("1000/minute").test_client()
+
+
+@pytest.mark.parametrize("path", ["/v1/analysis", "/v1/best-move", "/v1/rules", "/v1/play"])
+def test_cors_preflight_on_public_endpoints(client: FlaskClient, path: str) -> None:
+    response = client.options(
+        path,
+        headers={
+            "Origin": "https://app.example",
+            "Access-Control-Request-Method": "GET",
+            "Access-Control-Request-Headers": "Authorization, If-None-Match",
+        },
+    )
+    assert response.status_code == 200
+    assert response.headers["Access-Control-Allow-Origin"] in ("*", "https://app.example")
+    allowed = response.headers["Access-Control-Allow-Headers"].lower()
+    assert "authorization" in allowed and "if-none-match" in allowed
+    assert "RateLimit-Limit" not in response.headers  # preflights are free
+
+
+def test_cors_exposes_etag_and_limit_headers(client: FlaskClient) -> None:
+    response = client.get(SMALL, headers={"Origin": "https://app.example"})
+    assert response.headers["Access-Control-Allow-Origin"] in ("*", "https://app.example")
+    exposed = {
+        h.strip().lower() for h in response.headers["Access-Control-Expose-Headers"].split(",")
+    }
+    assert {
+        "etag",
+        "retry-after",
+        "ratelimit-limit",
+        "ratelimit-remaining",
+        "ratelimit-reset",
+    } <= exposed
+    assert (
+        "Access-Control-Allow-Origin"
+        not in client.get("/metrics", headers={"Origin": "https://app.example"}).headers
+    )
+
+
+def test_cors_origins_setting() -> None:
+    client = limited_app(KALAH_CORS_ORIGINS="https://a.example").test_client()
+    good = client.get(RULES, headers={"Origin": "https://a.example"})
+    assert good.headers["Access-Control-Allow-Origin"] == "https://a.example"
+    bad = client.get(RULES, headers={"Origin": "https://evil.example"})
+    assert "Access-Control-Allow-Origin" not in bad.headers
+
+
+@pytest.mark.parametrize("path", ["/v1/rules", SMALL, "/livez", "/openapi.json", "/nowhere"])
+def test_security_headers(client: FlaskClient, path: str) -> None:
+    response = client.get(path)
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
+    assert response.headers["Referrer-Policy"] == "no-referrer"
+    assert response.headers["X-Frame-Options"] == "DENY"
+    csp = response.headers["Content-Security-Policy"]
+    assert "default-src 'none'" in csp and "frame-ancestors 'none'" in csp
+
+
+def test_docs_csp_lets_the_swagger_ui_load(client: FlaskClient) -> None:
+    response = client.get("/docs")
+    assert response.status_code == 200
+    csp = response.headers["Content-Security-Policy"]
+    assert "https://cdn.jsdelivr.net" in csp and "frame-ancestors 'none'" in csp
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_spec_documents_keys_limits_and_costs(client: FlaskClient) -> None:
+    spec = client.get("/openapi.json").get_json()
+    assert spec["components"]["securitySchemes"]["apiKey"]["scheme"] == "bearer"
+    assert "Rate limits" in spec["info"]["description"]
+    for path, operations in spec["paths"].items():
+        for method, operation in operations.items():
+            if method == "parameters":
+                continue
+            if path.startswith("/v1/"):
+                assert {"401", "429"} <= set(operation["responses"]), path
+                assert "Retry-After" in operation["responses"]["429"]["headers"]
+            else:
+                assert "429" not in operation["responses"], path
