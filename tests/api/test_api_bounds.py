@@ -169,6 +169,11 @@ def test_rules_reports_every_limit(client: FlaskClient) -> None:
         "max_notation_length": 64,
         "max_position_text": 1024,
         "max_game_length": 4096,
+        "batch_max_positions": 10000,
+        "batch_inline_max": 16,
+        "batch_max_budget_ms": 10_000_000,
+        "batch_max_body_bytes": 4 * 1024 * 1024,
+        "batch_jobs": False,
     }
 
 

@@ -4,7 +4,10 @@ body) matches the spec.
 
 Not checked: ``positive_data_acceptance`` (a request valid by the spec is answered 2xx). The
 spec cannot say which strings are positions of the given rules (a compact notation with the
-wrong number of houses is schema-valid text), so those are rightly 4xx problems.
+wrong number of houses is schema-valid text), so those are rightly 4xx problems. Nor, for
+``POST /v1/batch`` only, ``negative_data_rejection``: a batch reports an item that cannot be
+analysed (bad rules included) as a problem object in that item's slot of a 200 answer, by
+design, so one bad item does not sink the other thousands; the batch tests check those slots.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 import schemathesis
 from figures import tried
 from hypothesis import HealthCheck, settings
-from schemathesis.checks import positive_data_acceptance
+from schemathesis.checks import negative_data_rejection, positive_data_acceptance
 
 from api import create_app
 
@@ -36,4 +39,7 @@ schema = schemathesis.openapi.from_wsgi("/openapi.json", app)
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 def test_every_operation_conforms(case: schemathesis.Case) -> None:
     tried(f"schemathesis {case.operation.label}")
-    case.call_and_validate(excluded_checks=[positive_data_acceptance])
+    excluded = [positive_data_acceptance]
+    if case.operation.label == "POST /v1/batch":
+        excluded.append(negative_data_rejection)
+    case.call_and_validate(excluded_checks=excluded)
