@@ -25,13 +25,14 @@ carry ``RateLimit-Limit``, ``RateLimit-Remaining``, ``RateLimit-Reset`` (Unix ti
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from apispec import APISpec, BasePlugin
 from flask import Flask, Response, current_app, g, request
-from flask_limiter import HeaderNames, Limiter
+from flask_limiter import HeaderNames, Limiter, RequestLimit
 
 from .config import Settings
 from .errors import ApiProblem
@@ -47,6 +48,11 @@ LIMITED_PREFIX = "/v1/"
 """Paths that are charged; health, metrics, the spec and the docs are free."""
 
 KEY_PREFIX = "kalah:rl"
+
+STATS_TTL_S = 0.25
+"""How long a worker reuses a caller's window stats for the RateLimit headers, counting its own
+charges meanwhile: the headers then cost no Redis round trip on most requests (a cached answer
+pays two: the limiter's test and its deduction). Other workers' charges show within this."""
 
 HEADERS = {
     HeaderNames.LIMIT: "RateLimit-Limit",
@@ -133,26 +139,69 @@ def init_rate_limits(app: Flask, settings: Settings, auth: Authenticator) -> Lim
         storage_options=options,
         strategy="fixed-window",
         key_prefix=KEY_PREFIX,
-        headers_enabled=True,
-        header_name_mapping=HEADERS,
+        headers_enabled=False,  # ours, from the cached window stats (see _WindowStats)
         swallow_errors=True,  # a storage failure never fails a request
         in_memory_fallback_enabled=True,
     )
     limiter.request_filter(lambda: not _limited())
 
-    # Registered before the limiter's own hook, so it runs after it (Flask reverses them).
+    stats = _WindowStats()
+
+    # Registered before the limiter's own hook, so it runs after it (Flask reverses them):
+    # this request's cost is deducted by then.
     @app.after_request
     def cost_headers(response: Response) -> Response:
-        if _limited() and g.get("kalah_caller") is not None:
-            charged = response.status_code != 429  # refused requests are not charged
-            response.headers["Kalah-Cost"] = str(request_cost() if charged else 0)
-        if response.status_code not in (429, 503):
-            response.headers.pop("Retry-After", None)  # flask-limiter sends it on every answer
+        if not _limited() or g.get("kalah_caller") is None:
+            return response
+        refused = response.status_code == 429  # refused requests are not charged
+        cost = 0 if refused else request_cost()
+        response.headers["Kalah-Cost"] = str(cost)
+        limits = limiter.current_limits
+        if not limits:
+            return response
+        try:
+            reset, remaining = stats.get(limiter, limits[0], cost, fresh=refused)
+        except Exception:  # the limiter's storage failed: no headers, the answer stands
+            return response
+        response.headers[HEADERS[HeaderNames.LIMIT]] = str(limits[0].limit.amount)
+        response.headers[HEADERS[HeaderNames.REMAINING]] = str(max(0, remaining))
+        response.headers[HEADERS[HeaderNames.RESET]] = str(int(reset + 1))
+        if refused and "Retry-After" not in response.headers:
+            response.headers["Retry-After"] = str(max(1, math.ceil(reset - time.time())))
         return response
 
     limiter.init_app(app)
     app.extensions["kalah_limiter"] = limiter
     return limiter
+
+
+class _WindowStats:
+    """Each caller's window (reset time, units remaining) as last read from the limiter's
+    storage, reused for :data:`STATS_TTL_S` while this worker's own charges are counted off."""
+
+    MAX_CALLERS = 10_000
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seen: dict[str, tuple[float, float, int]] = {}  # key -> (read at, reset, left)
+
+    def get(
+        self, limiter: Limiter, limit: RequestLimit, cost: int, *, fresh: bool = False
+    ) -> tuple[float, int]:
+        now = time.monotonic()
+        with self._lock:
+            seen = self._seen.get(limit.key)
+            if seen is not None and not fresh and now - seen[0] < STATS_TTL_S:
+                read_at, reset, left = seen
+                if time.time() < reset:
+                    self._seen[limit.key] = (read_at, reset, left - cost)
+                    return reset, left - cost
+        reset, left = limiter.limiter.get_window_stats(limit.limit, *limit.request_args)
+        with self._lock:
+            if len(self._seen) >= self.MAX_CALLERS:
+                self._seen.clear()
+            self._seen[limit.key] = (now, reset, left)
+        return reset, left
 
 
 COSTS_DOC = f"""\
