@@ -70,7 +70,7 @@ class Settings:
     cors_origins: str = "*"
 
     def tier_limit(self, tier: str) -> str:
-        """The rate limit (flask-limiter syntax, in cost units) of ``tier``."""
+        """The rate limit (the `limits` library's syntax, in cost units) of ``tier``."""
         return str(getattr(self, f"limit_{tier}"))
 
 

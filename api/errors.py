@@ -261,7 +261,7 @@ def http_problem(error: HTTPException) -> Response:
         )
     if code == 400:
         return _typed("malformed-body", "the request body is not valid JSON", field="body")
-    if code == 429:  # flask-limiter adds Retry-After and the RateLimit headers afterwards
+    if code == 429:  # api.ratelimit adds Retry-After and the RateLimit headers afterwards
         return _typed(
             "rate-limited",
             f"rate limit {error.description} spent; see Retry-After",

@@ -13,7 +13,7 @@ from flask.testing import FlaskClient
 
 from api import create_app
 from api.keys import RedisKeyStore, digest, require_key
-from api.ratelimit import ROUTE_COSTS, charge, charge_batch
+from api.ratelimit import ROUTE_COSTS, SYNC_S, charge, charge_batch
 
 if TYPE_CHECKING:
     from conftest import RedisServer
@@ -236,10 +236,20 @@ def test_redis_buckets_are_shared_by_apps_and_keys_live_hashed(redis_server: Red
         "KALAH_REDIS_URL": redis_server.url,
         "KALAH_LIMIT_ANONYMOUS": "3/minute",
     }
-    one, two = create_app(config).test_client(), create_app(config).test_client()
+    apps = create_app(config), create_app(config)
+    one, two = (app.test_client() for app in apps)
+
+    def sync() -> None:  # what each worker's thread does every SYNC_S
+        for app in apps:
+            app.extensions["kalah_limits"].sync()
+
     assert [one.get(RULES).status_code, two.get(RULES).status_code] == [200, 200]
+    sync()
     assert one.get(RULES).status_code == 200
+    sync()
     assert two.get(RULES).status_code == 429  # two "workers", one bucket
+    time.sleep(3 * SYNC_S)  # the workers' own threads sync too
+    assert int(one.get(RULES).headers["RateLimit-Remaining"]) == 0
 
     store = RedisKeyStore(redis_server.url, timeout_s=1)
     key, info = store.create("standard")
