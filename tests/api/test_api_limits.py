@@ -419,3 +419,18 @@ def test_spec_documents_keys_limits_and_costs(client: FlaskClient) -> None:
                 assert "Retry-After" in operation["responses"]["429"]["headers"]
             else:
                 assert "429" not in operation["responses"], path
+
+
+def test_workers_counting_apart_overdraw_a_bucket_by_little(redis_server: RedisServer) -> None:
+    # Two "workers" that count in memory: a fast spender is synced before admission, so
+    # together they admit hardly more than the bucket holds, without waiting for a sync.
+    redis_server.flush()
+    config = {
+        "TESTING": True,
+        "KALAH_REDIS_URL": redis_server.url,
+        "KALAH_LIMIT_ANONYMOUS": "40/minute",
+    }
+    one, two = create_app(config).test_client(), create_app(config).test_client()
+    statuses = [client.get(RULES).status_code for _ in range(50) for client in (one, two)]
+    assert 40 <= statuses.count(200) <= 42
+    assert statuses.count(429) == len(statuses) - statuses.count(200)
