@@ -11,11 +11,15 @@ pointing ``KALAH_REDIS_URL`` at the same Redis.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
 import socket
 import threading
+import time
+
+import redis
 
 from kalah_core.errors import KalahError
 
@@ -28,6 +32,10 @@ from .jobs import REAP_EVERY_S, JobStore
 log = logging.getLogger("api.batch.worker")
 
 _STATE: list[tuple[Analyser, JobStore]] = []
+
+OUTAGE_PAUSE_S = 0.5
+OUTAGE_PAUSE_MAX_S = 5.0
+"""After losing Redis, a worker tries again after this pause, doubling up to the maximum."""
 
 
 def _state() -> tuple[Analyser, JobStore]:
@@ -87,9 +95,25 @@ def run_worker(*, burst: bool = False, name: str | None = None) -> int:
                 log.exception("reaper round failed")
 
     threading.Thread(target=reaper, name="reaper", daemon=True).start()
-    worker = SimpleWorker([store.queue], connection=store.redis, name=name)
+    level = os.environ.get("KALAH_LOG_LEVEL", "INFO").upper()
+    pause = OUTAGE_PAUSE_S
     try:
-        worker.work(burst=burst, logging_level=os.environ.get("KALAH_LOG_LEVEL", "INFO").upper())
+        for attempt in itertools.count():
+            # A new RQ worker after an outage (RQ's own loop gives up on a lost connection);
+            # this process, its warm engine and its databases stay. A chunk cut off by the
+            # outage is re-queued by a reaper once its lease lapses.
+            try:
+                worker = SimpleWorker(
+                    [store.queue],
+                    connection=store.redis,
+                    name=name if attempt == 0 or name is None else f"{name}-{attempt}",
+                )
+                worker.work(burst=burst, logging_level=level)
+                return 0
+            except (redis.ConnectionError, redis.TimeoutError) as error:
+                log.warning("Redis unreachable (%s); trying again in %.1f s", error, pause)
+                time.sleep(pause)
+                pause = min(2 * pause, OUTAGE_PAUSE_MAX_S)
     finally:
         stop.set()
-    return 0
+    return 0  # pragma: no cover - the loop returns

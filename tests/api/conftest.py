@@ -48,8 +48,9 @@ def _wait_for(check: Any, timeout: float, what: str) -> None:
 class RedisServer:
     """A real ``redis-server`` on a fixed port that a test may stop and start again."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, *, persistent: bool = False) -> None:
         self.port = port
+        self.persistent = persistent  # an append-only file: the data survive a restart
         self.url = f"redis://127.0.0.1:{port}/0"
         self.process: subprocess.Popen[bytes] | None = None
         self.dir = tempfile.mkdtemp(prefix="kalah-redis-")
@@ -66,7 +67,7 @@ class RedisServer:
                 "--save",
                 "",
                 "--appendonly",
-                "no",
+                "yes" if self.persistent else "no",
                 "--dir",
                 self.dir,
             ],
