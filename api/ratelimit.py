@@ -33,11 +33,13 @@ Answers carry ``RateLimit-Limit``, ``RateLimit-Remaining``, ``RateLimit-Reset`` 
 
 from __future__ import annotations
 
+import atexit
 import logging
 import math
 import os
 import threading
 import time
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -69,6 +71,9 @@ SYNC_S = 0.1
 
 RETRY_S = 0.5
 """After a failed sync, how long a worker counts alone before it tries Redis again."""
+
+_EXITING = threading.Event()
+atexit.register(_EXITING.set)  # sync threads stop, and stay quiet, once the process exits
 
 
 def _limited() -> bool:
@@ -235,13 +240,8 @@ class Buckets:
             if self._thread_pid != os.getpid():
                 self._thread_pid = os.getpid()
                 threading.Thread(
-                    target=self._sync_forever, name="ratelimit-sync", daemon=True
+                    target=_sync_forever, args=(weakref.ref(self),), name="rl-sync", daemon=True
                 ).start()
-
-    def _sync_forever(self) -> None:
-        while True:
-            time.sleep(SYNC_S)
-            self.sync()
 
     def sync(self) -> None:
         """Add this worker's pending charges to Redis and read back every bucket's total."""
@@ -270,7 +270,7 @@ class Buckets:
                 with self._lock:
                     for _, bucket, units in sent:
                         bucket.pending += units
-                if self._down_until == 0.0:
+                if self._down_until == 0.0 and not _EXITING.is_set():
                     log.warning("rate limits: Redis unreachable, counting per worker: %s", error)
                 self._down_until = time.monotonic() + RETRY_S
                 return
@@ -284,6 +284,16 @@ class Buckets:
                     bucket.counted = total
                     if pttl > 0:
                         bucket.reset = now + pttl / 1000.0
+
+
+def _sync_forever(ref: weakref.ref[Buckets]) -> None:
+    """A worker's sync thread; it ends with its :class:`Buckets` (an app that is gone)."""
+    while not _EXITING.wait(SYNC_S):
+        buckets = ref()
+        if buckets is None:
+            return
+        buckets.sync()
+        del buckets
 
 
 def init_rate_limits(app: Flask, settings: Settings, auth: Authenticator) -> Buckets:
