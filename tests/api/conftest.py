@@ -7,7 +7,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from api import create_app
+from api.serve import gunicorn_command
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -99,7 +99,8 @@ class RedisServer:
 
 def _redis_server() -> Iterator[RedisServer]:
     if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed")
+        # The cache tests need the real thing: a missing server is an error, never a skip.
+        pytest.fail("redis-server is not installed (Debian: apt-get install redis-server)")
     server = RedisServer(free_port())
     server.start()
     try:
@@ -159,16 +160,7 @@ class Gunicorn:
     def start(self) -> str:
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "gunicorn",
-                    "-c",
-                    "deploy/gunicorn.conf.py",
-                    "-b",
-                    f"127.0.0.1:{self.port}",
-                    "api.wsgi:app",
-                ],
+                gunicorn_command("127.0.0.1", self.port, None),
                 cwd=ROOT,
                 env=self.env,
                 stdout=log,
