@@ -38,6 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from api.serve import gunicorn_command  # noqa: E402
 from kalah_core import Position, Rules, legal_moves, play  # noqa: E402
 
 UNCACHED_PLIES = (12, 30)
@@ -303,16 +304,7 @@ class Servers:
         (self.tmp / "metrics").mkdir()
         self.log = open(self.tmp / "gunicorn.log", "wb")  # noqa: SIM115
         self.gunicorn = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "-c",
-                "deploy/gunicorn.conf.py",
-                "-b",
-                f"127.0.0.1:{self.port}",
-                "api.wsgi:app",
-            ],
+            gunicorn_command("127.0.0.1", self.port, None),
             cwd=ROOT,
             env=env,
             stdout=self.log,
