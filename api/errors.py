@@ -261,12 +261,6 @@ def http_problem(error: HTTPException) -> Response:
         )
     if code == 400:
         return _typed("malformed-body", "the request body is not valid JSON", field="body")
-    if code == 429:  # api.ratelimit adds Retry-After and the RateLimit headers afterwards
-        return _typed(
-            "rate-limited",
-            f"rate limit {error.description} spent; see Retry-After",
-            field=None,
-        )
     headers = {}
     if code == 405 and hasattr(error, "valid_methods") and error.valid_methods:
         headers["Allow"] = ", ".join(error.valid_methods)
@@ -343,3 +337,18 @@ def rules_field(prefix: str | None) -> Callable[[str | None], str]:
         return f"{prefix}.{field}" if prefix else str(field)
 
     return rename
+
+
+def document_problems(blp: Any, errors: Mapping[int, str]) -> Callable[[Any], Any]:
+    """A view decorator documenting each ``status: description`` of ``errors`` as a
+    problem+json response of ``blp`` (a flask-smorest Blueprint) in the spec."""
+    from .schemas import ProblemSchema
+
+    def decorate(view: Any) -> Any:
+        for status, description in errors.items():
+            view = blp.alt_response(
+                status, schema=ProblemSchema, content_type=PROBLEM_JSON, description=description
+            )(view)
+        return view
+
+    return decorate

@@ -11,9 +11,8 @@ from flask.views import MethodView
 from flask_smorest import Blueprint  # type: ignore[import-untyped]
 from marshmallow import RAISE
 
-from ..errors import PROBLEM_JSON
+from ..errors import document_problems
 from ..ratelimit import charge_search
-from ..schemas import ProblemSchema
 from .schemas import (
     RULE_PARAMETERS,
     AnalysisAnswerSchema,
@@ -84,17 +83,6 @@ class ConditionalGetPlugin(BasePlugin):
             operations["get"].setdefault("parameters", []).insert(0, dict(IF_NONE_MATCH))
 
 
-def _document_errors(view: Any) -> Any:
-    for status, description in ERRORS.items():
-        view = blp.alt_response(
-            status,
-            schema=ProblemSchema,
-            content_type=PROBLEM_JSON,
-            description=description,
-        )(view)
-    return view
-
-
 def analyser() -> Analyser:
     result: Analyser = current_app.extensions["kalah"]
     return result
@@ -132,7 +120,7 @@ class Analysis(MethodView):
     @blp.arguments(AnalysisQuerySchema(), location="query", as_kwargs=False, unknown=RAISE)
     @blp.response(200, AnalysisAnswerSchema, description="The analysis.", headers=CACHE_HEADERS)
     @blp.alt_response(304, description="Not modified (If-None-Match matched the ETag).")
-    @_document_errors
+    @document_problems(blp, ERRORS)
     def get(self, args: dict[str, Any]) -> Response:
         """Analyse a position given in the query (cacheable).
 
@@ -145,7 +133,7 @@ class Analysis(MethodView):
 
     @blp.arguments(AnalysisRequestSchema(), as_kwargs=False)
     @blp.response(200, AnalysisAnswerSchema, description="The analysis.")
-    @_document_errors
+    @document_problems(blp, ERRORS)
     def post(self, data: dict[str, Any]) -> Response:
         """Analyse a position given in the body: JSON form or compact notation, rules as a
         preset or an object of options, and search limits."""
@@ -170,7 +158,7 @@ class BestMove(MethodView):
         200, BestMoveAnswerSchema, description="The best move and the value.", headers=CACHE_HEADERS
     )
     @blp.alt_response(304, description="Not modified (If-None-Match matched the ETag).")
-    @_document_errors
+    @document_problems(blp, ERRORS)
     def get(self, args: dict[str, Any]) -> Response:
         """The best move and the value only: the quickest answer (same cache as /v1/analysis)."""
         full = _from_query(args).json()

@@ -19,9 +19,8 @@ from kalah_core.errors import KalahError
 
 from ..analysis.service import Analyser
 from ..config import BATCH_PAGE_MAX, MAX_BATCH_BODY_BYTES
-from ..errors import PROBLEM_JSON, ApiProblem, problem_object
+from ..errors import ApiProblem, document_problems, problem_object
 from ..ratelimit import charge_batch, charge_search
-from ..schemas import ProblemSchema
 from .items import Batch as ParsedBatch
 from .items import inline_ok, parse_batch
 from .jobs import JobStatus, JobStore
@@ -53,17 +52,6 @@ JOB_ERRORS = {
     422: "A bad offset or limit.",
     503: "Redis (the job queue) is not reachable.",
 }
-
-
-def _document_errors(errors: dict[int, str]) -> Any:
-    def decorate(view: Any) -> Any:
-        for status, description in errors.items():
-            view = blp.alt_response(
-                status, schema=ProblemSchema, content_type=PROBLEM_JSON, description=description
-            )(view)
-        return view
-
-    return decorate
 
 
 def _analyser() -> Analyser:
@@ -112,7 +100,7 @@ class Batch(MethodView):
         description="A large batch became a job: poll the URL in Location (GET /v1/jobs/{id}).",
         headers={"Location": {"description": "/v1/jobs/{id}", "schema": {"type": "string"}}},
     )
-    @_document_errors(ERRORS)
+    @document_problems(blp, ERRORS)
     def post(self, data: dict[str, Any]) -> Response:
         """Analyse many positions: each item is a position with optional rules and limits of
         its own (overriding the batch's `rules` and `limits`). Items are analysed exactly as
@@ -163,7 +151,7 @@ def _ndjson(store: JobStore, job_id: str, offset: int, end: int) -> Iterator[byt
 class Job(MethodView):
     @blp.arguments(JobQuerySchema(), location="query", as_kwargs=False)
     @blp.response(200, JobSchema, description="The job's status, progress and a page of results.")
-    @_document_errors(JOB_ERRORS)
+    @document_problems(blp, JOB_ERRORS)
     def get(self, args: dict[str, Any], job_id: str) -> Response:
         """A batch job: its status (queued, running, finished, failed), its progress and a page
         of its results in input order (`offset`, `limit`; `next` links the following page).

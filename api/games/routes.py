@@ -10,9 +10,8 @@ from flask import current_app
 from flask.views import MethodView
 from flask_smorest import Blueprint  # type: ignore[import-untyped]
 
-from ..errors import PROBLEM_JSON
+from ..errors import document_problems
 from ..ratelimit import charge_search
-from ..schemas import ProblemSchema
 from .schemas import GameAnswerSchema, GameRequestSchema
 from .service import review_game
 
@@ -32,19 +31,11 @@ ERRORS = {
 }
 
 
-def _document_errors(view: Any) -> Any:
-    for status, description in ERRORS.items():
-        view = blp.alt_response(
-            status, schema=ProblemSchema, content_type=PROBLEM_JSON, description=description
-        )(view)
-    return view
-
-
 @blp.route("/analysis")
 class GameAnalysis(MethodView):
     @blp.arguments(GameRequestSchema(), as_kwargs=False)
     @blp.response(200, GameAnswerSchema, description="One entry per sowing and a summary.")
-    @_document_errors
+    @document_problems(blp, ERRORS)
     def post(self, data: dict[str, Any]) -> dict[str, Any]:
         """Analyse a game: a seed-000 text (`game`) or `moves` from `position` (default the
         start). Each sowing gets the position before it, the mover's value before and after,

@@ -14,8 +14,7 @@ from kalah_core.finnish import write_fi
 from kalah_core.game import Game, legal_moves, outcome
 
 from ..analysis.service import parse_position_field, parse_rules
-from ..errors import ApiProblem, renamed_field
-from ..schemas import ProblemSchema
+from ..errors import ApiProblem, document_problems, renamed_field
 from .schemas import PlayAnswerSchema, PlayRequestSchema
 
 blp = Blueprint(
@@ -23,28 +22,18 @@ blp = Blueprint(
 )
 
 
+ERRORS = {
+    400: "Unparsable input.",
+    413: "The body is too large.",
+    422: "Invalid rules or position, or an illegal move (field moves.<index> or game).",
+}
+
+
 @blp.route("/play")
 class Play(MethodView):
     @blp.arguments(PlayRequestSchema(), as_kwargs=False)
     @blp.response(200, PlayAnswerSchema, description="Every step and the final status.")
-    @blp.alt_response(
-        400,
-        schema=ProblemSchema,
-        content_type="application/problem+json",
-        description="Unparsable input.",
-    )
-    @blp.alt_response(
-        413,
-        schema=ProblemSchema,
-        content_type="application/problem+json",
-        description="The body is too large.",
-    )
-    @blp.alt_response(
-        422,
-        schema=ProblemSchema,
-        content_type="application/problem+json",
-        description="Invalid rules or position, or an illegal move (field moves.<index> or game).",
-    )
+    @document_problems(blp, ERRORS)
     def post(self, data: dict[str, Any]) -> dict[str, Any]:
         """Play moves (house numbers or 'swap') or a game in the seed-000 notation from a
         position (default: the start) and return each intermediate position with the events
