@@ -113,13 +113,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     )
     app.config.update({k: v for k, v in config.items() if k not in ENV_NAMES})
 
-    cache = make_cache(
-        settings.redis_url,
-        ttl_s=settings.cache_ttl_s,
-        lru_size=settings.lru_size,
-        timeout_s=settings.redis_timeout_s,
-        max_connections=settings.threads + 4,
-    )
+    cache = make_cache(settings, max_connections=settings.threads + 4)
     app.extensions["kalah"] = Analyser(settings, cache)
     app.extensions["kalah_jobs"] = (
         JobStore(settings.redis_url, ttl_s=settings.job_ttl_s) if settings.redis_url else None

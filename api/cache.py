@@ -28,9 +28,12 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from . import metrics
+
+if TYPE_CHECKING:
+    from .config import Settings
 
 log = logging.getLogger("api.cache")
 
@@ -348,15 +351,14 @@ class RedisCache(AnswerCache):
                     self._failed(error)
 
 
-def make_cache(
-    redis_url: str | None, *, ttl_s: float, lru_size: int, timeout_s: float, max_connections: int
-) -> AnswerCache:
-    if redis_url:
+def make_cache(settings: Settings, *, max_connections: int) -> AnswerCache:
+    """The answer cache the settings configure: Redis behind an LRU, or the LRU alone."""
+    if settings.redis_url:
         return RedisCache(
-            redis_url,
-            ttl_s=ttl_s,
-            lru_size=lru_size,
-            timeout_s=timeout_s,
+            settings.redis_url,
+            ttl_s=settings.cache_ttl_s,
+            lru_size=settings.lru_size,
+            timeout_s=settings.redis_timeout_s,
             max_connections=max_connections,
         )
-    return MemoryCache(lru_size, ttl_s)
+    return MemoryCache(settings.lru_size, settings.cache_ttl_s)

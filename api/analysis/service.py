@@ -286,13 +286,7 @@ def _default_analyser() -> Analyser:
         from ..config import load_settings
 
         settings = load_settings()
-        cache = make_cache(
-            settings.redis_url,
-            ttl_s=settings.cache_ttl_s,
-            lru_size=settings.lru_size,
-            timeout_s=settings.redis_timeout_s,
-            max_connections=2,
-        )
+        cache = make_cache(settings, max_connections=2)
         _DEFAULT.append(Analyser(settings, cache))
     return _DEFAULT[0]
 

@@ -49,13 +49,7 @@ def _state() -> tuple[Analyser, JobStore]:
 
 def _make_state(settings: Settings) -> tuple[Analyser, JobStore]:
     assert settings.redis_url
-    cache = make_cache(
-        settings.redis_url,
-        ttl_s=settings.cache_ttl_s,
-        lru_size=settings.lru_size,
-        timeout_s=settings.redis_timeout_s,
-        max_connections=4,
-    )
+    cache = make_cache(settings, max_connections=4)
     return Analyser(settings, cache), JobStore(settings.redis_url, ttl_s=settings.job_ttl_s)
 
 
