@@ -11,25 +11,14 @@ from kalah_core.position import Position
 from kalah_core.review import Evaluation, Review, evaluate_backwards, review_history
 from kalah_core.rules import Rules
 
-from ..analysis.service import Analyser, Limits, parse_position_field, parse_rules
-from ..config import MAX_DEPTH
+from ..analysis.service import (
+    Analyser,
+    Limits,
+    effective_limits,
+    parse_position_field,
+    parse_rules,
+)
 from ..errors import ApiProblem, renamed_field
-
-
-def game_budget_ms(analyser: Analyser, time_ms: int | None, sowings: int) -> int:
-    """The whole game's budget: the client's (at most KALAH_MAX_TIME_MS, else a 422), or
-    KALAH_DEFAULT_TIME_MS per sowing capped at KALAH_MAX_TIME_MS."""
-    maximum = analyser.settings.max_time_ms
-    if time_ms is None:
-        return min(maximum, analyser.settings.default_time_ms * max(sowings, 1))
-    if time_ms > maximum:
-        raise ApiProblem(
-            "limit-exceeded",
-            f"time_ms {time_ms} is above the server's maximum of {maximum} for a whole game",
-            field="limits.time_ms",
-            max=maximum,
-        )
-    return time_ms
 
 
 def replay(
@@ -62,19 +51,12 @@ def review_game(
     played = replay(rules, start, game=game, moves=moves)
     if not played.history:
         raise ApiProblem("invalid-request", "the game has no sowing", field="game")
-    budget = game_budget_ms(analyser, time_ms, len(played.history))
     settings = analyser.settings
-    for name, value, maximum in (
-        ("depth", depth, MAX_DEPTH),
-        ("nodes", nodes, settings.max_nodes),
-    ):
-        if value is not None and value > maximum:
-            raise ApiProblem(
-                "limit-exceeded",
-                f"{name} {value} is above the server's maximum of {maximum}",
-                field=f"limits.{name}",
-                max=maximum,
-            )
+    # The checks of one analysis's limits; time_ms is the whole game's budget here, by
+    # default KALAH_DEFAULT_TIME_MS per sowing, capped at KALAH_MAX_TIME_MS.
+    effective_limits(settings, time_ms, depth, nodes, prefix="limits.")
+    sowings = len(played.history)
+    budget = time_ms or min(settings.max_time_ms, settings.default_time_ms * sowings)
 
     def analyse(position: Position, share_ms: int) -> Evaluation:
         answer = analyser.analyse(position, rules, Limits(share_ms, depth, nodes))
