@@ -205,21 +205,18 @@ class Buckets:
         eighth of what Redis last said was left, so a bucket is overdrawn by at most an eighth
         of its remainder per worker, and near its end every admission is checked in Redis."""
         self._start_syncing()
-        for attempt in (0, 1):
-            with self._lock:
-                stale = False
-                for item in items:
-                    bucket = self._bucket(identity, item)
-                    bucket.used_at = time.monotonic()
-                    stale |= bucket.pending >= max(1, (bucket.amount - bucket.counted) // 8)
-                if attempt or not stale or self._redis is None:
-                    for item in items:
-                        bucket = self._bucket(identity, item)
-                        if bucket.counted + bucket.pending + units > bucket.amount:
-                            return item
-                    return None
+        with self._lock:
+            buckets = [self._bucket(identity, item) for item in items]
+            stale = any(b.pending >= max(1, (b.amount - b.counted) // 8) for b in buckets)
+        if stale:
             self.sync()
-        return None  # pragma: no cover - the loop returns
+        with self._lock:
+            for item in items:
+                bucket = self._bucket(identity, item)
+                bucket.used_at = time.monotonic()
+                if bucket.counted + bucket.pending + units > bucket.amount:
+                    return item
+        return None
 
     def add(self, identity: str, items: tuple[RateLimitItem, ...], units: int) -> None:
         with self._lock:
@@ -317,7 +314,6 @@ def init_rate_limits(app: Flask, settings: Settings, auth: Authenticator) -> Buc
         g.kalah_window = window
         refused = buckets.admit(window.identity, window.items, base_cost())
         if refused is not None:
-            g.kalah_refused = True
             reset, _ = buckets.window(window.identity, refused)
             raise ApiProblem(
                 "rate-limited",
