@@ -59,6 +59,9 @@ def main() -> None:
     parser.add_argument("--midgame", type=int, default=200, help="number of mid-game positions")
     parser.add_argument("--k65", action="store_true", help="also Kalah(6,5) (minutes)")
     parser.add_argument(
+        "--big-repeat", type=int, default=1, help="runs of Kalah(6,4) and (6,5) empty capture"
+    )
+    parser.add_argument(
         "--egdb",
         action="append",
         default=[],
@@ -93,19 +96,19 @@ def main() -> None:
         f"({len(databases)} database(s): {', '.join(map(repr, databases)) or 'none'})"
     )
 
-    print("start positions (value, median ms over repeats, nodes, Mnodes/s)")
+    print("start positions (value, median ms over repeats [min-max], nodes, Mnodes/s)")
     cases = [
         ("Kalah(6,3) standard", Rules(seeds=3), args.repeat, True),
         ("Kalah(6,3) standard, all moves", Rules(seeds=3), args.repeat, False),
     ]
     if not args.quick:
         cases += [
-            ("Kalah(6,4) empty capture", Rules(capture="always"), 1, True),
-            ("Kalah(6,4) standard", Rules(), 1, True),
+            ("Kalah(6,4) empty capture", Rules(capture="always"), args.big_repeat, True),
+            ("Kalah(6,4) standard", Rules(), args.big_repeat, True),
         ]
     if args.k65:
         cases += [
-            ("Kalah(6,5) empty capture", Rules(seeds=5, capture="always"), 1, True),
+            ("Kalah(6,5) empty capture", Rules(seeds=5, capture="always"), args.big_repeat, True),
             ("Kalah(6,5) standard", Rules(seeds=5), 1, True),
         ]
     for title, rules, repeat, best_only in cases:
@@ -114,10 +117,12 @@ def main() -> None:
             for _ in range(repeat)
         ]
         ms = statistics.median(r[0] for r in runs)
+        low, high = min(r[0] for r in runs), max(r[0] for r in runs)
         a = runs[-1][1]
         print(
             f"  {title:<34} {a.value:+d} {'exact' if a.exact else 'HEURISTIC'}  "
-            f"{ms:9.1f} ms  {a.nodes:>12,} nodes  {a.nodes / ms / 1000:6.2f}"
+            f"{ms:9.1f} ms [{low:.0f}-{high:.0f}]  {a.nodes:>12,} nodes  "
+            f"{a.nodes / ms / 1000:6.2f}"
         )
 
     print("time limit 100 ms on the Kalah(6,6) start (elapsed ms: median, max)")

@@ -468,6 +468,10 @@ cdef class EndgameTable:
             if self._map == MAP_FAILED:
                 self._map = NULL
                 raise OSError(f"cannot map {path}")
+            # Huge pages where the page cache holds large folios (ext4 does since Linux 6.16):
+            # probes are random, and a 4 KiB page per probe is a TLB miss (a nested page walk
+            # on a VM). Kalah(6,5) with the 28-seed database: 59.7 s -> 46.4 s per pass.
+            madvise(self._map, self._length, MADV_HUGEPAGE)
         finally:
             c_close(fd)
         self.db.values = <const int8_t*>self._map + header_size
