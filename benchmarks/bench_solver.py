@@ -9,6 +9,9 @@ Each figure is one core, from an empty transposition table, start-up excluded.
     python benchmarks/bench_solver.py --k65           # also Kalah(6,5) from the start
     python benchmarks/bench_solver.py --build 24      # first build the 24-seed databases of
                                                       # both capture rules (size, build time)
+    python benchmarks/bench_solver.py --k66-tests=-30,+39 --k66-capture always
+                                                      # null-window tests of the Kalah(6,6) start:
+                                                      # which bounds it proves, each within a limit
 """
 
 from __future__ import annotations
@@ -75,6 +78,14 @@ def main() -> None:
         help="build the N-seed databases of both capture rules into --dir first, and use them",
     )
     parser.add_argument("--dir", default="/tmp", help="where --build writes (default /tmp)")
+    parser.add_argument(
+        "--k66-tests",
+        metavar="B,B,...",
+        help="only run null-window tests 'value >= B' of the Kalah(6,6) start, each from an "
+        "empty table within --k66-seconds",
+    )
+    parser.add_argument("--k66-seconds", type=float, default=120.0)
+    parser.add_argument("--k66-capture", choices=("nonempty", "always"), default="nonempty")
     args = parser.parse_args()
     paths = list(args.egdb)
     if args.build is not None:
@@ -95,6 +106,10 @@ def main() -> None:
         f"engine start-up {1000 * (time.perf_counter() - started):.1f} ms "
         f"({len(databases)} database(s): {', '.join(map(repr, databases)) or 'none'})"
     )
+
+    if args.k66_tests:
+        bounds_of_kalah66(engine, args)
+        return
 
     print("start positions (value, median ms over repeats [min-max], nodes, Mnodes/s)")
     cases = [
@@ -149,6 +164,25 @@ def main() -> None:
         f"  median {statistics.median(times):.1f} ms  max {max(times):.1f} ms  "
         f"mean nodes {nodes / len(times):,.0f}  not exact: {inexact}"
     )
+
+
+def bounds_of_kalah66(engine: Engine, args: argparse.Namespace) -> None:
+    """A far-off bound is much cheaper to prove than one near the value: each test says which."""
+    rules = Rules(seeds=6, capture=args.k66_capture)
+    start = Position.start(rules)
+    searcher = engine.searcher
+    print(f"Kalah(6,6) start, {rules.capture} capture, tests within {args.k66_seconds:.0f} s each")
+    for beta in (int(b) for b in args.k66_tests.split(",")):
+        engine.clear()
+        searcher.begin(start, rules, args.k66_seconds * 1000.0, 0)
+        started = time.perf_counter()
+        v = searcher.probe(start, rules, beta - 1, beta)
+        seconds = time.perf_counter() - started
+        if v is None:
+            verdict = "unresolved"
+        else:
+            verdict = f"proven value >= {v:+d}" if v >= beta else f"proven value <= {v:+d}"
+        print(f"  value >= {beta:+d}?  {verdict:<24} {seconds:7.1f} s  {searcher.nodes:>14,} nodes")
 
 
 if __name__ == "__main__":
