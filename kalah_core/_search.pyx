@@ -318,14 +318,10 @@ cdef int exact(Search* s, const Board* b, int alpha, int beta, uint64_t h) noexc
             a = best
     if a < beta:
         n = gen_children(s, b, first, kids, order)
-        if n and kids[order[0]].over and kids[order[0]].value >= beta:
-            # A child of known value (ordered first, best first) already fails high: no table
-            # probes for the others. Half the cut nodes next to the database end here.
-            if kids[order[0]].value > best:
-                best = kids[order[0]].value
-                best_move = kids[order[0]].move
-            n = 0
-        elif use_table and rest >= s.etc_min_seeds:
+        # No table probes when a child of known value (ordered first, best first) already fails
+        # high: the loop below cuts on it. Half the cut nodes next to the database are such.
+        if use_table and rest >= s.etc_min_seeds \
+                and not (n and kids[order[0]].over and kids[order[0]].value >= beta):
             # Enhanced transposition cutoff: a child whose stored bounds already prove v >= beta;
             # and each child's proven upper bound, to skip those that cannot raise alpha.
             for k in range(n):
