@@ -14,7 +14,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,9 +151,17 @@ def engine_version() -> str:
 class Analyser:
     """One per app: the settings, the cache and this process's engine."""
 
-    def __init__(self, settings: Settings, cache: AnswerCache) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        cache: AnswerCache,
+        *,
+        before_search: Callable[[int], None] | None = None,
+    ) -> None:
         self.settings = settings
         self.cache = cache
+        self.before_search = before_search
+        """Called with a search's time budget before it runs (the API reserves its cost)."""
         # (pid, engine, lock): one engine per process, created on first use after the fork.
         self._engine_state: tuple[int, Any, threading.Lock] | None = None
         self._create_lock = threading.Lock()
@@ -228,8 +236,11 @@ class Analyser:
         searched: list[float] = []
 
         def compute() -> Entry:
+            if self.before_search is not None:
+                self.before_search(limits.time_ms)
             analysis = self.search(position, rules, limits)
-            searched.append(analysis.time_ms)  # the engine's own time: no lock wait, no set-up
+            # The engine's own time (no lock wait, no set-up), charged at most its budget.
+            searched.append(min(analysis.time_ms, limits.time_ms))
             body = answer_body(position, rules, limits, analysis)
             return Entry(body, analysis.exact, analysis.depth)
 
