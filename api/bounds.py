@@ -94,6 +94,7 @@ def init_body_guard(app: Flask) -> None:
 def _stop_reading() -> None:
     """Read no more from a stalled client: gunicorn would otherwise try to drain the rest of
     its body (several seconds of a thread) before closing the connection after our answer."""
+    request.environ["kalah.close"] = True  # see api.gworker: "Connection: close", then close
     sock = request.environ.get("gunicorn.socket")
     if sock is not None:
         with contextlib.suppress(OSError):

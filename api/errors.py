@@ -275,6 +275,7 @@ def http_problem(error: HTTPException) -> Response:
     if code == 413:
         from .config import MAX_BODY_BYTES
 
+        request.environ["kalah.close"] = True  # the body is not read: close (api.gworker)
         limit = request.max_content_length or MAX_BODY_BYTES
         return _typed(
             "body-too-large",

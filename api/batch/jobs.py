@@ -107,14 +107,15 @@ end
 return false
 """
 
-# Chunks join their owner's list (at the front: re-queued ones), the owner joins the ring.
+# Chunks join their owner's list (at the front: re-queued ones), the owner joins the ring
+# (at the head: the ring is served from its tail, each owner served going back to the head).
 # KEYS: ring, the owner's list; ARGV: owner, front (1/0), then the chunks ("<job>:<n>").
 _WAIT = """
 for i = 3, #ARGV do
   if ARGV[2] == '1' then redis.call('LPUSH', KEYS[2], ARGV[i])
   else redis.call('RPUSH', KEYS[2], ARGV[i]) end
 end
-if not redis.call('LPOS', KEYS[1], ARGV[1]) then redis.call('RPUSH', KEYS[1], ARGV[1]) end
+if not redis.call('LPOS', KEYS[1], ARGV[1]) then redis.call('LPUSH', KEYS[1], ARGV[1]) end
 return 1
 """
 
@@ -236,7 +237,7 @@ class JobStore:
             },
         )
         encoded = [
-            json.dumps({"p": s.problem})
+            json.dumps({"p": s.problem}, ensure_ascii=False)
             if s.task is None
             else json.dumps({"t": s.task, "f": int(s.first)})
             for s in batch.slots
