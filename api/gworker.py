@@ -41,9 +41,9 @@ def _closing(app: Any) -> Any:
 
     def wsgi(environ: dict[str, Any], start_response: Any) -> Any:
         def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
-            response = getattr(start_response, "__self__", None)
-            if environ.get(CLOSE) and hasattr(response, "force_close"):
-                response.force_close()
+            force_close = getattr(getattr(start_response, "__self__", None), "force_close", None)
+            if environ.get(CLOSE) and force_close is not None:
+                force_close()
             return start_response(status, headers, exc_info)
 
         return app(environ, start)
@@ -56,7 +56,7 @@ class ThreadWorker(gthread.ThreadWorker):  # type: ignore[misc]
 
     def load_wsgi(self) -> None:
         super().load_wsgi()
-        self.wsgi = _closing(self.wsgi)
+        self.wsgi: Any = _closing(self.wsgi)
 
     def accept(self, listener: Any) -> None:
         try:
