@@ -43,7 +43,7 @@ export function drawBoard(container, board, { flipped = false, values = new Map(
       const labelY = row === 1 ? y + CELL / 2 + LABEL - 4 : y - CELL / 2 - 5;
       svg.append(s("text", { x, y: labelY, class: mover ? "label mover" : "label" }, String(house)));
       if (info) {
-        const chipY = row === 1 ? labelY + 6 : labelY - LABEL - 21;
+        const chipY = row === 1 ? labelY + 5 : labelY - LABEL - 22;
         svg.append(chip(x, chipY, info));
       }
     }
@@ -86,12 +86,12 @@ function houseGroup(x, y, count, side, house, { info, played, onPlay, mover }) {
 
 function chip(x, y, info) {
   const text = valueText(info.value, info.exact);
-  const width = Math.max(34, 10 + 9 * text.length);
+  const width = Math.max(40, 12 + 10 * text.length);
   const classes = ["chip", info.exact ? "exact" : "estimate", result(info.value)];
   if (info.best) classes.push("best");
   return s("g", { class: classes.join(" "), "aria-hidden": "true" }, [
-    s("rect", { x: x - width / 2, y, width, height: 22, rx: 11 }),
-    s("text", { x, y: y + 16 }, text),
+    s("rect", { x: x - width / 2, y, width, height: 24, rx: 12 }),
+    s("text", { x, y: y + 17.5 }, text),
   ]);
 }
 

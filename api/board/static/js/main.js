@@ -16,6 +16,9 @@ import { initRulesPicker } from "./rulespicker.js";
 import { readUrl, writeUrl } from "./url.js";
 
 const $ = (id) => document.getElementById(id);
+/** A performance mark when the first values are on screen (benchmarks/bench_board.py). */
+const FIRST_VALUES = "kalah:first-values";
+const LOAD_SEARCH = location.search;
 
 /** The shown line: rules, its start, its sowings, how many are played, and whether it is a
  * reviewed game (game: its text). A step is {move, mover, captured, extra_turn, position
@@ -67,7 +70,7 @@ async function requestAnalysis({ timeMs } = {}) {
   analysisState = timeMs ? "longer" : "searching";
   renderAnswer();
   try {
-    const answer = await api.analyse(params, { timeMs, signal: controller.signal });
+    const answer = (!timeMs && (await prefetched())) || (await api.analyse(params, { timeMs, signal: controller.signal }));
     answers.set(key, answer);
     analysisState = "idle";
   } catch (error) {
@@ -78,6 +81,14 @@ async function requestAnalysis({ timeMs } = {}) {
     if (pending === controller) pending = null;
   }
   if (current() === position) render();
+}
+
+/** The answer prefetch.js asked for with the query the page was loaded with: the first
+ * analysis the page needs (taken once, by that first request). */
+async function prefetched() {
+  const early = globalThis.kalahPrefetch;
+  globalThis.kalahPrefetch = undefined;
+  return early && early.search === LOAD_SEARCH ? early.answer : null;
 }
 
 function searchLonger() {
@@ -221,6 +232,7 @@ function renderAnswer() {
     $("to-move").textContent = `${sideName(board.to_move)} to move${swap}`;
   }
   renderMoveValues($("moves"), answer, { played, onPlay: playMove, state: analysisState });
+  if (answer && !performance.getEntriesByName(FIRST_VALUES).length) performance.mark(FIRST_VALUES);
   $("search-info").textContent = answer ? searchSummary(answer) : "";
   const pv = answer ? pvText(answer) : "";
   $("pv").textContent = pv ? `Best line: ${pv}` : "";
