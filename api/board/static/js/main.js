@@ -228,8 +228,7 @@ function renderAnswer() {
     const best = new Set((answer?.best_moves || []).map(String));
     for (const m of answer?.moves || []) values.set(m.move, { value: m.value, exact: m.exact, best: best.has(String(m.move)) });
     drawBoard($("board"), board, { flipped, values, played, onPlay: playMove });
-    const swap = board.swap_available ? " \u00b7 North may swap" : "";
-    $("to-move").textContent = `${sideName(board.to_move)} to move${swap}`;
+    $("to-move").textContent = answer?.over ? gameOver(board) : toMove(board);
   }
   renderMoveValues($("moves"), answer, { played, onPlay: playMove, state: analysisState });
   if (answer && !performance.getEntriesByName(FIRST_VALUES).length) performance.mark(FIRST_VALUES);
@@ -239,6 +238,16 @@ function renderAnswer() {
   $("longer").disabled = !answer || answer.exact || answer.over || analysisState === "longer";
   $("longer").textContent = analysisState === "longer" ? "Searching longer\u2026" : "Search longer";
   $("busy").hidden = !(analysisState === "searching" || analysisState === "longer");
+}
+
+function toMove(board) {
+  return `${sideName(board.to_move)} to move${board.swap_available ? " \u00b7 North may swap" : ""}`;
+}
+
+function gameOver(board) {
+  const [south, north] = board.stores;
+  const winner = south === north ? "a draw" : `${south > north ? "South" : "North"} wins`;
+  return `Game over: South ${south}, North ${north} \u2014 ${winner}`;
 }
 
 function renderReview() {
