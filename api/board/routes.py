@@ -14,8 +14,9 @@ from kalah_core.errors import IllegalMoveError
 from kalah_core.game import Move, legal_moves
 from kalah_core.svg import board_svg
 
+from ..analysis.answer import etag_of
+from ..analysis.request import parse_position_field, parse_query_rules
 from ..analysis.schemas import RULE_PARAMETERS
-from ..analysis.service import etag_of, parse_position_field, parse_query_rules
 from ..errors import document_problems
 from .schemas import BoardImageQuerySchema
 
