@@ -240,3 +240,23 @@ def test_board_image_renders(page: Any, base_url: str, artifacts: Path) -> None:
     page.screenshot(path=str(artifacts / "board-image.png"))
     box = page.query_selector("svg").bounding_box()
     assert box["width"] > 500
+
+
+def test_the_pie_swap_is_shown_and_played_from_the_board(page: Any, oracle: Flask) -> None:
+    rules = {"preset": "kalah-pie", "houses": 3, "seeds": 2}
+    page.goto("/?position=start&rules=kalah-pie&houses=3&seeds=2")
+    shown_values(page)
+    page.click("[data-move='1']")
+    page.wait_for_selector("text=North may swap")
+    after = query_of(page)["position"]
+    assert after.endswith("-np")
+    values = shown_values(page)
+    assert values == api_values(oracle, after, rules) and "swap" in values
+    page.click("#board .swap")  # the swap's own button on the board
+    page.wait_for_function(f"() => !location.search.includes('{after}')")
+    swapped = query_of(page)["position"]
+    answer = oracle.test_client().post(
+        "/v1/play", json={"rules": rules, "position": after, "moves": ["swap"]}
+    )
+    assert swapped == answer.get_json()["position"]
+    assert "swap" in page.inner_text("#record")
