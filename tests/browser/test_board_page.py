@@ -260,3 +260,17 @@ def test_the_pie_swap_is_shown_and_played_from_the_board(page: Any, oracle: Flas
     )
     assert swapped == answer.get_json()["position"]
     assert "swap" in page.inner_text("#record")
+
+
+def test_a_bad_position_in_the_url_is_named_not_a_blank_page(browser: Any, base_url: str) -> None:
+    context = browser.new_context(base_url=base_url)
+    page = context.new_page()
+    page.goto("/?position=444444-0-444444-0&rules=kalah")
+    page.wait_for_selector("#message:not([hidden])")
+    assert "compact position" in page.inner_text("#message")
+    assert page.query_selector("[data-move]") is None
+    page.fill("#paste-text", "start")  # and the page still works
+    page.click("#paste button[type=submit]")
+    page.wait_for_selector("[data-move]")
+    assert page.is_hidden("#message")
+    context.close()
