@@ -41,7 +41,8 @@ def shown_values(page: Any) -> dict[str, tuple[int, bool]]:
 
 
 def api_values(oracle: Flask, position: str, rules: Any = "kalah") -> dict[str, tuple[int, bool]]:
-    answer = oracle.test_client().post("/v1/analysis", json={"position": position, "rules": rules})
+    body = {"position": position, "rules": rules, "limits": {"time_ms": 5000}}
+    answer = oracle.test_client().post("/v1/analysis", json=body)
     assert answer.status_code == 200
     return {str(m["move"]): (m["value"], m["exact"]) for m in answer.get_json()["moves"]}
 
@@ -50,7 +51,11 @@ def query_of(page: Any) -> dict[str, str]:
     return {k: v[0] for k, v in parse_qs(urlsplit(page.url).query).items()}
 
 
-def test_the_values_shown_are_the_apis(page: Any, oracle: Flask) -> None:
+def test_the_values_shown_are_the_apis(page: Any, oracle: Flask, base_url: str) -> None:
+    # Solved in the server's cache first, so a busy machine cannot turn the page's answer
+    # into an estimate; the oracle solves it again on its own.
+    warm = requests.get(f"{base_url}/v1/analysis?position={MID_GAME}&time_ms=5000", timeout=30)
+    assert warm.json()["exact"]
     page.goto(f"/?position={MID_GAME}&rules=kalah")
     expected = api_values(oracle, MID_GAME)
     assert all(exact for _, exact in expected.values())  # the position is solved
@@ -274,3 +279,20 @@ def test_a_bad_position_in_the_url_is_named_not_a_blank_page(browser: Any, base_
     page.wait_for_selector("[data-move]")
     assert page.is_hidden("#message")
     context.close()
+
+
+def test_search_longer_asks_for_four_times_the_budget(page: Any) -> None:
+    page.goto("/?position=start&rules=kalah&seeds=6")  # Kalah(6,6): estimates only
+    shown_values(page)
+    assert "0.5 s" not in page.inner_text("#search-info")
+    with page.expect_response(
+        lambda r: "/v1/analysis" in r.url and "time_ms=2000" in r.url
+    ) as info:
+        page.click("#longer")
+    answer = info.value.json()
+    page.wait_for_function(
+        "() => !document.querySelector('#longer').textContent.includes('\u2026')"
+    )
+    assert answer["limits"]["time_ms"] == 2000
+    assert shown_values(page) == {str(m["move"]): (m["value"], m["exact"]) for m in answer["moves"]}
+    assert f"depth {answer['depth']}" in page.inner_text("#search-info")
