@@ -54,7 +54,17 @@ class Settings:
     max_nodes: int = 1_000_000_000
     egdb_path: str | None = None
     workers: int = 1
-    threads: int = 4
+    threads: int = 16
+    engines: int = 6
+    """Engines per worker process: searches that run at once (the last kept for short ones);
+    at most ``threads - 2``, so that two threads are never searching (see engine_slots)."""
+
+    def engine_slots(self) -> tuple[int, int]:
+        """(engines, searches that may wait for one) per worker: together at most
+        ``threads - 2``, so two threads stay free for health checks and cached answers."""
+        engines = max(1, min(self.engines, self.threads - 2))
+        return engines, max(0, min(engines, self.threads - 2 - engines))
+
     cache_ttl_s: int = 3600
     lru_size: int = 10000
     redis_timeout_s: float = 0.25
@@ -92,7 +102,8 @@ _VARIABLES: dict[str, tuple[str, type, Any, float | None, float | None]] = {
     "KALAH_MAX_NODES": ("max_nodes", int, 1_000_000_000, 1, None),
     "KALAH_EGDB_PATH": ("egdb_path", str, None, None, None),
     "KALAH_WORKERS": ("workers", int, None, 1, 1024),
-    "KALAH_THREADS": ("threads", int, 4, 1, 256),
+    "KALAH_THREADS": ("threads", int, 16, 1, 256),
+    "KALAH_ENGINES": ("engines", int, 6, 1, 64),
     "KALAH_CACHE_TTL_S": ("cache_ttl_s", int, 3600, 1, None),
     "KALAH_LRU_SIZE": ("lru_size", int, 10000, 1, None),
     "KALAH_REDIS_TIMEOUT_S": ("redis_timeout_s", float, 0.25, 0.001, 60),

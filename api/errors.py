@@ -116,6 +116,13 @@ PROBLEMS: dict[str, ProblemType] = {
             "A dependency (Redis, the engine) is not available.",
         ),
         ProblemType(
+            "busy",
+            503,
+            "Engines busy",
+            "Every engine of the worker that took the request is searching and the wait would "
+            "be longer than the request's own budget; Retry-After says when to try again.",
+        ),
+        ProblemType(
             "internal-error", 500, "Internal error", "A bug: please report it.", logging.ERROR
         ),
     )

@@ -7,11 +7,12 @@ Everything comes from the ``KALAH_*`` environment variables through ``api.config
 ``api/CONFIG.md``); command-line options (``-b``, ``-w``) still override these.
 
 - workers: ``KALAH_WORKERS`` (default: the CPUs this process may use), each a ``gthread``
-  worker with ``KALAH_THREADS`` threads, so a long search does not hold up cached answers
-  (the worker's single engine is used under a lock); ``api.gworker`` adds a read timeout
-  (``KALAH_CLIENT_TIMEOUT_S``) so clients that stall mid-request cannot hold every thread.
+  worker with ``KALAH_THREADS`` threads and ``KALAH_ENGINES`` engines, so several searches
+  run at once and neither they nor their queue hold up cached answers or health checks;
+  ``api.gworker`` adds a read timeout (``KALAH_CLIENT_TIMEOUT_S``) so clients that stall
+  mid-request cannot hold every thread.
 - ``preload_app``: the app, the compiled extension (and later the endgame database) load once
-  in the master and are shared copy-on-write; each worker creates its own engine on first use.
+  in the master and are shared copy-on-write; each worker creates its own engines on first use.
 - ``timeout``: well above the longest search a request may start (3 x KALAH_MAX_TIME_MS + 30 s).
 - ``max_requests`` (``KALAH_MAX_REQUESTS``, default 20000) with ``max_requests_jitter``
   (``KALAH_MAX_REQUESTS_JITTER``, default a tenth of it): workers are recycled with jitter.
@@ -26,6 +27,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 # Must happen before prometheus_client is imported (by the preloaded app); importing the
 # ``api`` package itself loads nothing (see api/__init__.py).
@@ -73,6 +75,11 @@ def post_fork(server: object, worker: object) -> None:
     import sys
 
     sys.setswitchinterval(0.0005)
+
+
+def post_worker_init(worker: Any) -> None:
+    """Make the worker's engines now, in the background (see api.analysis.engines)."""
+    worker.app.wsgi().extensions["kalah"].engines().prepare()
 
 
 def child_exit(server: object, worker: object) -> None:

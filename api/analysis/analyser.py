@@ -3,9 +3,9 @@ engine. :meth:`Analyser.analyse` is the one analysis code path of the HTTP route
 runners, the game review and the command line: look the request up in the cache, search on a
 miss, shape and store the answer.
 
-One :class:`~kalah_core.solver.Engine` per process (its transposition table is
-``KALAH_TT_MB``), created on first use so that each gunicorn worker gets its own after the
-fork, and used under a lock (a gthread worker answers several requests at a time).
+A small pool of :class:`~kalah_core.solver.Engine` per process (:mod:`.engines`:
+``KALAH_ENGINES``, each with a ``KALAH_TT_MB`` table), created on first use so that each
+gunicorn worker gets its own after the fork: several searches run at once, without the GIL.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from kalah_core.game import legal_moves, outcome, play
@@ -25,21 +24,12 @@ from kalah_core.solver import ENGINE_VERSION, Analysis, Engine
 from .. import metrics
 from ..cache import AnswerCache, Entry, Keys
 from ..config import MAX_PV_SOWINGS, Settings
-from ..egdb import attach_databases
 from .answer import Answer, answer_body
+from .engines import EnginePool
 from .request import AnalysisRequest
 
 LOCK_MARGIN_S = 2.0
 """Beyond its search budget, how long other requests wait for the worker computing a key."""
-
-
-@dataclass(frozen=True, slots=True)
-class _ProcessEngine:
-    """The engine of one process and the lock that serializes its searches."""
-
-    pid: int
-    engine: Engine
-    lock: threading.Lock
 
 
 class Analyser:
@@ -56,33 +46,38 @@ class Analyser:
         self.cache = cache
         self.before_search = before_search
         """Called with a search's time budget before it runs (the API reserves its cost)."""
-        self._engine: _ProcessEngine | None = None
+        self._pool: tuple[int, EnginePool] | None = None
         self._create_lock = threading.Lock()
         self._self_test: tuple[int, bool, str] | None = None
 
     # -- the engine ------------------------------------------------------------------------
 
-    def _engine_for_process(self) -> _ProcessEngine:
-        """This process's engine, created on first use (after a fork, a new one)."""
-        state = self._engine
-        if state is None or state.pid != os.getpid():
+    def engines(self) -> EnginePool:
+        """This process's engines, made on first use (after a fork, a new pool)."""
+        state = self._pool
+        if state is None or state[0] != os.getpid():
             with self._create_lock:
-                state = self._engine
-                if state is None or state.pid != os.getpid():
-                    state = _ProcessEngine(
-                        os.getpid(), Engine(tt_mb=self.settings.tt_mb), threading.Lock()
+                state = self._pool
+                if state is None or state[0] != os.getpid():
+                    settings = self.settings
+                    engines, waiting = settings.engine_slots()
+                    pool = EnginePool(
+                        engines,
+                        waiting=waiting,
+                        tt_mb=settings.tt_mb,
+                        egdb_path=settings.egdb_path,
+                        short_ms=settings.default_time_ms,
                     )
-                    self._engine = state
-                    attach_databases(state.engine, state.lock, self.settings.egdb_path)
-        return state
+                    state = self._pool = (os.getpid(), pool)
+        return state[1]
 
     def search(self, request: AnalysisRequest) -> Analysis:
-        """Search with this process's engine (no cache)."""
-        state = self._engine_for_process()
+        """Search with one of this process's engines (no cache); raises EnginesBusy (a 503)
+        when none is free within the request's own budget."""
         limits = request.limits
-        started = time.perf_counter()
-        with state.lock:
-            analysis = state.engine.analyse(
+        with self.engines().engine(limits.time_ms) as slot:
+            started = time.perf_counter()
+            analysis = slot.engine.analyse(
                 request.position,
                 request.rules,
                 time_ms=limits.time_ms,

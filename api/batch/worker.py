@@ -90,7 +90,9 @@ def run_worker(*, burst: bool = False, name: str | None = None) -> int:
 
     analyser, store = _state()
     analyser.self_test()
-    analyser._engine_for_process()  # the engine and its databases before the first chunk
+    # The engine and its databases before the first chunk (a worker searches one at a time).
+    with analyser.engines().engine(analyser.settings.default_time_ms):
+        pass
     stop = threading.Event()
 
     def reaper() -> None:

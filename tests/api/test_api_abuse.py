@@ -116,3 +116,53 @@ def test_a_large_anonymous_batch_is_refused_before_it_is_read(server: Gunicorn) 
     measured(f"anonymous 10,000-item batch: {answer.split(chr(13))[0]} in {seconds * 1000:.0f} ms")
     assert answer.startswith("HTTP/1.1 401"), answer
     assert "key-required" in answer and "Connection: close" in answer
+
+
+def test_cheap_requests_and_health_are_answered_while_long_searches_run(
+    redis_server: RedisServer,
+) -> None:
+    """Finding 5: with 10 searches of 10 s in flight a 5 ms position waited 30 s and /livez
+    timed out. Now, while 6 searches at the maximum budget run on a 2-worker server, cheap
+    uncached positions are answered within 1.5 s and /livez within 1 s."""
+    redis_server.flush()
+    gunicorn = Gunicorn({"KALAH_REDIS_URL": redis_server.url, "KALAH_EGDB_PATH": "off"})
+    base = gunicorn.start()
+    time.sleep(3)  # each worker makes its 6 engines at start (about 0.3 s each)
+    try:
+        heavy = [
+            {**p["position"], "south": [c + 8 for c in p["position"]["south"]]}
+            for p in endgame_positions(6, seed=31)
+        ]
+        cheap = [p["position"] for p in endgame_positions(5, seed=32)]
+
+        def long_search(position: object) -> requests.Response:
+            return requests.post(
+                base + "/v1/analysis",
+                json={"position": position, "limits": {"time_ms": 5000}},  # the test maximum
+                timeout=30,
+            )
+
+        with concurrent.futures.ThreadPoolExecutor(6) as pool:
+            running = [pool.submit(long_search, p) for p in heavy]
+            time.sleep(1.0)  # all six are searching
+            cheap_s, livez_s = [], []
+            for position in cheap:
+                started = time.perf_counter()
+                answer = requests.post(
+                    base + "/v1/analysis", json={"position": position}, timeout=10
+                )
+                cheap_s.append(time.perf_counter() - started)
+                assert answer.status_code == 200 and answer.json()["cached"] is False
+                started = time.perf_counter()
+                assert requests.get(base + "/livez", timeout=5).status_code == 200
+                livez_s.append(time.perf_counter() - started)
+            assert not any(f.done() for f in running), "the six were still searching"
+            statuses = [f.result().status_code for f in running]
+        measured(
+            f"6 searches of 5 s on 2 workers: cheap answers in {max(cheap_s):.3f} s at most, "
+            f"/livez in {max(livez_s):.3f} s at most; the six: {statuses}"
+        )
+        assert statuses == [200] * 6
+        assert max(cheap_s) < 1.5 and max(livez_s) < 1.0
+    finally:
+        gunicorn.close()

@@ -1,0 +1,158 @@
+"""A process's engines: a small pool, so that several searches run at once (the search runs
+without the GIL) and a cheap request is never held behind others' long searches.
+
+- At most ``KALAH_ENGINES`` engines per process, each with its own transposition table
+  (``KALAH_TT_MB``) and the endgame databases, created when first needed (a batch worker
+  or the command line, one search at a time, makes one).
+- The last engine is kept for short searches (a budget of at most ``KALAH_DEFAULT_TIME_MS``):
+  long ones use at most ``KALAH_ENGINES - 1`` at once, so a short search finds an engine as
+  soon as a short search ends, however many long ones run.
+- The wait for an engine is bounded: a search that would wait longer than its own budget
+  (until the earliest end of the searches running, and queued, ahead of it) is refused at
+  once with :class:`EnginesBusy` (a 503 problem with ``Retry-After``), and few wait
+  (searching and waiting threads are at most ``KALAH_THREADS - 2``), so a worker's threads
+  never all search or wait: its health checks and cached answers keep being served.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from kalah_core.solver import Engine
+
+from ..egdb import attach_databases
+from ..errors import ApiProblem
+
+
+class EnginesBusy(ApiProblem):
+    """No engine within the request's own budget: try again after ``retry_after_s``."""
+
+    def __init__(self, retry_after_s: float, budget_ms: int) -> None:
+        retry = max(1, math.ceil(retry_after_s))
+        super().__init__(
+            "busy",
+            f"every engine of this worker is searching: the wait (about {retry} s) would be "
+            f"longer than this request's budget of {budget_ms} ms; see Retry-After",
+            field=None,
+            headers={"Retry-After": str(retry)},
+        )
+
+
+@dataclass(eq=False, slots=True)
+class Slot:
+    """One engine and the lock that guards it (attaching a database takes it too)."""
+
+    engine: Engine
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    ends: float = 0.0
+    """Monotonic time by which its current search should end."""
+    long: bool = False
+
+
+class EnginePool:
+    """The engines of one process; see the module docstring."""
+
+    def __init__(
+        self, size: int, *, waiting: int, tt_mb: int, egdb_path: str | None, short_ms: int
+    ) -> None:
+        self.size = size
+        self.max_waiting = waiting
+        self.tt_mb = tt_mb
+        self.egdb_path = egdb_path
+        self.short_ms = short_ms
+        self._free: list[Slot] = []
+        self._busy: list[Slot] = []
+        self._created = 0
+        self._waiting = 0
+        self._changed = threading.Condition()
+
+    def _long_cap(self) -> int:
+        return max(1, self.size - 1)
+
+    def _can_run(self, long: bool) -> bool:
+        if not self._free and self._created >= self.size:
+            return False
+        return not long or sum(s.long for s in self._busy) < self._long_cap()
+
+    def _expected_wait(self, long: bool, now: float) -> float:
+        """When an engine should free for a new search, after those already waiting."""
+        ends = sorted(s.ends for s in self._busy if s.long or not long)
+        if not ends:
+            return 0.0
+        return max(0.0, ends[min(self._waiting, len(ends) - 1)] - now)
+
+    @contextmanager
+    def engine(self, budget_ms: int) -> Iterator[Slot]:
+        """An engine for one search of ``budget_ms``; its lock is held while it is used."""
+        long = budget_ms > self.short_ms and self.size > 1
+        budget_s = budget_ms / 1000
+        with self._changed:
+            if not self._can_run(long):
+                now = time.monotonic()
+                wait = self._expected_wait(long, now)
+                if wait > budget_s or self._waiting >= self.max_waiting:
+                    raise EnginesBusy(wait, budget_ms)
+                self._waiting += 1
+                try:
+                    give_up = now + budget_s
+                    while not self._can_run(long):
+                        left = give_up - time.monotonic()
+                        if left <= 0:
+                            raise EnginesBusy(
+                                self._expected_wait(long, time.monotonic()), budget_ms
+                            )
+                        self._changed.wait(left)
+                finally:
+                    self._waiting -= 1
+            slot = self._free.pop() if self._free else self._new()
+            slot.ends = time.monotonic() + budget_s  # a search ends within ms of its budget
+            slot.long = long
+            self._busy.append(slot)
+        try:
+            with slot.lock:
+                yield slot
+        finally:
+            with self._changed:
+                self._busy.remove(slot)
+                self._free.append(slot)
+                self._changed.notify_all()
+
+    def _new(self) -> Slot:
+        """A new engine (called under the condition's lock, at most ``size`` times)."""
+        self._created += 1
+        return self._make()
+
+    def _make(self) -> Slot:
+        slot = Slot(Engine(tt_mb=self.tt_mb))
+        attach_databases(slot.engine, slot.lock, self.egdb_path)
+        return slot
+
+    def prepare(self) -> threading.Thread:
+        """Make every engine now, in a background thread (a gunicorn worker at start): a table
+        takes 0.2-0.4 s to allocate, several times that on busy cores, which a cheap request
+        must not wait for."""
+
+        def fill() -> None:
+            while True:
+                with self._changed:
+                    if self._created >= self.size:
+                        return
+                    self._created += 1  # counted now: no request makes it meanwhile
+                slot = self._make()
+                with self._changed:
+                    self._free.append(slot)
+                    self._changed.notify_all()
+
+        thread = threading.Thread(target=fill, name="engines", daemon=True)
+        thread.start()
+        return thread
+
+    @property
+    def engines(self) -> int:
+        """How many engines exist."""
+        return self._created
