@@ -19,6 +19,7 @@ read or parsed (without a queue there are no keys, and a batch is answered inlin
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import socket
 from collections.abc import Iterable
@@ -62,7 +63,18 @@ def init_body_guard(app: Flask) -> None:
                     require_key()  # a 401: large batches are jobs, and jobs need a key
             else:
                 request.max_content_length = BODY_LIMITS[request.endpoint]
-        if request.method not in ("POST", "PUT", "PATCH") or not request.is_json:
+        if request.method not in ("POST", "PUT", "PATCH"):
+            return
+        if request.content_length is None and request.headers.get("Transfer-Encoding"):
+            _read_chunked_body()
+        if not request.is_json:
+            if request.content_length or request.headers.get("Transfer-Encoding"):
+                _stop_reading()  # a body the API would ignore: refused, not answered
+                raise ApiProblem(
+                    "unsupported-media-type",
+                    "the request body must be JSON (Content-Type: application/json)",
+                    field="Content-Type",
+                )
             return
         try:
             data = request.get_data(cache=True)
@@ -89,6 +101,33 @@ def init_body_guard(app: Flask) -> None:
             raise ApiProblem(
                 "malformed-body", f"the request body cannot be decoded: {error}", field="body"
             ) from None
+
+
+def _read_chunked_body() -> None:
+    """A chunked body (no Content-Length) read whole here, up to the endpoint's limit: werkzeug
+    would cut it at the limit without a word and the view would answer the truncated part. It
+    is put back as a body of known length."""
+    limit = request.max_content_length or MAX_BODY_BYTES
+    environ = request.environ
+    try:
+        data = environ["wsgi.input"].read(limit + 1)
+    except (OSError, ClientDisconnected):
+        _stop_reading()
+        raise ApiProblem(
+            "request-timeout", "the request body did not arrive in time", field="body"
+        ) from None
+    if len(data) > limit:
+        _stop_reading()
+        raise ApiProblem(
+            "body-too-large",
+            f"request bodies are limited to {limit} bytes",
+            field="body",
+            max=limit,
+        )
+    environ["wsgi.input"] = io.BytesIO(data)
+    environ["CONTENT_LENGTH"] = str(len(data))
+    environ["wsgi.input_terminated"] = False
+    environ.pop("HTTP_TRANSFER_ENCODING", None)
 
 
 def _stop_reading() -> None:

@@ -72,6 +72,12 @@ PROBLEMS: dict[str, ProblemType] = {
         ),
         ProblemType("malformed-body", 400, "Malformed body", "The request body is not valid JSON."),
         ProblemType(
+            "unsupported-media-type",
+            415,
+            "Unsupported media type",
+            "A request body that is not JSON (Content-Type: application/json).",
+        ),
+        ProblemType(
             "limit-exceeded",
             422,
             "Limit exceeded",

@@ -13,10 +13,12 @@ sets the bucket's size (``KALAH_LIMIT_<TIER>``, e.g. ``120/minute`` units, the s
   total budget is capped by ``KALAH_BATCH_MAX_BUDGET_MS``). A batch answered inline pays for
   the search it ran, like single analyses.
 
-A request is admitted while its bucket holds its base cost; the full cost is deducted when the
-answer is sent (a search's length is only known then), so the last search of a window may
-take a bucket below zero. Buckets are fixed windows counted in Redis when ``KALAH_REDIS_URL``
-is set (shared by every worker and replica), in process memory otherwise.
+A request is admitted while its bucket holds its base cost. A search reserves its budget's
+cost before it runs (:func:`reserve`: added to the bucket in Redis at once, atomically, and
+taken back if that overdraws it), and the unspent part is refunded when the answer is sent,
+so concurrent requests cannot overdraw a bucket by their searches, only by base costs. Buckets
+are fixed windows counted in the state store (:mod:`api.state`, shared by every worker and
+replica), in process memory without one.
 
 Why not flask-limiter's request hooks: they made three Redis round trips and about 0.75 ms of
 a cached answer's 1.15 ms (load_api (a): 3,019 req/s without them, 974 with them). Here each
@@ -460,11 +462,14 @@ COSTS_DOC = f"""\
 **Rate limits.** Every `/v1/` request is charged in cost units against its caller's bucket:
 the API key of `Authorization: Bearer <key>`, or the client IP without one (the `anonymous`
 tier). A request costs 1 unit, plus 1 per started {SEARCH_UNIT_MS} ms of search it ran (a
-cached answer runs none; an uncached one at the default 1 s budget costs up to 11); a batch
-run as a job needs an API key and costs 1 unit per position, paid up front. Answers carry
+cached answer runs none; an uncached one at the default 1 s budget costs up to 11), reserved
+before the search runs (429 if the bucket cannot hold the budget's cost; the unspent part is
+refunded); a batch run as a job needs an API key and costs 1 unit per item plus the cost of
+every distinct item's search budget, paid up front. Answers carry
 `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`
 (Unix time of the window's end) and `Kalah-Cost` (what this request cost); a spent bucket is a
-429 problem with `Retry-After`. An unknown or revoked key is a 401 problem. Each tier's size is
+429 problem with `Retry-After`. An unknown or revoked key is a 401 problem, charged 1 unit to
+the client's IP. Each tier's size is
 this server's `KALAH_LIMIT_<TIER>` setting (see the README).
 """
 
@@ -503,6 +508,11 @@ class RateLimitDocsPlugin(BasePlugin):
         for operation in operations.values():
             operation.setdefault("security", [{}, {"apiKey": []}])
             responses = operation.setdefault("responses", {})
+            if "requestBody" in operation:
+                responses.setdefault(
+                    "415",
+                    {"description": "A body that is not JSON.", "content": problem},
+                )
             for status in ("200", "304"):
                 if status in responses:
                     responses[status].setdefault("headers", {}).update(headers)

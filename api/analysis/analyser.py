@@ -75,9 +75,9 @@ class Analyser:
         """Search with one of this process's engines (no cache); raises EnginesBusy (a 503)
         when none is free within the request's own budget."""
         limits = request.limits
-        with self.engines().engine(limits.time_ms) as slot:
+        with self.engines().engine(limits.time_ms) as engine:
             started = time.perf_counter()
-            analysis = slot.engine.analyse(
+            analysis = engine.analyse(
                 request.position,
                 request.rules,
                 time_ms=limits.time_ms,

@@ -45,9 +45,10 @@ class EnginesBusy(ApiProblem):
 
 @dataclass(eq=False, slots=True)
 class Slot:
-    """One engine and the lock that guards it (attaching a database takes it too)."""
+    """One engine (made on first use) and the lock that guards it (attaching a database
+    takes it too)."""
 
-    engine: Engine
+    engine: Engine | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
     ends: float = 0.0
     """Monotonic time by which its current search should end."""
@@ -87,7 +88,7 @@ class EnginePool:
         return max(0.0, ends[min(self._waiting, len(ends) - 1)] - now)
 
     @contextmanager
-    def engine(self, budget_ms: int) -> Iterator[Slot]:
+    def engine(self, budget_ms: int) -> Iterator[Engine]:
         """An engine for one search of ``budget_ms``; its lock is held while it is used."""
         long = budget_ms > self.short_ms and self.size > 1
         budget_s = budget_ms / 1000
@@ -109,41 +110,44 @@ class EnginePool:
                         self._changed.wait(left)
                 finally:
                     self._waiting -= 1
-            slot = self._free.pop() if self._free else self._new()
+            if self._free:
+                slot = self._free.pop()
+            else:  # a new engine, counted now and made below (no one waits on the lock)
+                slot = Slot()
+                self._created += 1
             slot.ends = time.monotonic() + budget_s  # a search ends within ms of its budget
             slot.long = long
             self._busy.append(slot)
         try:
+            if slot.engine is None:
+                self._equip(slot)
+            assert slot.engine is not None
             with slot.lock:
-                yield slot
+                yield slot.engine
         finally:
             with self._changed:
                 self._busy.remove(slot)
                 self._free.append(slot)
                 self._changed.notify_all()
 
-    def _new(self) -> Slot:
-        """A new engine (called under the condition's lock, at most ``size`` times)."""
-        self._created += 1
-        return self._make()
+    def _equip(self, slot: Slot) -> None:
+        engine = Engine(tt_mb=self.tt_mb)
+        attach_databases(engine, slot.lock, self.egdb_path)
+        slot.engine = engine
 
-    def _make(self) -> Slot:
-        slot = Slot(Engine(tt_mb=self.tt_mb))
-        attach_databases(slot.engine, slot.lock, self.egdb_path)
-        return slot
-
-    def prepare(self) -> threading.Thread:
-        """Make every engine now, in a background thread (a gunicorn worker at start): a table
-        takes 0.2-0.4 s to allocate, several times that on busy cores, which a cheap request
-        must not wait for."""
+    def prepare(self, count: int = 2) -> threading.Thread:
+        """Make ``count`` engines now, in a background thread (a gunicorn worker at start): a
+        table takes 0.2-0.4 s to allocate, several times that on busy cores, which a cheap
+        request should not wait for; more are made when searches need them."""
 
         def fill() -> None:
             while True:
                 with self._changed:
-                    if self._created >= self.size:
+                    if self._created >= min(count, self.size):
                         return
                     self._created += 1  # counted now: no request makes it meanwhile
-                slot = self._make()
+                slot = Slot()
+                self._equip(slot)
                 with self._changed:
                     self._free.append(slot)
                     self._changed.notify_all()

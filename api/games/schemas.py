@@ -21,14 +21,19 @@ GAME_TIME_DOC = (
 
 
 class GameLimitsSchema(ma.Schema):
+    # strict, as in /v1/analysis: a JSON "50" or 5.5 is not an integer
     time_ms = fields.Integer(
-        validate=validate.Range(min=1), metadata={"description": GAME_TIME_DOC}
+        strict=True, validate=validate.Range(min=1), metadata={"description": GAME_TIME_DOC}
     )
     depth = fields.Integer(
-        validate=validate.Range(min=1), metadata={"description": DEPTH_DOC + " Per position."}
+        strict=True,
+        validate=validate.Range(min=1),
+        metadata={"description": DEPTH_DOC + " Per position."},
     )
     nodes = fields.Integer(
-        validate=validate.Range(min=1), metadata={"description": NODES_DOC + " Per position."}
+        strict=True,
+        validate=validate.Range(min=1),
+        metadata={"description": NODES_DOC + " Per position."},
     )
 
 

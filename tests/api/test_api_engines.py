@@ -23,9 +23,9 @@ def pool(size: int, waiting: int = 2) -> EnginePool:
 
 def hold(engines: EnginePool, budget_ms: int, started: threading.Event) -> threading.Thread:
     def search() -> None:
-        with engines.engine(budget_ms) as slot:
+        with engines.engine(budget_ms) as engine:
             started.set()
-            slot.engine.analyse(START, RULES, time_ms=budget_ms)
+            engine.analyse(START, RULES, time_ms=budget_ms)
 
     thread = threading.Thread(target=search)
     thread.start()
@@ -54,8 +54,8 @@ def test_the_last_engine_is_kept_for_short_searches() -> None:
     assert time.perf_counter() - started < 0.1, "refused at once, not after waiting"
     assert int(refused.value.headers["Retry-After"]) in (3, 4)  # the long one ends in ~3 s
     assert refused.value.status == 503 and refused.value.slug == "busy"
-    with engines.engine(100) as slot:  # a short one runs beside the long one
-        slot.engine.analyse(START, RULES, time_ms=100)
+    with engines.engine(100) as engine:  # a short one runs beside the long one
+        engine.analyse(START, RULES, time_ms=100)
     assert time.perf_counter() - started < 0.5
     long_one.join()
 

@@ -1,0 +1,148 @@
+"""Finding 7 of issue 13: slow clients. 20 sockets trickling a byte every 4 s held gunicorn's
+threads and /livez failed 7 probes in a row. The shipped deployment puts nginx
+(``deploy/k8s/nginx.conf``) in front of gunicorn: it reads each request whole before passing it
+on. Here the shipped file runs (only its two addresses changed to free ports) in front of a
+real gunicorn while 20 sockets trickle, and /livez is probed through it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+from conftest import ROOT, Gunicorn, RedisServer, free_port
+from figures import measured
+
+SHIPPED = ROOT / "deploy" / "k8s" / "nginx.conf"
+
+
+def nginx_binary() -> str:
+    found = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/sbin")
+    if found is None:  # the shipped deployment is tested, never skipped
+        pytest.fail("nginx is not installed (Debian: apt-get install nginx)")
+    return found
+
+
+class Nginx:
+    """The shipped nginx.conf, listening on a free port, in front of ``upstream``."""
+
+    def __init__(self, upstream_port: int) -> None:
+        self.port = free_port()
+        self.prefix = Path(tempfile.mkdtemp(prefix="kalah-nginx-"))
+        text = SHIPPED.read_text()
+        assert "listen 8080;" in text and "server 127.0.0.1:8000;" in text
+        text = text.replace("listen 8080;", f"listen 127.0.0.1:{self.port};")
+        text = text.replace("server 127.0.0.1:8000;", f"server 127.0.0.1:{upstream_port};")
+        (self.prefix / "nginx.conf").write_text(text)
+        self.process = subprocess.Popen(
+            [nginx_binary(), "-p", str(self.prefix), "-c", "nginx.conf", "-g", "daemon off;"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        self.base = f"http://127.0.0.1:{self.port}"
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                if requests.get(self.base + "/livez", timeout=1).status_code == 200:
+                    return
+            except requests.RequestException:
+                time.sleep(0.05)
+        raise RuntimeError(f"nginx did not start: {self.process.stderr}")
+
+    def close(self) -> None:
+        self.process.terminate()
+        self.process.wait(10)
+        shutil.rmtree(self.prefix, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def proxied(redis_server: RedisServer) -> Iterator[tuple[Nginx, Gunicorn]]:
+    redis_server.flush()
+    gunicorn = Gunicorn(
+        {
+            "KALAH_REDIS_URL": redis_server.url,
+            "KALAH_EGDB_PATH": "off",
+            "KALAH_TRUSTED_PROXIES": "1",
+            "KALAH_THREADS": "4",  # few threads: what 20 trickling sockets exhausted
+            "KALAH_ENGINES": "2",
+        }
+    )
+    gunicorn.start()
+    nginx = Nginx(gunicorn.port)
+    try:
+        yield nginx, gunicorn
+    finally:
+        nginx.close()
+        gunicorn.close()
+
+
+def trickle(port: int, stop: threading.Event, sent: list[int]) -> None:
+    """A request sent a byte every 4 s (a slowloris): never finished."""
+    request = b'POST /v1/analysis HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n{"position":'
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        for byte in request:
+            sock.sendall(bytes([byte]))
+            sent[0] += 1
+            if stop.wait(4.0):
+                return
+
+
+def test_slow_clients_do_not_block_livez_behind_the_shipped_proxy(
+    proxied: tuple[Nginx, Gunicorn],
+) -> None:
+    nginx, _ = proxied
+    stop = threading.Event()
+    sent = [0]
+    threads = [
+        threading.Thread(target=trickle, args=(nginx.port, stop, sent), daemon=True)
+        for _ in range(20)
+    ]
+    for thread in threads:
+        thread.start()
+    probes: list[float] = []
+    try:
+        time.sleep(1.0)  # every socket is open and has sent its first bytes
+        deadline = time.monotonic() + 9  # past two trickled bytes per socket
+        while time.monotonic() < deadline:
+            started = time.perf_counter()
+            answer = requests.get(nginx.base + "/livez", timeout=3)
+            probes.append(time.perf_counter() - started)
+            assert answer.status_code == 200
+            time.sleep(0.3)
+    finally:
+        stop.set()
+    measured(
+        f"20 sockets trickling through nginx: {len(probes)} /livez probes all 200, slowest "
+        f"{max(probes):.3f} s ({sent[0]} bytes trickled)"
+    )
+    assert max(probes) < 1.0 and sent[0] >= 40
+
+
+def test_the_proxy_passes_the_api_through_and_refuses_as_problems(
+    proxied: tuple[Nginx, Gunicorn],
+) -> None:
+    nginx, _ = proxied
+    answer = requests.post(
+        nginx.base + "/v1/analysis",
+        json={"position": "start", "rules": {"houses": 3, "seeds": 2}},
+        headers={"X-Forwarded-For": "203.0.113.9"},  # a client's claim: replaced, not trusted
+        timeout=10,
+    )
+    assert answer.status_code == 200 and answer.json()["exact"] is True
+    too_large = requests.post(
+        nginx.base + "/v1/batch",
+        data=b"[" + b" " * (5 * 1024 * 1024) + b"]",
+        headers={"Content-Type": "application/json"},
+        timeout=10,
+    )
+    assert too_large.status_code == 413
+    assert too_large.headers["Content-Type"] == "application/problem+json"
+    assert json.loads(too_large.text)["field"] == "body"
