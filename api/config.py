@@ -57,13 +57,13 @@ class Settings:
     threads: int = 16
     engines: int = 6
     """Engines per worker process: searches that run at once (the last kept for short ones);
-    at most ``threads - 2``, so that two threads are never searching (see engine_slots)."""
+    at most ``threads - 2`` (see engine_slots)."""
 
     def engine_slots(self) -> tuple[int, int]:
-        """(engines, searches that may wait for one) per worker: together at most
-        ``threads - 2``, so two threads stay free for health checks and cached answers."""
+        """(engines, searches that may wait for one) per worker: engines leave two threads
+        free, waiting searches one, so a health check always finds a thread."""
         engines = max(1, min(self.engines, self.threads - 2))
-        return engines, max(0, min(engines, self.threads - 2 - engines))
+        return engines, max(0, min(engines, self.threads - 1 - engines))
 
     cache_ttl_s: int = 3600
     lru_size: int = 10000

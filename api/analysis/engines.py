@@ -10,8 +10,10 @@ without the GIL) and a cheap request is never held behind others' long searches.
 - The wait for an engine is bounded: a search that would wait longer than its own budget
   (until the earliest end of the searches running, and queued, ahead of it) is refused at
   once with :class:`EnginesBusy` (a 503 problem with ``Retry-After``), and few wait
-  (searching and waiting threads are at most ``KALAH_THREADS - 2``), so a worker's threads
+  (searching and waiting threads are at most ``KALAH_THREADS - 1``), so a worker's threads
   never all search or wait: its health checks and cached answers keep being served.
+- Two engines are made when a gunicorn worker starts (:meth:`EnginePool.prepare`); a long
+  search makes a new one rather than take the last one ready, which short searches use.
 """
 
 from __future__ import annotations
@@ -110,7 +112,10 @@ class EnginePool:
                         self._changed.wait(left)
                 finally:
                     self._waiting -= 1
-            if self._free:
+            # A long search makes a new engine rather than take the last one made: short
+            # searches find it ready (making one takes 0.2-0.4 s, seconds on busy cores).
+            keep_last = long and len(self._free) == 1 and self._created < self.size
+            if self._free and not keep_last:
                 slot = self._free.pop()
             else:  # a new engine, counted now and made below (no one waits on the lock)
                 slot = Slot()

@@ -118,6 +118,7 @@ def test_a_large_anonymous_batch_is_refused_before_it_is_read(server: Gunicorn) 
     assert "key-required" in answer and "Connection: close" in answer
 
 
+@pytest.mark.slow  # 20 s, and its 1.5 s bound needs the machine's cores to itself
 def test_cheap_requests_and_health_are_answered_while_long_searches_run(
     redis_server: RedisServer,
 ) -> None:

@@ -100,7 +100,6 @@ def test_redis_restart_worker_recycling_and_a_killed_worker_under_load(
             "KALAH_REDIS_URL": own_redis.url,
             "KALAH_MAX_REQUESTS": "200",  # recycled several times during the run
             "KALAH_MAX_REQUESTS_JITTER": "50",
-            "KALAH_THREADS": "4",
         }
     )
     base = server.start()
