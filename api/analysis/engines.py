@@ -12,8 +12,10 @@ without the GIL) and a cheap request is never held behind others' long searches.
   once with :class:`EnginesBusy` (a 503 problem with ``Retry-After``), and few wait
   (searching and waiting threads are at most ``KALAH_THREADS - 1``), so a worker's threads
   never all search or wait: its health checks and cached answers keep being served.
-- Two engines are made when a gunicorn worker starts (:meth:`EnginePool.prepare`); a long
-  search makes a new one rather than take the last one ready, which short searches use.
+- Making an engine takes 0.2-0.4 s (its table's pages are touched up front), seconds on busy
+  cores: two are made when a gunicorn worker starts (:meth:`EnginePool.prepare`); short
+  searches make no more and wait for a busy one instead; a long search makes a new one
+  rather than take the last free one, which short searches use.
 """
 
 from __future__ import annotations
@@ -29,6 +31,13 @@ from kalah_core.solver import Engine
 
 from ..egdb import attach_databases
 from ..errors import ApiProblem
+
+EAGER = 2
+"""Engines made before they are needed (a gunicorn worker at start), and the most a short
+search makes: a long search makes the others."""
+
+WAIT_GRACE_S = 0.5
+"""How much longer than the expected wait a search waits for an engine before it gives up."""
 
 
 class EnginesBusy(ApiProblem):
@@ -78,9 +87,13 @@ class EnginePool:
         return max(1, self.size - 1)
 
     def _can_run(self, long: bool) -> bool:
-        if not self._free and self._created >= self.size:
-            return False
-        return not long or sum(s.long for s in self._busy) < self._long_cap()
+        if long:
+            if sum(s.long for s in self._busy) >= self._long_cap():
+                return False
+            return bool(self._free) or self._created < self.size
+        # A short search makes no engine beyond the first EAGER (making one costs more than
+        # a short search waits for a busy one), but a long one never takes the last free.
+        return bool(self._free) or self._created < min(EAGER, self.size)
 
     def _expected_wait(self, long: bool, now: float) -> float:
         """When an engine should free for a new search, after those already waiting."""
@@ -102,7 +115,9 @@ class EnginePool:
                     raise EnginesBusy(wait, budget_ms)
                 self._waiting += 1
                 try:
-                    give_up = now + budget_s
+                    # Searches end a few ms after their budget, and their answers are shaped
+                    # after that: a little grace, so that a wait decided on is not cut short.
+                    give_up = now + max(wait, budget_s) + WAIT_GRACE_S
                     while not self._can_run(long):
                         left = give_up - time.monotonic()
                         if left <= 0:
@@ -114,7 +129,7 @@ class EnginePool:
                     self._waiting -= 1
             # A long search makes a new engine rather than take the last one made: short
             # searches find it ready (making one takes 0.2-0.4 s, seconds on busy cores).
-            keep_last = long and len(self._free) == 1 and self._created < self.size
+            keep_last = long and len(self._free) <= 1 and self._created < self.size
             if self._free and not keep_last:
                 slot = self._free.pop()
             else:  # a new engine, counted now and made below (no one waits on the lock)
@@ -140,7 +155,7 @@ class EnginePool:
         attach_databases(engine, slot.lock, self.egdb_path)
         slot.engine = engine
 
-    def prepare(self, count: int = 2) -> threading.Thread:
+    def prepare(self, count: int = EAGER) -> threading.Thread:
         """Make ``count`` engines now, in a background thread (a gunicorn worker at start): a
         table takes 0.2-0.4 s to allocate, several times that on busy cores, which a cheap
         request should not wait for; more are made when searches need them."""
@@ -150,10 +165,12 @@ class EnginePool:
                 with self._changed:
                     if self._created >= min(count, self.size):
                         return
-                    self._created += 1  # counted now: no request makes it meanwhile
                 slot = Slot()
-                self._equip(slot)
+                self._equip(slot)  # meanwhile requests make their own: none waits for this
                 with self._changed:
+                    if self._created >= self.size:
+                        return
+                    self._created += 1
                     self._free.append(slot)
                     self._changed.notify_all()
 

@@ -16,6 +16,8 @@ from conftest import Gunicorn, RedisServer
 from figures import measured
 from test_batch_workers import endgame_positions
 
+from api.keys import make_key_store
+
 POSTS = ("/v1/analysis", "/v1/play", "/v1/batch", "/v1/games/analysis")
 
 
@@ -175,10 +177,13 @@ def test_cheap_requests_and_health_are_answered_while_long_searches_run(
         gunicorn.close()
 
 
-def test_the_small_items_of_finding_11(server: Gunicorn) -> None:
+def test_the_small_items_of_finding_11(server: Gunicorn, redis_server: RedisServer) -> None:
     base = server.base
+    key, _ = make_key_store(redis_server.url, timeout_s=2.0).create("premium")
+    requests_ = requests.Session()  # an own bucket: the overdraft test spent the IP's
+    requests_.headers["Authorization"] = f"Bearer {key}"
     # A 413 says Connection: close, and python-requests reads it (no RemoteDisconnected).
-    too_large = requests.post(
+    too_large = requests_.post(
         base + "/v1/analysis",
         data=b'{"position": "' + b"x" * (1024 * 1024) + b'"}',
         headers={"Content-Type": "application/json"},
@@ -187,7 +192,7 @@ def test_the_small_items_of_finding_11(server: Gunicorn) -> None:
     assert too_large.status_code == 413 and too_large.headers["Connection"] == "close"
     # An oversized chunked body is a 413, not cut at the limit and answered.
     chunks = (b'{"position": "start", "pad": "' + b"x" * 8192 + b'"}' for _ in range(10))
-    chunked = requests.post(
+    chunked = requests_.post(
         base + "/v1/analysis",
         data=chunks,
         headers={"Content-Type": "application/json"},
@@ -196,7 +201,7 @@ def test_the_small_items_of_finding_11(server: Gunicorn) -> None:
     assert chunked.status_code == 413 and chunked.json()["field"] == "body"
     # A small chunked body is read whole.
     small = [b'{"position": "start", ', b'"rules": {"houses": 3, "seeds": 2}}']
-    answer = requests.post(
+    answer = requests_.post(
         base + "/v1/analysis",
         data=iter(small),
         headers={"Content-Type": "application/json"},
@@ -205,14 +210,14 @@ def test_the_small_items_of_finding_11(server: Gunicorn) -> None:
     assert answer.status_code == 200 and answer.json()["exact"] is True
     # /v1/games/analysis refuses "50" and 5.5 as time_ms, as /v1/analysis does.
     for bad in ("50", 5.5):
-        review = requests.post(
+        review = requests_.post(
             base + "/v1/games/analysis",
             json={"game": "1-2", "limits": {"time_ms": bad}},
             timeout=10,
         )
         assert review.status_code == 422 and review.json()["field"] == "limits.time_ms"
     # /v1/play refuses a body it cannot read instead of answering the start position.
-    play = requests.post(
+    play = requests_.post(
         base + "/v1/play", data="moves=1", headers={"Content-Type": "text/plain"}, timeout=10
     )
     assert play.status_code == 415 and play.json()["field"] == "Content-Type"
