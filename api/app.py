@@ -3,8 +3,8 @@
 One folder per resource (``routes.py`` + ``schemas.py``), registered from :data:`RESOURCES`;
 routes are thin and call :mod:`kalah_core`; every error is problem+json (:mod:`api.errors`);
 settings come from the environment (:mod:`api.config`). OpenAPI 3 is served at
-``/openapi.json`` with a docs UI at ``/docs``; ``python -m api.export_openapi`` writes the
-spec to ``api/openapi.json``.
+``/openapi.json`` with a docs UI at ``/docs``, and the analysis board at ``/`` (:mod:`api.board`);
+``python -m api.export_openapi`` writes the spec to ``api/openapi.json``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from .analysis import routes as analysis_routes
 from .analysis.analyser import Analyser
 from .batch import routes as batch_routes
 from .batch.jobs import JobStore
+from .board import page as board_page
+from .board import routes as board_routes
 from .bounds import init_body_guard
 from .cache import make_cache
 from .config import ENV_NAMES, MAX_BODY_BYTES, Settings, load_settings
@@ -47,12 +49,11 @@ RESOURCES = (
     games_routes,
     play_routes,
     rules_routes,
+    board_routes,
     health_routes,
     problems_routes,
 )
 """Every resource's routes module; each has a flask-smorest ``blp``."""
-
-SWAGGER_UI_URL = "https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/"
 
 API_DESCRIPTION = (
     """\
@@ -134,8 +135,6 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         OPENAPI_VERSION="3.0.3",
         OPENAPI_URL_PREFIX="/",
         OPENAPI_JSON_PATH="openapi.json",
-        OPENAPI_SWAGGER_UI_PATH="docs",
-        OPENAPI_SWAGGER_UI_URL=SWAGGER_UI_URL,
         API_SPEC_OPTIONS={
             "info": {
                 "description": API_DESCRIPTION,
@@ -162,6 +161,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     for resource in RESOURCES:
         api.register_blueprint(resource.blp)
     app.extensions["kalah_api"] = api
+    app.register_blueprint(board_page.bp)  # the board at / and the docs UI at /docs
 
     _register_error_handlers(app)
     _register_metrics(app)
