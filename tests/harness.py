@@ -13,7 +13,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,9 +53,12 @@ def http_status(url: str, timeout: float = 1.0) -> int:
 class RedisServer:
     """A real ``redis-server`` on a fixed port that a test may stop and start again."""
 
-    def __init__(self, port: int | None = None, *, persistent: bool = False) -> None:
+    def __init__(
+        self, port: int | None = None, *, persistent: bool = False, args: Sequence[str] = ()
+    ) -> None:
         self.port = port or free_port()
         self.persistent = persistent  # an append-only file: the data survive a restart
+        self.args = list(args)  # more redis-server options (a later option wins)
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.process: subprocess.Popen[bytes] | None = None
         self.dir = tempfile.mkdtemp(prefix="kalah-redis-")
@@ -79,6 +82,7 @@ class RedisServer:
                 "yes" if self.persistent else "no",
                 "--dir",
                 self.dir,
+                *self.args,
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
