@@ -76,7 +76,7 @@ class ProgressSchema(ma.Schema):
     total = fields.Integer(metadata={"description": "Items in the batch."})
 
 
-@answer()
+@answer("location")
 class JobSchema(ma.Schema):
     id = fields.String(metadata={"description": "The job id."})
     status = fields.String(
