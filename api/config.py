@@ -50,6 +50,8 @@ class Settings:
     max_time_ms: int = 10000
     max_nodes: int = 1_000_000_000
     egdb_path: str | None = None
+    egdb_seeds: int = 24
+    """Size of the databases built in the background in ``auto`` mode (0: build none)."""
     workers: int = 1
     threads: int = 4
     cache_ttl_s: int = 3600
@@ -82,6 +84,7 @@ _VARIABLES: dict[str, tuple[str, type, Any, float | None, float | None]] = {
     "KALAH_MAX_TIME_MS": ("max_time_ms", int, 10000, 1, 600_000),
     "KALAH_MAX_NODES": ("max_nodes", int, 1_000_000_000, 1, None),
     "KALAH_EGDB_PATH": ("egdb_path", str, None, None, None),
+    "KALAH_EGDB_SEEDS": ("egdb_seeds", int, 24, 0, 28),
     "KALAH_WORKERS": ("workers", int, None, 1, 1024),
     "KALAH_THREADS": ("threads", int, 4, 1, 256),
     "KALAH_CACHE_TTL_S": ("cache_ttl_s", int, 3600, 1, None),

@@ -303,11 +303,16 @@ def cmd_solve(args: argparse.Namespace) -> int:
     """Solve a position exactly, or give proven bounds and an estimate within the budget."""
     rules = rules_from_args(args)
     position = position_from_arg(args.position, rules)
-    from .egdb import EndgameDatabase
+    from . import book, databases
+    from .egdb import EndgameDatabase, rule_key
 
-    engine = Engine(tt_mb=args.tt_mb)
-    for path in args.egdb:
-        engine.attach(EndgameDatabase.open(path, rules))
+    engine = Engine(tt_mb=args.tt_mb, book=None if args.no_book else book.shipped())
+    if args.egdb:
+        for path in args.egdb:
+            engine.attach(EndgameDatabase.open(path, rules))
+    elif not rules.majority:  # what KALAH_EGDB_PATH finds (the cache folder by default)
+        for database in databases.open_best(key=rule_key(rules)):
+            engine.attach(database)
     analysis = engine.analyse(
         position,
         rules,
@@ -325,8 +330,8 @@ def _api_answer(args: argparse.Namespace) -> tuple[Position, dict[str, Any]]:
     from api.analysis.service import analyse_request
     from api.errors import ApiProblem
 
-    # A one-shot command does not start the server's background database build.
-    os.environ.setdefault("KALAH_EGDB_PATH", "off")
+    # A one-shot command uses the databases there are; it starts no background build.
+    os.environ.setdefault("KALAH_EGDB_SEEDS", "0")
     rules = rules_from_args(args)
     position = position_from_arg(args.position, rules)
     try:
@@ -375,7 +380,7 @@ def cmd_analyse_game(args: argparse.Namespace) -> int:
 
     from .review import JUDGEMENT_DOC
 
-    os.environ.setdefault("KALAH_EGDB_PATH", "off")
+    os.environ.setdefault("KALAH_EGDB_SEEDS", "0")  # the databases there are, no build
     rules = rules_from_args(args)
     start = position_from_arg(args.start, rules)
     try:
@@ -466,7 +471,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     from api.batch.remote import run_remote
     from api.errors import ApiProblem
 
-    os.environ.setdefault("KALAH_EGDB_PATH", "off")
+    os.environ.setdefault("KALAH_EGDB_SEEDS", "0")  # the databases there are, no build
     rules = rules_from_args(args).to_json()
     limits = {
         name: getattr(args, name)
@@ -530,12 +535,13 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 def cmd_egdb_build(args: argparse.Namespace) -> int:
     """Build the endgame database of every board with at most --seeds seeds in houses."""
+    from .databases import build_dir
     from .egdb import build, default_path
 
     max_seeds: int = args.seeds
     # --seeds is the database's bound here, not the start's seeds (which no database uses).
     rules = rules_from_args(argparse.Namespace(**{**vars(args), "seeds": None}))
-    path = args.output or default_path(rules, max_seeds)
+    path = args.output or default_path(rules, max_seeds, build_dir())
     stats = build(path, rules, max_seeds, progress=not args.quiet, threads=args.threads)
     data = {
         "path": str(stats.path),
@@ -580,6 +586,59 @@ def cmd_egdb_info(args: argparse.Namespace) -> int:
         lines.append("checksum " + ("verified" if data["verified"] else "MISMATCH: damaged file"))
     emit(args, "\n".join(lines), data)
     return EXIT_OK if data.get("verified", True) else EXIT_ERROR
+
+
+# --------------------------------------------------------------------- opening book
+
+
+def cmd_book_build(args: argparse.Namespace) -> int:
+    """Solve every position of the first --depth sowings and add them to the opening book."""
+    from . import book, databases
+    from .book_build import build_section
+    from .egdb import rule_key
+
+    rules = rules_from_args(args)
+    key = rule_key(rules)
+    found = databases.headers().get(key)
+    paths = args.egdb or ([str(found[0])] if found else [])
+    presets = [name for name, r in PRESETS.items() if book.rule_key_of(r) == key]
+    section = build_section(
+        rules,
+        args.depth,
+        paths,
+        presets=presets,
+        workers=args.workers,
+        tt_mb=args.tt_mb,
+        checkpoint=args.checkpoint,
+    )
+    path = args.output or book.SHIPPED
+    old = book.Book.load(path) if os.path.exists(path) else book.Book([])
+    old.sections[section.key] = section
+    old.save(path)
+    size = os.path.getsize(path)
+    emit(
+        args,
+        f"{path}: {section.key} to {section.depth} sowings, {len(section):,} positions "
+        f"(databases: {', '.join(paths) or 'none'}); the book is {size:,} bytes",
+        {**section.info(), "path": str(path), "bytes": size, "databases": paths},
+    )
+    return EXIT_OK
+
+
+def cmd_book_info(args: argparse.Namespace) -> int:
+    """Describe an opening book (the shipped one by default)."""
+    from . import book
+
+    path = args.path or book.SHIPPED
+    loaded = book.Book.load(path)
+    sections = loaded.info()
+    lines = [f"{path}: {os.path.getsize(path):,} bytes"] + [
+        f"{s['rules']} ({', '.join(s['presets'])}): {s['positions']:,} positions "
+        f"within {s['depth']} sowings"
+        for s in sections
+    ]
+    emit(args, "\n".join(lines), {"path": str(path), "sections": sections})
+    return EXIT_OK
 
 
 # --------------------------------------------------------------------- parser and main
@@ -631,7 +690,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="PATH",
-        help="probe this endgame database (built for the same rules; repeatable)",
+        help="probe this endgame database (built for the same rules; repeatable); "
+        "default: the largest for the rules that KALAH_EGDB_PATH finds",
+    )
+    solve.add_argument(
+        "--no-book", action="store_true", help="search even where the opening book knows"
     )
     solve.add_argument(
         "--best-only",
@@ -696,7 +759,12 @@ def build_parser() -> argparse.ArgumentParser:
             action.help = "N: the database holds every board with at most N seeds in houses"
             action.required = True
     egdb_build.add_argument(
-        "-o", "--output", default=None, metavar="PATH", help="default: a name with the rule key"
+        "-o",
+        "--output",
+        default=None,
+        metavar="PATH",
+        help="default: a name with the rule key in the folder of KALAH_EGDB_PATH "
+        "(auto: the cache folder, where every command finds it)",
     )
     egdb_build.add_argument(
         "--threads", type=int, default=None, metavar="T", help="default: every core"
@@ -711,6 +779,37 @@ def build_parser() -> argparse.ArgumentParser:
     egdb_info.add_argument(
         "--verify", action="store_true", help="check the entries against the header's checksum"
     )
+
+    book = commands.add_parser(
+        "book",
+        help="opening book: build it, describe it",
+        description="The opening book: every move's exact value in every position of the "
+        "first sowings, shipped with the package and consulted before any search.",
+    )
+    book_commands = book.add_subparsers(
+        title="commands", dest="book_command", required=True, metavar="COMMAND"
+    )
+    book_build = add_command(
+        book_commands, "build", cmd_book_build, "add the positions of the first sowings"
+    )
+    book_build.add_argument("--depth", type=int, required=True, metavar="N", help="sowings")
+    book_build.add_argument(
+        "-o", "--output", default=None, metavar="PATH", help="default: the shipped book"
+    )
+    book_build.add_argument(
+        "--egdb",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="endgame database (default: the largest KALAH_EGDB_PATH finds)",
+    )
+    book_build.add_argument("--workers", type=int, default=1, metavar="W", help="processes")
+    book_build.add_argument("--tt-mb", type=int, default=256, metavar="MB")
+    book_build.add_argument(
+        "--checkpoint", default=None, metavar="PATH", help="solved positions, to resume from"
+    )
+    book_info = add_command(book_commands, "info", cmd_book_info, "describe a book")
+    book_info.add_argument("path", nargs="?", default=None, metavar="PATH")
 
     keys = commands.add_parser(
         "keys",

@@ -18,15 +18,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kalah_core import solver
+from kalah_core import book, solver
 from kalah_core.game import legal_moves, play
 from kalah_core.position import Position, parse_position
 from kalah_core.rules import Rules
 
-from .. import metrics
+from .. import egdb, metrics
 from ..cache import AnswerCache, Entry, cache_keys
 from ..config import MAX_DEPTH, MAX_PV_SOWINGS, Settings
-from ..egdb import attach_databases
 from ..errors import ApiProblem, renamed_field
 
 LOCK_MARGIN_S = 2.0
@@ -170,10 +169,11 @@ class Analyser:
                     engine_class = getattr(solver, "Engine", None)
                     if engine_class is None:
                         raise EngineUnavailable()
-                    engine = engine_class(tt_mb=self.settings.tt_mb)
+                    engine = engine_class(tt_mb=self.settings.tt_mb, book=book.shipped())
                     state = (os.getpid(), engine, threading.Lock())
                     self._engine_state = state
-                    attach_databases(engine, state[2], self.settings.egdb_path)
+                    databases = egdb.service(self.settings.egdb_path, self.settings.egdb_seeds)
+                    databases.attach_to(engine, state[2])
         return state[1], state[2]
 
     def search(self, position: Position, rules: Rules, limits: Limits) -> solver.Analysis:
