@@ -25,7 +25,7 @@ from . import metrics
 from .analysis import routes as analysis_routes
 from .analysis.service import Analyser
 from .batch import routes as batch_routes
-from .batch.jobs import JobStore
+from .batch.embedded_jobs import make_job_store
 from .bounds import init_body_guard
 from .cache import make_cache
 from .config import ENV_NAMES, MAX_BODY_BYTES, Settings, load_settings
@@ -115,9 +115,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
 
     cache = make_cache(settings, max_connections=settings.threads + 4)
     app.extensions["kalah"] = Analyser(settings, cache)
-    app.extensions["kalah_jobs"] = (
-        JobStore(settings.redis_url, ttl_s=settings.job_ttl_s) if settings.redis_url else None
-    )
+    app.extensions["kalah_jobs"] = make_job_store(settings)
 
     plugins = [analysis_routes.ConditionalGetPlugin(), RateLimitDocsPlugin()]
     api = KalahApi(app, spec_kwargs={"extra_plugins": plugins})

@@ -56,6 +56,9 @@ class Settings:
     threads: int = 4
     cache_ttl_s: int = 3600
     lru_size: int = 10000
+    cache_dir: str | None = None
+    """The embedded answer store's folder (default ``answers`` in the cache folder)."""
+    cache_mb: int = 512
     redis_timeout_s: float = 0.25
     batch_max_positions: int = 10000
     batch_inline_max: int = 16
@@ -89,6 +92,8 @@ _VARIABLES: dict[str, tuple[str, type, Any, float | None, float | None]] = {
     "KALAH_THREADS": ("threads", int, 4, 1, 256),
     "KALAH_CACHE_TTL_S": ("cache_ttl_s", int, 3600, 1, None),
     "KALAH_LRU_SIZE": ("lru_size", int, 10000, 1, None),
+    "KALAH_CACHE_DIR": ("cache_dir", str, None, None, None),
+    "KALAH_CACHE_MB": ("cache_mb", int, 512, 1, None),
     "KALAH_REDIS_TIMEOUT_S": ("redis_timeout_s", float, 0.25, 0.001, 60),
     "KALAH_BATCH_MAX_POSITIONS": ("batch_max_positions", int, 10000, 1, 1_000_000),
     "KALAH_BATCH_INLINE_MAX": ("batch_inline_max", int, 16, 0, 1_000_000),

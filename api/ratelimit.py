@@ -109,13 +109,14 @@ def search_cost(time_ms: float) -> int:
     return math.ceil(time_ms / SEARCH_UNIT_MS) if time_ms > 0 else 0
 
 
-def charge_batch(items: int) -> None:
+def charge_batch(items: int, *, need_key: bool = True) -> None:
     """The hook of an endpoint that queues ``items`` analyses for background workers: it
-    needs an API key (a 401 problem without one) and each item costs 1 unit up front (a 429
-    problem if the bucket cannot pay them all)."""
+    needs an API key when ``need_key`` (a 401 problem without one) and each item costs 1 unit
+    up front (a 429 problem if the bucket cannot pay them all)."""
     from .keys import require_key
 
-    require_key()
+    if need_key:
+        require_key()
     charge(items, upfront=True)
 
 

@@ -1,8 +1,9 @@
 # mypy: disable-error-code="untyped-decorator"
 """``POST /v1/batch`` and ``GET /v1/jobs/{id}``: thin routes over :mod:`.items` and :mod:`.jobs`.
 
-A small batch is answered inline; a larger one becomes a job for the ``kalah worker``
-processes (202 with ``Location``). Without Redis there is no queue, so only inline batches.
+A small batch is answered inline; a larger one becomes a job (202 with ``Location``) for the
+``kalah worker`` processes on the API's Redis, or without Redis for the server's own
+processes (:mod:`.embedded_jobs`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..analysis.service import Analyser
 from ..config import BATCH_PAGE_MAX, MAX_BATCH_BODY_BYTES
 from ..errors import ApiProblem, document_problems, problem_object
 from ..ratelimit import charge_batch, charge_search
+from .embedded_jobs import EmbeddedJobStore
 from .items import Batch as ParsedBatch
 from .items import inline_ok, parse_batch
 from .jobs import JobStatus, JobStore
@@ -42,13 +44,12 @@ ERRORS = {
     400: "A malformed body.",
     413: f"The body is above {MAX_BATCH_BODY_BYTES} bytes.",
     422: "A malformed item (field positions.<i>.<field>), invalid shared rules or limits, too "
-    "many positions or too much budget, or (without a job queue) a batch too large to answer "
-    "inline.",
+    "many positions or too much budget.",
     503: "Redis (the job queue) is not reachable.",
 }
 
 JOB_ERRORS = {
-    404: "No such job: unknown, expired, or this server has no job queue.",
+    404: "No such job: unknown or expired.",
     422: "A bad offset or limit.",
     503: "Redis (the job queue) is not reachable.",
 }
@@ -59,8 +60,10 @@ def _analyser() -> Analyser:
     return result
 
 
-def _jobs() -> JobStore | None:
-    store: JobStore | None = current_app.extensions.get("kalah_jobs")
+def _jobs() -> JobStore | EmbeddedJobStore:
+    store: JobStore | EmbeddedJobStore = current_app.extensions["kalah_jobs"]
+    if isinstance(store, EmbeddedJobStore):
+        store.run_with(_analyser())  # this process runs queued chunks too
     return store
 
 
@@ -109,23 +112,15 @@ class Batch(MethodView):
 
         At most `KALAH_BATCH_INLINE_MAX` items whose budgets add up to at most
         `KALAH_MAX_TIME_MS` are answered inline; a larger batch is a job (202, `Location:
-        /v1/jobs/{id}`) run by `kalah worker` processes. Without Redis there is no job queue
-        and a larger batch is a 422 naming `positions`."""
+        /v1/jobs/{id}`) run by `kalah worker` processes, or without Redis by the server's own
+        processes."""
         settings = _analyser().settings
         batch = parse_batch(settings, data["positions"], data.get("rules"), data.get("limits"))
         if inline_ok(settings, batch):
             return _inline(batch)
         store = _jobs()
-        if store is None:
-            raise ApiProblem(
-                "limit-exceeded",
-                "this server has no job queue (KALAH_REDIS_URL is unset): a batch is answered "
-                f"inline only up to {settings.batch_inline_max} positions and "
-                f"{settings.max_time_ms} ms of search in all; split it",
-                field="positions",
-                max=settings.batch_inline_max,
-            )
-        charge_batch(len(batch.tasks))  # a job needs an API key; 1 unit per position
+        # 1 unit per position; with Redis a job needs an API key (keys live there).
+        charge_batch(len(batch.tasks), need_key=isinstance(store, JobStore))
         try:
             status = store.create(batch, settings.batch_chunk)
         except redis.RedisError as error:
@@ -139,7 +134,9 @@ class Batch(MethodView):
         )
 
 
-def _ndjson(store: JobStore, job_id: str, offset: int, end: int) -> Iterator[bytes]:
+def _ndjson(
+    store: JobStore | EmbeddedJobStore, job_id: str, offset: int, end: int
+) -> Iterator[bytes]:
     for start in range(offset, end, STREAM_PAGE):
         page = store.results(job_id, start, min(STREAM_PAGE, end - start))
         if not page:
@@ -159,10 +156,6 @@ class Job(MethodView):
         (every result from `offset` on unless `limit` is given) and the status is in the
         headers `Kalah-Job-Status` and `Kalah-Job-Progress` (done/total)."""
         store = _jobs()
-        if store is None:
-            raise ApiProblem(
-                "not-found", f"no job {job_id}: this server has no job queue", field="job_id"
-            )
         try:
             status = store.status(job_id)
         except redis.RedisError as error:
