@@ -21,7 +21,7 @@ from werkzeug.exceptions import HTTPException
 from kalah_core import __version__
 from kalah_core.errors import KalahError
 
-from . import metrics
+from . import egdb, metrics
 from .analysis import routes as analysis_routes
 from .analysis.service import Analyser
 from .batch import routes as batch_routes
@@ -125,6 +125,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
 
     _register_error_handlers(app)
     _register_metrics(app)
+    _start_databases(app, settings)
     _register_callers_and_limits(app, settings)
     init_body_guard(app)
     return app
@@ -147,6 +148,15 @@ def _register_callers_and_limits(app: Flask, settings: Settings) -> None:
 
     init_rate_limits(app, settings, auth)
     init_security(app, settings)
+
+
+def _start_databases(app: Flask, settings: Settings) -> None:
+    """Each worker opens its databases (and in auto mode starts their background builds) at
+    its first request of any kind, not at its first search; nothing waits for them."""
+
+    @app.before_request
+    def start_databases() -> None:
+        egdb.service(settings.egdb_path, settings.egdb_seeds).start()
 
 
 def _register_error_handlers(app: Flask) -> None:

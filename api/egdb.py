@@ -67,29 +67,40 @@ class DatabaseService:
         self._engines: list[tuple[Engine, threading.Lock]] = []
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._started = False
 
-    def attach_to(self, engine: Engine, engine_lock: threading.Lock) -> None:
-        """Attach what is there now; in ``auto`` start the background builds (once)."""
+    def start(self) -> None:
+        """Open what is there; in ``auto`` start the background builds. Once per process."""
+        if self._started:
+            return
         with self._lock:
-            if not self.attached:
-                for database in databases.open_best(self.setting):
-                    self.attached[database.key] = database
-                    log.info("endgame database %s attached", database)
-            self._engines.append((engine, engine_lock))
-            with engine_lock:
-                for database in self.attached.values():
-                    engine.attach(database)
+            if self._started:
+                return
+            for database in databases.open_best(self.setting):
+                self.attached[database.key] = database
+                log.info("endgame database %s found", database)
             for item in self.plan:
                 if self._enough(item.key):
                     item.state = "attached"
-            if self._thread is None and any(i.state == "queued" for i in self.plan):
+            if any(i.state == "queued" for i in self.plan):
                 self._thread = threading.Thread(
                     target=self._build_missing, name="egdb-build", daemon=True
                 )
                 self._thread.start()
+            self._started = True
+
+    def attach_to(self, engine: Engine, engine_lock: threading.Lock) -> None:
+        """Attach every database there is to ``engine``, and the built ones when ready."""
+        self.start()
+        with self._lock:
+            self._engines.append((engine, engine_lock))
+            with engine_lock:
+                for database in self.attached.values():
+                    engine.attach(database)
 
     def status(self) -> dict[str, Any]:
         """What ``GET /v1/rules`` reports: attached databases and the background builds."""
+        self.start()
         with self._lock:
             attached = [
                 {"rules": str(db.key), "max_seeds": db.max_seeds, "path": str(db.path)}
@@ -105,7 +116,12 @@ class DatabaseService:
                 }
                 for item in self.plan
             ]
-        return {"setting": self.setting, "attached": attached, "builds": builds}
+        return {
+            "setting": self.setting,
+            "build_seeds": self.seeds if self.plan else 0,
+            "attached": attached,
+            "builds": builds,
+        }
 
     def _enough(self, key: RuleKey) -> bool:
         database = self.attached.get(key)

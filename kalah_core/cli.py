@@ -266,13 +266,17 @@ def analysis_json(analysis: Analysis) -> dict[str, Any]:
         "nodes": analysis.nodes,
         "time_ms": analysis.time_ms,
         "perspective": "side_to_move",
+        "book": analysis.extra.get("book"),
     }
 
 
 def analysis_text(position: Position, analysis: Analysis) -> str:
     if analysis.over:
         return f"{position.compact()}: the game is over, value {analysis.value:+d}"
-    if analysis.exact:
+    book = analysis.extra.get("book")
+    if book:
+        verdict = f"value {analysis.value:+d} (exact: opening book, {book['depth']} sowings)"
+    elif analysis.exact:
         verdict = f"value {analysis.value:+d} (exact)"
     else:
         verdict = (

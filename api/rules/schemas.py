@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import marshmallow as ma
-from marshmallow import fields
+from marshmallow import fields, validate
 
 from ..schemas import RulesOptionsSchema
 
@@ -101,6 +101,55 @@ class RateLimitsSchema(ma.Schema):
     )
 
 
+class DatabaseSchema(ma.Schema):
+    rules = fields.String(
+        metadata={"description": "The rule key it serves: houses, capture, end, remaining."}
+    )
+    max_seeds = fields.Integer(
+        metadata={"description": "Every board with at most this many seeds in houses."}
+    )
+    path = fields.String(metadata={"description": "Its file on the server."})
+
+
+class DatabaseBuildSchema(ma.Schema):
+    rules = fields.String(metadata={"description": "The rule key."})
+    presets = fields.List(fields.String(), metadata={"description": "The presets it serves."})
+    max_seeds = fields.Integer(metadata={"description": "The size being built."})
+    state = fields.String(
+        validate=validate.OneOf(["queued", "building", "attached", "failed"]),
+        metadata={"description": "queued, building, attached or failed."},
+    )
+    seconds = fields.Float(
+        allow_none=True, metadata={"description": "How long it took to build and attach."}
+    )
+
+
+class DatabasesSchema(ma.Schema):
+    setting = fields.String(
+        metadata={"description": "KALAH_EGDB_PATH: auto (the cache folder), off, or paths."}
+    )
+    build_seeds = fields.Integer(
+        metadata={"description": "Size of the background builds (0: none, outside auto)."}
+    )
+    attached = fields.List(
+        fields.Nested(DatabaseSchema),
+        metadata={"description": "The databases this server's searches probe."},
+    )
+    builds = fields.List(
+        fields.Nested(DatabaseBuildSchema),
+        metadata={"description": "The background builds of auto mode, most used first."},
+    )
+
+
+class BookSectionSchema(ma.Schema):
+    rules = fields.String(metadata={"description": "The rule key the section serves."})
+    presets = fields.List(fields.String(), metadata={"description": "The presets it serves."})
+    depth = fields.Integer(
+        metadata={"description": "Every position within this many sowings of the start."}
+    )
+    positions = fields.Integer(metadata={"description": "Boards held."})
+
+
 class RulesAnswerSchema(ma.Schema):
     default_preset = fields.String(
         metadata={"description": "The preset used when a request names none."}
@@ -116,4 +165,12 @@ class RulesAnswerSchema(ma.Schema):
     )
     rate_limits = fields.Nested(
         RateLimitsSchema, metadata={"description": "This server's rate limits and costs."}
+    )
+    databases = fields.Nested(
+        DatabasesSchema,
+        metadata={"description": "Endgame databases: attached, and building in the background."},
+    )
+    book = fields.List(
+        fields.Nested(BookSectionSchema),
+        metadata={"description": "The opening book's sections: exact answers without search."},
     )
