@@ -40,7 +40,9 @@ def test_book_build_and_info(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     rules = ("--houses", "3", "--seeds", "2")
     built = run_json(capsys, "book", "build", *rules, "--depth", "3", "-o", str(path))
     assert (built["rules"], built["depth"]) == ("h3-nonempty-either-owner", 3)
-    run_json(capsys, "book", "build", *rules, "--capture", "always", "--depth", "2", "-o", str(path))
+    run_json(
+        capsys, "book", "build", *rules, "--capture", "always", "--depth", "2", "-o", str(path)
+    )
     info = run_json(capsys, "book", "info", str(path))
     assert [(s["rules"], s["depth"]) for s in info["sections"]] == [
         ("h3-nonempty-either-owner", 3),

@@ -28,5 +28,9 @@ class ReadySchema(ma.Schema):
     status = fields.String(
         metadata={"description": "'ready'; when not ready the answer is a 503 problem."}
     )
-    backend = fields.String(metadata={"description": "The cache backend: redis or memory."})
+    backend = fields.String(
+        metadata={
+            "description": "The cache backend: redis, or embedded (the store shared by every process of the machine)."
+        }
+    )
     checks = fields.Nested(ChecksSchema, metadata={"description": "Each check and its detail."})

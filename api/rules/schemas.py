@@ -63,9 +63,12 @@ class ServerLimitsSchema(ma.Schema):
     )
     batch_jobs = fields.Boolean(
         metadata={
-            "description": "Whether this server has a job queue (Redis) for batches too large "
-            "to answer inline."
+            "description": "Whether batches too large to answer inline become jobs (always: "
+            "run by kalah worker with Redis, by the server's own processes without)."
         }
+    )
+    batch_jobs_need_key = fields.Boolean(
+        metadata={"description": "Whether a batch job needs an API key (with Redis)."}
     )
     max_pv_sowings = fields.Integer(
         metadata={"description": "The longest principal variation an answer carries, in sowings."}

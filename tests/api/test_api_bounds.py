@@ -173,7 +173,8 @@ def test_rules_reports_every_limit(client: FlaskClient) -> None:
         "batch_inline_max": 16,
         "batch_max_budget_ms": 10_000_000,
         "batch_max_body_bytes": 4 * 1024 * 1024,
-        "batch_jobs": False,
+        "batch_jobs": True,
+        "batch_jobs_need_key": False,
     }
 
 
