@@ -30,7 +30,8 @@ class ReadySchema(ma.Schema):
     )
     backend = fields.String(
         metadata={
-            "description": "The cache backend: redis, or embedded (the store shared by every process of the machine)."
+            "description": "The cache backend: redis, or embedded (one store shared by every "
+            "process of the machine)."
         }
     )
     checks = fields.Nested(ChecksSchema, metadata={"description": "Each check and its detail."})

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import requests
+from test_api_http import metric
 
 from kalah_core import Position, Rules, legal_moves, play
 from kalah_core.book import shipped
-from test_api_http import metric
 
 if TYPE_CHECKING:
     from conftest import Gunicorn
