@@ -33,7 +33,7 @@ import diskcache
 from . import metrics
 from .cache import AnswerCache, Entry, Keys, _Lru
 
-SQLITE_TIMEOUT_S = 5.0
+SQLITE_TIMEOUT_S = 5
 """How long a writer waits for SQLite's lock before diskcache gives up (a miss then)."""
 
 

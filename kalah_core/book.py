@@ -40,7 +40,7 @@ from typing import Any
 
 from .egdb import RuleKey
 from .errors import KalahError
-from .game import SWAP, Move, legal_moves, play
+from .game import SWAP, Move, MoveResult, legal_moves, play
 from .position import Position, Side
 from .rules import Rules
 
@@ -257,7 +257,7 @@ class Book:
 
     def _pv(self, position: Position, rules: Rules, limit: int) -> list[list[Move]]:
         """Best moves (the first in house order) while the book holds the position."""
-        line = []
+        line: list[MoveResult] = []
         node = position
         while len(line) < limit:
             values = self.move_values(node, rules)

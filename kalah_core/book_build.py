@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator, Sequence
 from multiprocessing import get_context
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 from .book import NO_MOVE, Section, board_key, rule_key_of
 from .egdb import EndgameDatabase
@@ -162,7 +162,7 @@ def build_section(
     )
     started = time.perf_counter()
     paths = [os.fspath(p) for p in databases]
-    with _appender(ckpt) as append:
+    with _Checkpoint(ckpt) as append:
         if workers <= 1:
             _init_worker(base, paths, tt_mb)
             results: Iterator[list[tuple[bytes, bytes]]] = map(_solve_chunk, _chunks(todo))
@@ -186,14 +186,14 @@ def _chunks(keys: list[bytes]) -> Iterator[list[bytes]]:
         yield keys[i : i + CHUNK]
 
 
-class _appender:
+class _Checkpoint:
     """Appends solved records to the checkpoint file (if any), flushed per chunk."""
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self.file = None
+        self.file: BinaryIO | None = None
 
-    def __enter__(self) -> _appender:
+    def __enter__(self) -> _Checkpoint:
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.file = open(self.path, "ab")
@@ -212,7 +212,7 @@ class _appender:
 def _collect(
     results: Iterator[list[tuple[bytes, bytes]]],
     done: dict[bytes, bytes],
-    append: _appender,
+    append: _Checkpoint,
     total: int,
     started: float,
     stream: TextIO,

@@ -67,9 +67,7 @@ class EmbeddedJobStore:
                 opened = self._store
                 if opened is None or opened[0] != os.getpid():
                     self.directory.mkdir(parents=True, exist_ok=True)
-                    cache = diskcache.Cache(
-                        str(self.directory), eviction_policy="none", timeout=5.0
-                    )
+                    cache = diskcache.Cache(str(self.directory), eviction_policy="none", timeout=5)
                     opened = self._store = (os.getpid(), cache)
         return opened[1]
 
