@@ -140,9 +140,12 @@ def build_section(
     workers: int = 1,
     tt_mb: int = 256,
     checkpoint: str | os.PathLike[str] | None = None,
+    until: float | None = None,
     stream: TextIO | None = None,
 ) -> Section:
-    """The book section of ``rules`` to ``depth`` sowings (see the module docstring)."""
+    """The book section of ``rules`` to ``depth`` sowings (see the module docstring). With
+    ``until`` (a ``time.time()``) the solving stops then: the section holds the boards solved
+    so far and those they decide, and its ``depth`` is the deepest level held whole."""
     key = rule_key_of(rules)
     if key is None:
         raise InvalidRulesError("majority", True, "false: no book under 'majority'")
@@ -166,19 +169,40 @@ def build_section(
         if workers <= 1:
             _init_worker(base, paths, tt_mb)
             results: Iterator[list[tuple[bytes, bytes]]] = map(_solve_chunk, _chunks(todo))
-            _collect(results, done, append, len(todo), started, stream)
+            _collect(results, done, append, len(todo), started, until, stream)
         else:
             ctx = get_context("fork")
             with ctx.Pool(workers, _init_worker, (base, paths, tt_mb)) as pool:
                 results = pool.imap(_solve_chunk, _chunks(todo))
-                _collect(results, done, append, len(todo), started, stream)
+                _collect(results, done, append, len(todo), started, until, stream)
     for level in reversed(found[:-1]):
         for board in level:
-            done[board] = derive(board, base, done)
-    wanted = {board for level in found for board in level}
-    data = b"".join(board + done[board] for board in sorted(wanted))
-    stream.write(f"book {key}: {len(wanted):,} boards in {time.perf_counter() - started:.0f} s\n")
-    return Section(key, depth, tuple(presets), data)
+            try:
+                done[board] = derive(board, base, done)
+            except KeyError:  # a move leads to a board not solved in time
+                continue
+    held = [board for level in found for board in level if board in done]
+    whole = next(
+        (d - 1 for d, level in enumerate(found) if any(b not in done for b in level)), depth
+    )
+    data = b"".join(board + done[board] for board in sorted(set(held)))
+    stream.write(
+        f"book {key}: {len(set(held)):,} boards, whole to {whole} sowings, "
+        f"in {time.perf_counter() - started:.0f} s\n"
+    )
+    return Section(key, whole, tuple(presets), data)
+
+
+def merge(old: Section, new: Section) -> Section:
+    """Every board of both (they agree: values are exact), whole to the deeper depth."""
+    width = new.width
+    records = {
+        section.data[i : i + width]: None
+        for section in (old, new)
+        for i in range(0, len(section.data), width)
+    }
+    data = b"".join(sorted(records, key=lambda r: r[: 2 * new.key.houses]))
+    return Section(new.key, max(old.depth, new.depth), new.presets, data)
 
 
 def _chunks(keys: list[bytes]) -> Iterator[list[bytes]]:
@@ -215,11 +239,15 @@ def _collect(
     append: _Checkpoint,
     total: int,
     started: float,
+    until: float | None,
     stream: TextIO,
 ) -> None:
     count = 0
     shown = 0.0
     for records in results:
+        if until is not None and time.time() > until:
+            stream.write(f"  stopped at the deadline: {count:,}/{total:,} solved\n")
+            return
         append(records)
         done.update(records)
         count += len(records)

@@ -597,8 +597,10 @@ def cmd_egdb_info(args: argparse.Namespace) -> int:
 
 def cmd_book_build(args: argparse.Namespace) -> int:
     """Solve every position of the first --depth sowings and add them to the opening book."""
+    import time
+
     from . import book, databases
-    from .book_build import build_section
+    from .book_build import build_section, merge
     from .egdb import rule_key
 
     rules = rules_from_args(args)
@@ -614,9 +616,12 @@ def cmd_book_build(args: argparse.Namespace) -> int:
         workers=args.workers,
         tt_mb=args.tt_mb,
         checkpoint=args.checkpoint,
+        until=time.time() + args.minutes * 60 if args.minutes else None,
     )
     path = args.output or book.SHIPPED
     old = book.Book.load(path) if os.path.exists(path) else book.Book([])
+    if section.key in old.sections:  # keep what an earlier (shallower) build holds
+        section = merge(old.sections[section.key], section)
     old.sections[section.key] = section
     old.save(path)
     size = os.path.getsize(path)
@@ -811,6 +816,13 @@ def build_parser() -> argparse.ArgumentParser:
     book_build.add_argument("--tt-mb", type=int, default=256, metavar="MB")
     book_build.add_argument(
         "--checkpoint", default=None, metavar="PATH", help="solved positions, to resume from"
+    )
+    book_build.add_argument(
+        "--minutes",
+        type=float,
+        default=None,
+        metavar="M",
+        help="stop solving after M minutes: keep what was solved (depth: the deepest whole level)",
     )
     book_info = add_command(book_commands, "info", cmd_book_info, "describe a book")
     book_info.add_argument("path", nargs="?", default=None, metavar="PATH")
