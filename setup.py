@@ -1,8 +1,15 @@
-"""Extension build only; metadata lives in pyproject.toml."""
+"""Extension build only; metadata lives in pyproject.toml.
+
+``KALAH_DEBUG=1`` in the environment builds the search with its debug checks (the return
+contract of the exact search checked against minimax on small subtrees; see _search.pyx).
+"""
+
+import os
 
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
+DEBUG = os.environ.get("KALAH_DEBUG", "") not in ("", "0")
 COMPILE_ARGS = ["-O3", "-fno-strict-aliasing"]
 DIRECTIVES = {
     "language_level": "3",
@@ -22,8 +29,9 @@ extensions = [
         [f"kalah_core/{name}.pyx"],
         extra_compile_args=COMPILE_ARGS + OPENMP.get(name, []),
         extra_link_args=OPENMP.get(name, []),
+        define_macros=[("KALAH_DEBUG", "1")] if DEBUG else [],
     )
-    for name in ("_board", "_search", "_egdb")
+    for name in ("_board", "_table", "_search", "_egdb")
 ]
 
 setup(ext_modules=cythonize(extensions, compiler_directives=DIRECTIVES))

@@ -13,83 +13,49 @@ The hot path (``exact``, ``heuristic``) runs without the GIL on C structs only.
 
 from libc.stdint cimport uint64_t, int64_t
 from libc.stdlib cimport abs
-from libc.string cimport memset
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 from kalah_core._egdb cimport EGDB, EndgameTable, egdb_probe, egdb_rank
 from kalah_core._board cimport (
-    Board, CRules, Sowing, SWAP, FLAG_PIE, FLAG_NORTH,
+    Board, CRules, Sowing, SWAP, FLAG_PIE, FLAG_NORTH, MAX_HOUSES, MAX_SEEDS,
     play, is_over, seeds_in, byte_at, swap_legal, make_crules, make_board,
+)
+from kalah_core._table cimport (
+    Table, Probe, TT_PROVEN as PROVEN, TT_NO_MOVE as NO_MOVE, TT_RULES_SALT, TT_STORE_MUL,
+    fmix, tt_probe, __builtin_prefetch, tt_store, tt_prefetch, tt_init, tt_free, tt_clear,
 )
 
 cdef extern from *:
-    void __builtin_prefetch(const void* addr) noexcept nogil
-
-cdef extern from "<sys/mman.h>" nogil:
-    void* mmap(void* addr, size_t length, int prot, int flags, int fd, long offset)
-    int munmap(void* addr, size_t length)
-    int madvise(void* addr, size_t length, int advice)
-    void* MAP_FAILED
-    int PROT_READ, PROT_WRITE, MAP_PRIVATE, MAP_ANONYMOUS, MADV_HUGEPAGE
+    """
+    /* Compile with KALAH_DEBUG=1 (setup.py reads the environment variable of that name) to
+       check the search's return contract on small subtrees. */
+    #ifndef KALAH_DEBUG
+    #define KALAH_DEBUG 0
+    #endif
+    """
+    const int KALAH_DEBUG
 
 cdef enum:
     INF = 1000
-    PROVEN = 255             # depth of an entry holding proven bounds
-    NO_MOVE = 15
-    BUCKET = 4               # entries per bucket: 4 x 16 bytes = one cache line
     CHECK_EVERY = 1023       # nodes between clock and budget checks
-    KNOWN_FIRST = 1 << 16    # order children of known value first (they cost nothing), best first
     EVAL_STORES = 0          # heuristic leaf: store difference only
     EVAL_SIDES = 1           # store difference plus a quarter of the house-seed difference
-
-# ---------------------------------------------------------------------------------------------
-# Transposition table entry: two 64-bit words, four to a 64-byte bucket.
-#   word 0: the full 64-bit key (a second hash, independent of the bucket index)
-#   word 1, from the low bit:
-#     bits  0..15  lower bound on g, plus 32768
-#     bits 16..31  upper bound on g, plus 32768
-#     bits 32..35  best move (0..7 house, 8 swap, 15 none)
-#     bits 36..43  depth in sowings of a heuristic entry; 255 = proven bounds on the true g
-#     bits 44..51  work: log2 of the nodes searched below the entry, the replacement priority
-# A key of 0 marks an empty slot (a real key of 0 is stored as 1).
-# Replacement: the same key is overwritten in place; otherwise the slot with the least work,
-# heuristic entries before proven ones.
-# ---------------------------------------------------------------------------------------------
-
-ctypedef struct Entry:
-    uint64_t key
-    uint64_t data
-
-ctypedef struct Probe:
-    int found
-    int lower
-    int upper
-    int move
-    int depth
-
-cdef inline uint64_t fmix(uint64_t x) noexcept nogil:
-    x ^= x >> 33
-    x *= <uint64_t>0xff51afd7ed558ccd
-    x ^= x >> 33
-    x *= <uint64_t>0xc4ceb9fe1a85ec53
-    x ^= x >> 33
-    return x
-
-cdef inline uint64_t pack_data(int lower, int upper, int move, int depth, int work) noexcept nogil:
-    return (<uint64_t>(lower + 32768)) | (<uint64_t>(upper + 32768) << 16) \
-        | (<uint64_t>move << 32) | (<uint64_t>depth << 36) | (<uint64_t>work << 44)
-
-cdef inline int log2_work(int64_t n) noexcept nogil:
-    cdef int w = 0
-    while n > 1 and w < 255:
-        n >>= 1
-        w += 1
-    return w
+    # Children of a node: at most 8 houses and the swap. The table's move is played first,
+    # into the last slot, before the others are generated into slots 0..MAX_CHILDREN - 2.
+    MAX_CHILDREN = MAX_HOUSES + 1
+    TABLE_MOVE_SLOT = MAX_CHILDREN - 1
+    # Static move order, best first: children of known value (they cost nothing), best first;
+    # then extra turns; then seeds gained; then the house nearer the store. A gain is at most
+    # MAX_SEEDS, so GAIN_WEIGHT * MAX_SEEDS + a house < EXTRA_TURN_WEIGHT < KNOWN_FIRST.
+    KNOWN_FIRST = 1 << 16
+    EXTRA_TURN_WEIGHT = 4096
+    GAIN_WEIGHT = 16
+    # Debug builds check exact()'s answers against a plain minimax below this many seeds.
+    DEBUG_VERIFY_SEEDS = 7
 
 ctypedef struct Search:
     CRules r
-    Entry* table
-    uint64_t mask            # buckets - 1
+    Table* tt
     int keyed_on_store       # majority: the mover's store is part of the key
     uint64_t salt            # the rule key mixed into every hash: one table serves all rules
     int64_t nodes
@@ -101,6 +67,8 @@ ctypedef struct Search:
     int etc_min_seeds        # enhanced transposition cutoff below nodes with this many seeds
     const EGDB* db           # endgame database for these rules, or NULL
     int db_max_seeds         # boards with at most this many seeds in houses are in db
+    int64_t contract_checks  # debug builds: exact() answers checked against minimax
+    int64_t contract_broken  # debug builds: answers that broke the return contract
 
 cdef inline int64_t now_ns() noexcept nogil:
     cdef timespec t
@@ -118,50 +86,15 @@ cdef inline void count_node(Search* s) noexcept nogil:
 cdef inline uint64_t hash_of(const Search* s, const Board* b) noexcept nogil:
     cdef uint64_t x = fmix(b.me ^ fmix(b.opp + s.salt))
     if s.keyed_on_store:
-        x = fmix(x ^ (<uint64_t>b.my_store * <uint64_t>0x2545f4914f6cdd1d))
+        x = fmix(x ^ (<uint64_t>b.my_store * TT_STORE_MUL))
     return x
 
-cdef inline Entry* bucket_of(const Search* s, uint64_t h) noexcept nogil:
-    return s.table + ((h & s.mask) * BUCKET)
-
-cdef inline uint64_t key_of(uint64_t h) noexcept nogil:
-    cdef uint64_t k = fmix(h ^ <uint64_t>0x6a09e667f3bcc909)
-    return k if k else 1
-
 cdef inline void probe(const Search* s, uint64_t h, Probe* p) noexcept nogil:
-    cdef Entry* e = bucket_of(s, h)
-    cdef uint64_t k = key_of(h), d
-    cdef int i
-    p.found = 0
-    p.move = NO_MOVE
-    for i in range(BUCKET):
-        if e[i].key == k:
-            d = e[i].data
-            p.found = 1
-            p.lower = <int>(d & 0xFFFF) - 32768
-            p.upper = <int>((d >> 16) & 0xFFFF) - 32768
-            p.move = <int>((d >> 32) & 0xF)
-            p.depth = <int>((d >> 36) & 0xFF)
-            return
+    tt_probe(s.tt, h, p)
 
 cdef inline void store(Search* s, uint64_t h, int lower, int upper, int move, int depth,
                        int64_t work) noexcept nogil:
-    cdef Entry* e = bucket_of(s, h)
-    cdef uint64_t k = key_of(h)
-    cdef int i, victim = 0, prio, best_prio = 1 << 30, w = log2_work(work)
-    for i in range(BUCKET):
-        if e[i].key == k:
-            if depth != PROVEN and ((e[i].data >> 36) & 0xFF) == PROVEN:
-                return               # never trade proven bounds for a heuristic score
-            victim = i
-            break
-        prio = -1 if e[i].key == 0 else <int>((e[i].data >> 44) & 0xFF) \
-            + (256 if ((e[i].data >> 36) & 0xFF) == PROVEN else 0)
-        if prio < best_prio:
-            best_prio = prio
-            victim = i
-    e[victim].key = k
-    e[victim].data = pack_data(lower, upper, move, depth, w)
+    tt_store(s.tt, h, lower, upper, move, depth, work)
 
 # ---------------------------------------------------------------------------------------------
 # Children: each move played on a copy of the board.
@@ -192,7 +125,7 @@ cdef inline void make_child(const Search* s, const Board* b, int move, Child* c)
     else:
         gain = c.board.opp_store - b.my_store
         c.value = c.board.opp_store - c.board.my_store
-    c.score = 0 if move == SWAP else sw.extra * 4096 + gain * 16 + move
+    c.score = 0 if move == SWAP else sw.extra * EXTRA_TURN_WEIGHT + gain * GAIN_WEIGHT + move
     if sw.over:
         c.score = KNOWN_FIRST + c.value
     c.hash = 0
@@ -209,7 +142,7 @@ cdef inline void make_child(const Search* s, const Board* b, int move, Child* c)
     if not sw.over and not (c.board.flags & FLAG_PIE):
         # Start loading the child's bucket now; it is probed soon after.
         c.hash = hash_of(s, &c.board)
-        __builtin_prefetch(bucket_of(s, c.hash))
+        tt_prefetch(s.tt, c.hash)
 
 cdef inline void resolve(const Search* s, Child* c) noexcept nogil:
     """Read a child's database entry, if it has one: it becomes a leaf of known value."""
@@ -263,13 +196,21 @@ cdef inline int exact_child(Search* s, Child* c, int alpha, int beta) noexcept n
         return exact(s, &c.board, alpha, beta, c.hash)
     return -exact(s, &c.board, -beta, -alpha, c.hash)
 
-cdef int exact(Search* s, const Board* b, int alpha, int beta, uint64_t h) noexcept nogil:
+cdef inline int exact(Search* s, const Board* b, int alpha, int beta, uint64_t h) noexcept nogil:
     """The value of the non-final node b, fail-soft, for alpha < beta:
     returns v with  v <= alpha  =>  true value <= v  (an upper bound);
                     v >= beta   =>  true value >= v  (a lower bound);
                     otherwise       v is the true value.
     h is the table hash of b (0 where b is never stored: the pie rule is pending).
-    When s.aborted is set on return the result means nothing."""
+    When s.aborted is set on return the result means nothing.
+    Debug builds (KALAH_DEBUG) check this contract against minimax on small subtrees."""
+    cdef int v = exact_node(s, b, alpha, beta, h)
+    if KALAH_DEBUG and not s.aborted:
+        check_contract(s, b, alpha, beta, v)
+    return v
+
+cdef int exact_node(Search* s, const Board* b, int alpha, int beta, uint64_t h) noexcept nogil:
+    """exact() without the debug check."""
     cdef int d = b.my_store - b.opp_store
     cdef int rest = seeds_in(b.me) + seeds_in(b.opp)
     cdef int lo = d - rest, hi = d + rest        # futility: every seed left goes one way
@@ -277,8 +218,8 @@ cdef int exact(Search* s, const Board* b, int alpha, int beta, uint64_t h) noexc
     cdef int use_table = h != 0
     cdef int64_t nodes_before = s.nodes
     cdef Probe p, q
-    cdef Child kids[9]
-    cdef int order[9]
+    cdef Child kids[MAX_CHILDREN]
+    cdef int order[MAX_CHILDREN]
     count_node(s)
     if s.aborted:
         return 0
@@ -308,9 +249,9 @@ cdef int exact(Search* s, const Board* b, int alpha, int beta, uint64_t h) noexc
     # entry's: a heuristic search's favourite orders proofs worse than the static order.
     if p.move != NO_MOVE and p.depth == PROVEN and is_legal(s, b, p.move):
         first = p.move
-        make_child(s, b, first, &kids[8])
-        resolve(s, &kids[8])
-        best = exact_child(s, &kids[8], a, beta)
+        make_child(s, b, first, &kids[TABLE_MOVE_SLOT])
+        resolve(s, &kids[TABLE_MOVE_SLOT])
+        best = exact_child(s, &kids[TABLE_MOVE_SLOT], a, beta)
         if s.aborted:
             return 0
         best_move = first
@@ -366,6 +307,40 @@ cdef int exact(Search* s, const Board* b, int alpha, int beta, uint64_t h) noexc
         store(s, h, lo - d, hi - d, best_move, PROVEN, s.nodes - nodes_before)
     return best
 
+cdef int minimax(const Search* s, const Board* b) noexcept nogil:
+    """The value of the non-final node b by plain negamax: no table, no database, no pruning."""
+    cdef Board c
+    cdef Sowing sw
+    cdef int move, v, best = -INF
+    for move in range(MAX_CHILDREN):
+        if not is_legal(s, b, move):
+            continue
+        c = b[0]
+        play(&c, move, &s.r, &sw)
+        if sw.over:
+            v = c.my_store - c.opp_store if sw.extra else c.opp_store - c.my_store
+        elif sw.extra:
+            v = minimax(s, &c)
+        else:
+            v = -minimax(s, &c)
+        if v > best:
+            best = v
+    return best
+
+cdef void check_contract(Search* s, const Board* b, int alpha, int beta, int v) noexcept nogil:
+    """Debug builds: count an answer of exact() that breaks its return contract."""
+    cdef int true_value
+    if alpha >= beta:
+        s.contract_broken += 1
+        return
+    if seeds_in(b.me) + seeds_in(b.opp) > DEBUG_VERIFY_SEEDS:
+        return
+    true_value = minimax(s, b)
+    s.contract_checks += 1
+    if (v <= alpha and true_value > v) or (v >= beta and true_value < v) \
+            or (alpha < v < beta and true_value != v):
+        s.contract_broken += 1
+
 # ---------------------------------------------------------------------------------------------
 # Depth-limited heuristic search (same contract, for the value of the depth-limited tree).
 # ---------------------------------------------------------------------------------------------
@@ -393,8 +368,8 @@ cdef int heuristic(Search* s, const Board* b, int alpha, int beta, int depth,
     cdef int use_table = h != 0
     cdef int64_t nodes_before = s.nodes
     cdef Probe p
-    cdef Child kids[9]
-    cdef int order[9]
+    cdef Child kids[MAX_CHILDREN]
+    cdef int order[MAX_CHILDREN]
     count_node(s)
     if s.aborted:
         return 0
@@ -417,9 +392,9 @@ cdef int heuristic(Search* s, const Board* b, int alpha, int beta, int depth,
                 return p.upper + d
     if p.move != NO_MOVE and is_legal(s, b, p.move):
         first = p.move
-        make_child(s, b, first, &kids[8])
-        resolve(s, &kids[8])
-        best = heuristic_child(s, &kids[8], a, beta, depth - 1)
+        make_child(s, b, first, &kids[TABLE_MOVE_SLOT])
+        resolve(s, &kids[TABLE_MOVE_SLOT])
+        best = heuristic_child(s, &kids[TABLE_MOVE_SLOT], a, beta, depth - 1)
         if s.aborted:
             return 0
         best_move = first
@@ -456,7 +431,7 @@ cdef inline uint64_t rules_salt(const CRules* r, int keyed_on_store) noexcept no
         | (<uint64_t>r.majority << 11)
     if keyed_on_store:
         code |= <uint64_t>r.total << 16
-    return <uint64_t>0x9e3779b97f4a7c15 + fmix(code)
+    return TT_RULES_SALT + fmix(code)
 
 
 cdef class Searcher:
@@ -466,6 +441,7 @@ cdef class Searcher:
     process."""
 
     cdef Search s
+    cdef Table table
     cdef readonly size_t size_bytes
     cdef object _rules_key
     cdef EndgameTable _table         # the database mapped for the current rules, kept alive
@@ -473,24 +449,9 @@ cdef class Searcher:
     cdef bint _dirty                 # something was stored since the last clear
 
     def __cinit__(self, int tt_mb=64):
-        cdef uint64_t buckets = 1
-        cdef void* mem = NULL
-        if tt_mb < 1 or tt_mb > 65536:
-            raise ValueError("tt_mb must be 1..65536")
-        while buckets * 2 * BUCKET * sizeof(Entry) <= <uint64_t>tt_mb * 1024 * 1024:
-            buckets *= 2
-        self.size_bytes = buckets * BUCKET * sizeof(Entry)
-        # Huge pages, because table probes are random and TLB misses are costly. Every page is
-        # touched here, once: a first touch inside a search can stall for milliseconds (the
-        # kernel zeroes, or compacts memory to find a huge page), past the search's deadline.
-        mem = mmap(NULL, self.size_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
-        if mem == MAP_FAILED:
-            raise MemoryError("cannot allocate the transposition table")
-        madvise(mem, self.size_bytes, MADV_HUGEPAGE)
-        with nogil:
-            memset(mem, 0, self.size_bytes)
-        self.s.table = <Entry*>mem
-        self.s.mask = buckets - 1
+        tt_init(&self.table, tt_mb)
+        self.size_bytes = self.table.size_bytes
+        self.s.tt = &self.table
         self.s.etc_min_seeds = 8
         self.s.eval_kind = EVAL_SIDES
         self._rules_key = None
@@ -499,14 +460,13 @@ cdef class Searcher:
         self.s.db_max_seeds = -1
 
     def __dealloc__(self):
-        if self.s.table != NULL:
-            munmap(self.s.table, self.size_bytes)
+        tt_free(&self.table)
 
     def clear(self):
         """Empty the table (free when it is already empty)."""
         if self._dirty:
             with nogil:
-                memset(self.s.table, 0, self.size_bytes)
+                tt_clear(&self.table)
             self._dirty = False
 
     property etc_min_seeds:
@@ -675,6 +635,17 @@ cdef class Searcher:
     @property
     def nodes(self):
         return self.s.nodes
+
+    @property
+    def debug_build(self):
+        """Whether this extension was compiled with KALAH_DEBUG (return-contract checks)."""
+        return bool(KALAH_DEBUG)
+
+    @property
+    def contract_checks(self):
+        """Debug builds: answers of the exact search checked against minimax so far, and how
+        many broke the return contract, as (checked, broken)."""
+        return self.s.contract_checks, self.s.contract_broken
 
     @property
     def aborted(self):

@@ -195,13 +195,12 @@ def build_section(
 
 def merge(old: Section, new: Section) -> Section:
     """Every board of both (they agree: values are exact), whole to the deeper depth."""
-    width = new.width
-    records = {
-        section.data[i : i + width]: None
-        for section in (old, new)
-        for i in range(0, len(section.data), width)
-    }
-    data = b"".join(sorted(records, key=lambda r: r[: 2 * new.key.houses]))
+    width, board = new.width, 2 * new.key.houses
+    records: dict[bytes, bytes] = {}
+    for section in (old, new):
+        for i in range(0, len(section.data), width):
+            records[section.data[i : i + board]] = section.data[i : i + width]
+    data = b"".join(records[key] for key in sorted(records))
     return Section(new.key, max(old.depth, new.depth), new.presets, data)
 
 

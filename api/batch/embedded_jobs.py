@@ -32,13 +32,14 @@ import diskcache
 from kalah_core.databases import cache_dir
 from kalah_core.errors import KalahError
 
+from ..analysis.request import AnalysisRequest
 from ..config import Settings
 from ..errors import ApiProblem, problem_object
-from .items import Batch, Task, as_cached
+from .items import Batch, as_cached
 from .jobs import MAX_ATTEMPTS, JobStatus, JobStore
 
 if TYPE_CHECKING:
-    from ..analysis.service import Analyser
+    from ..analysis.analyser import Analyser
 
 log = logging.getLogger("api.batch.embedded")
 
@@ -135,7 +136,7 @@ class EmbeddedJobStore:
 
     # -- running chunks (every server process) -----------------------------------------------
 
-    def take(self) -> tuple[str, int, list[tuple[int, Task]]] | None:
+    def take(self) -> tuple[str, int, list[tuple[int, AnalysisRequest]]] | None:
         """The next chunk to run, leased to the caller; a lapsed lease is queued again first."""
         store = self.store
         if not self.pending():  # a read: no write lock while idle
@@ -167,7 +168,7 @@ class EmbeddedJobStore:
                     store.set(f"job:{job_id}:meta", meta, expire=self.ttl_s)
                 store.set(QUEUE, queue)
                 store.set(LEASES, leases)
-                return job_id, n, [(t["t"], Task.from_json(t)) for t in chunk["tasks"]]
+                return job_id, n, [(t["t"], AnalysisRequest.from_json(t)) for t in chunk["tasks"]]
             store.set(QUEUE, queue)
             store.set(LEASES, leases)
         return None
@@ -225,7 +226,7 @@ class JobRunner:
             answers = []
             for index, task in tasks:
                 try:
-                    body = self.analyser.analyse(task.position, task.rules, task.limits).body
+                    body = self.analyser.analyse(task).body
                 except (ApiProblem, KalahError) as error:
                     body = json.dumps(problem_object(error)).encode()
                 answers.append((index, body))

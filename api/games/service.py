@@ -6,18 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from kalah_core.answer import analysis_from_json
 from kalah_core.game import Game, Move
 from kalah_core.position import Position
-from kalah_core.review import Evaluation, Review, evaluate_backwards, review_history
+from kalah_core.review import Review, evaluate_backwards, review_history
 from kalah_core.rules import Rules
+from kalah_core.solver import Analysis
 
-from ..analysis.service import (
-    Analyser,
-    Limits,
-    effective_limits,
-    parse_position_field,
-    parse_rules,
-)
+from ..analysis.analyser import Analyser
+from ..analysis.request import AnalysisRequest, Limits, parse_position_field, parse_rules
 from ..errors import ApiProblem, renamed_field
 
 
@@ -54,13 +51,14 @@ def review_game(
     settings = analyser.settings
     # The checks of one analysis's limits; time_ms is the whole game's budget here, by
     # default KALAH_DEFAULT_TIME_MS per sowing, capped at KALAH_MAX_TIME_MS.
-    effective_limits(settings, time_ms, depth, nodes, prefix="limits.")
+    Limits.checked(settings, {"time_ms": time_ms, "depth": depth, "nodes": nodes}, prefix="limits.")
     sowings = len(played.history)
     budget = time_ms or min(settings.max_time_ms, settings.default_time_ms * sowings)
 
-    def analyse(position: Position, share_ms: int) -> Evaluation:
-        answer = analyser.analyse(position, rules, Limits(share_ms, depth, nodes))
-        return Evaluation.from_json(answer.json())
+    def analyse(position: Position, share_ms: int) -> Analysis:
+        request = AnalysisRequest(position, rules, Limits(share_ms, depth, nodes))
+        answer = analyser.analyse(request)
+        return analysis_from_json(answer.json())
 
     evaluations = evaluate_backwards([r.before for r in played.history], budget, analyse)
     return review_history(

@@ -398,11 +398,13 @@ def test_security_headers(client: FlaskClient, path: str) -> None:
     assert "default-src 'none'" in csp and "frame-ancestors 'none'" in csp
 
 
-def test_docs_csp_lets_the_swagger_ui_load(client: FlaskClient) -> None:
-    response = client.get("/docs")
+@pytest.mark.parametrize("path", ["/", "/docs"])
+def test_the_board_and_the_docs_load_from_this_service_only(client: FlaskClient, path: str) -> None:
+    response = client.get(path)
     assert response.status_code == 200
     csp = response.headers["Content-Security-Policy"]
-    assert "https://cdn.jsdelivr.net" in csp and "frame-ancestors 'none'" in csp
+    assert "http" not in csp and "frame-ancestors 'none'" in csp
+    assert "script-src 'self';" in csp and "default-src 'none'" in csp
     assert response.headers["X-Content-Type-Options"] == "nosniff"
 
 

@@ -1,0 +1,15 @@
+"""`kalah bench`'s node count fingerprints the search: a refactor or a speed-up of the same tree
+leaves it unchanged. A commit that changes it on purpose updates BENCH_NODES and says why in its
+message (the README's search section records the history)."""
+
+from __future__ import annotations
+
+from kalah_core.bench import run_bench
+
+BENCH_NODES = 19_741_855  # since 2eb08ba
+
+
+def test_bench_node_count_is_pinned() -> None:
+    rows = run_bench()
+    assert all(row.exact for row in rows)
+    assert sum(row.nodes for row in rows) == BENCH_NODES

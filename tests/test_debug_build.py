@@ -1,0 +1,84 @@
+"""The search's return contract (see ``exact`` in kalah_core/_search.pyx), checked by a debug
+build: the extensions compiled with KALAH_DEBUG=1 in a scratch copy of the package compare every
+exact-search answer on a small subtree with plain minimax while solving small games."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from kalah_core import Rules
+from kalah_core.position import parse_position
+from kalah_core.solver import Engine
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Small games under every option that changes the search's paths: the table keyed on the store
+# (majority), the pending swap (pie), both capture and end rules.
+GAMES = [
+    Rules(houses=3, seeds=3),
+    Rules(houses=4, seeds=2, capture="always"),
+    Rules.preset("kalah-ru", houses=3, seeds=3),
+    Rules.preset("kalah-pie", houses=3, seeds=2),
+    Rules.preset("kalaha", houses=3, seeds=3),
+    Rules(houses=4, seeds=3),
+]
+
+SCRIPT = """
+import json, sys
+from kalah_core import Rules
+from kalah_core._search import Searcher
+from kalah_core.position import parse_position
+from kalah_core.solver import Engine
+
+assert Searcher(1).debug_build
+engine = Engine(tt_mb=4)
+values = []
+for data in json.loads(sys.argv[1]):
+    rules = Rules.from_json(data)
+    for prove in ("all", "value"):
+        engine.clear()
+        a = engine.analyse(parse_position("start", rules), rules, prove=prove)
+    values.append(a.value)
+checked, broken = engine.searcher.contract_checks
+print(json.dumps({"values": values, "checked": checked, "broken": broken}))
+"""
+
+
+def test_debug_build_checks_the_return_contract(tmp_path: Path) -> None:
+    for name in ("setup.py", "pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, tmp_path)
+    shutil.copytree(
+        ROOT / "kalah_core",
+        tmp_path / "kalah_core",
+        ignore=shutil.ignore_patterns("*.so", "*.c", "__pycache__"),
+    )
+    env = {**os.environ, "KALAH_DEBUG": "1", "PYTHONPATH": str(tmp_path)}
+    subprocess.run(
+        [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
+        cwd=tmp_path,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    games = json.dumps([rules.to_json() for rules in GAMES])
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT, games],
+        cwd=tmp_path,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    result = json.loads(out.stdout)
+    assert result["broken"] == 0
+    assert result["checked"] > 1000
+    # The debug build solves the games to the values of the normal build.
+    engine = Engine(tt_mb=4)
+    assert result["values"] == [
+        engine.analyse(parse_position("start", rules), rules).value for rules in GAMES
+    ]
