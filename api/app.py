@@ -37,10 +37,11 @@ from .health import routes as health_routes
 from .keys import Authenticator, make_key_store
 from .play import routes as play_routes
 from .problems import routes as problems_routes
-from .ratelimit import COSTS_DOC, LIMITED_PREFIX, RateLimitDocsPlugin, init_rate_limits
+from .ratelimit import COSTS_DOC, RateLimitDocsPlugin, init_rate_limits, reserve_search
 from .rules import routes as rules_routes
 from .schemas import ProblemSchema
 from .security import init_security
+from .state import check_state_store, make_state_client
 
 RESOURCES = (
     analysis_routes,
@@ -113,7 +114,9 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.config.update({k: v for k, v in config.items() if k not in ENV_NAMES})
 
     cache = make_cache(settings, max_connections=settings.threads + 4)
-    app.extensions["kalah"] = Analyser(settings, cache)
+    app.extensions["kalah"] = Analyser(settings, cache, before_search=reserve_search)
+    if settings.state_url:
+        check_state_store(make_state_client(settings.state_url, timeout_s=2.0))
     app.extensions["kalah_jobs"] = make_job_store(settings)
 
     plugins = [analysis_routes.ConditionalGetPlugin(), RateLimitDocsPlugin()]
@@ -138,14 +141,11 @@ def _register_callers_and_limits(app: Flask, settings: Settings) -> None:
         from werkzeug.middleware.proxy_fix import ProxyFix
 
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.trusted_proxies)  # type: ignore[method-assign]
-    auth = Authenticator(make_key_store(settings.redis_url, timeout_s=settings.redis_timeout_s))
+    auth = Authenticator(make_key_store(settings.state_url, timeout_s=settings.redis_timeout_s))
     app.extensions["kalah_auth"] = auth
 
-    @app.before_request
-    def resolve_caller() -> None:
-        if request.path.startswith(LIMITED_PREFIX) and request.method != "OPTIONS":
-            auth.caller()  # a bad key is a 401 here, before anything is charged
-
+    # The caller is resolved when its request is admitted: a bad key is a 401 charged to the
+    # client's IP (so guessing keys is rate limited), before any body is read.
     init_rate_limits(app, settings, auth)
     init_security(app, settings)
 

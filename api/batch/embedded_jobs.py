@@ -36,7 +36,7 @@ from ..analysis.request import AnalysisRequest
 from ..config import Settings
 from ..errors import ApiProblem, problem_object
 from .items import Batch, as_cached
-from .jobs import MAX_ATTEMPTS, JobStatus, JobStore
+from .jobs import MAX_ATTEMPTS, JobStatus, JobStore, job_store
 
 if TYPE_CHECKING:
     from ..analysis.analyser import Analyser
@@ -83,7 +83,7 @@ class EmbeddedJobStore:
 
     # -- creating and reading a job (the API) ------------------------------------------------
 
-    def create(self, batch: Batch, chunk_size: int) -> JobStatus:
+    def create(self, batch: Batch, chunk_size: int, owner: str) -> JobStatus:
         job_id = uuid.uuid4().hex
         tasks = batch.tasks
         order = sorted(range(len(tasks)), key=lambda k: (tasks[k].rules.key, tasks[k].key))
@@ -99,6 +99,7 @@ class EmbeddedJobStore:
             "finished": [],
             "created": time.time(),
             "error": None,
+            "owner": owner,
         }
         slots = [
             {"p": s.problem} if s.task is None else {"t": s.task, "f": s.first} for s in batch.slots
@@ -113,13 +114,15 @@ class EmbeddedJobStore:
                 store.set(f"job:{job_id}:chunk:{n}", {"tasks": body, "slots": count}, expire=ttl)
             queue: list[list[Any]] = store.get(QUEUE, [])
             store.set(QUEUE, queue + [[job_id, n] for n in range(len(chunks))])
-        return JobStatus(job_id, status, problems, len(batch.slots), None)
+        return JobStatus(job_id, status, problems, len(batch.slots), None, owner)
 
     def status(self, job_id: str) -> JobStatus | None:
         meta: dict[str, Any] | None = self.store.get(f"job:{job_id}:meta")
         if meta is None:
             return None
-        return JobStatus(job_id, meta["status"], meta["done"], meta["total"], meta["error"])
+        return JobStatus(
+            job_id, meta["status"], meta["done"], meta["total"], meta["error"], meta["owner"]
+        )
 
     def results(self, job_id: str, offset: int, limit: int) -> list[bytes]:
         """Slots ``offset .. offset+limit-1``: an answer, a problem, or ``null`` until ready."""
@@ -234,9 +237,10 @@ class JobRunner:
 
 
 def make_job_store(settings: Settings) -> JobStore | EmbeddedJobStore:
-    """Jobs in the Redis of ``KALAH_REDIS_URL`` (run by ``kalah worker``), or without it in
-    the embedded store beside the answers (run by the server's own processes)."""
-    if settings.redis_url:
-        return JobStore(settings.redis_url, ttl_s=settings.job_ttl_s)
+    """Jobs in the state Redis (``KALAH_STATE_REDIS_URL``, else ``KALAH_REDIS_URL``; run by
+    ``kalah worker``), or without one in the embedded store beside the answers (run by the
+    server's own processes)."""
+    if settings.state_url:
+        return job_store(settings, timeout_s=settings.redis_timeout_s)
     answers = Path(settings.cache_dir) if settings.cache_dir else cache_dir() / "answers"
     return EmbeddedJobStore(answers.parent / (answers.name + "-jobs"), ttl_s=settings.job_ttl_s)

@@ -8,6 +8,7 @@ processes (:mod:`.embedded_jobs`).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,7 +22,8 @@ from kalah_core.errors import KalahError
 from ..analysis.analyser import Analyser
 from ..config import BATCH_PAGE_MAX, MAX_BATCH_BODY_BYTES
 from ..errors import ApiProblem, document_problems, problem_object
-from ..ratelimit import charge_batch, charge_search
+from ..keys import Caller, current_caller
+from ..ratelimit import charge_batch, charge_search, search_cost
 from .embedded_jobs import EmbeddedJobStore
 from .items import Batch as ParsedBatch
 from .items import inline_ok, parse_batch
@@ -36,6 +38,8 @@ blp = Blueprint(
     "workers (kalah worker) sharing the API's Redis.",
 )
 
+log = logging.getLogger("api.batch")
+
 NDJSON = "application/x-ndjson"
 DEFAULT_PAGE = 100
 STREAM_PAGE = 500
@@ -49,8 +53,9 @@ ERRORS = {
 }
 
 JOB_ERRORS = {
-    404: "No such job: unknown or expired.",
-    422: "A bad offset or limit.",
+    404: "No such job of this caller (its API key; without Redis, its address): unknown, "
+    "expired, or another's.",
+    422: "A bad offset or limit (1 to 1000).",
     503: "Redis (the job queue) is not reachable.",
 }
 
@@ -58,6 +63,11 @@ JOB_ERRORS = {
 def _analyser() -> Analyser:
     result: Analyser = current_app.extensions["kalah"]
     return result
+
+
+def _owner(caller: Caller, embedded: bool) -> str | None:
+    """Whose a job is: the API key's; on the embedded store (no keys) the caller's address."""
+    return caller.identity if embedded and caller.key_id is None else caller.key_id
 
 
 def _jobs() -> JobStore | EmbeddedJobStore:
@@ -82,6 +92,11 @@ def _inline(batch: ParsedBatch) -> Response:
     charge_search(search_ms)
     body = b'{"results":[' + b",".join(batch.assemble(answers)) + b"]}"
     return Response(body, status=200, mimetype="application/json")
+
+
+def _queue_unreachable(error: Exception) -> ApiProblem:
+    log.warning("the job queue (state store) is not reachable: %s", error)
+    return ApiProblem("not-ready", "the job queue is not reachable; try again later")
 
 
 def _job_json(status: JobStatus) -> dict[str, Any]:
@@ -119,12 +134,18 @@ class Batch(MethodView):
         if inline_ok(settings, batch):
             return _inline(batch)
         store = _jobs()
-        # 1 unit per position; with Redis a job needs an API key (keys live there).
-        charge_batch(len(batch.tasks), need_key=isinstance(store, JobStore))
+        # A job pays up front: 1 unit per item (bad ones too) and the cost of every distinct
+        # item's search budget, as /v1/analysis would charge it. With Redis it needs an API
+        # key (keys live there); without, it belongs to the caller's address.
+        embedded = isinstance(store, EmbeddedJobStore)
+        units = sum(search_cost(t.limits.time_ms) for t in batch.tasks)
+        charge_batch(len(batch.slots), units, need_key=not embedded)
+        owner = _owner(current_caller(), embedded)
+        assert owner is not None  # charge_batch required a key
         try:
-            status = store.create(batch, settings.batch_chunk)
+            status = store.create(batch, settings.batch_chunk, owner=owner)
         except redis.RedisError as error:
-            raise ApiProblem("not-ready", f"the job queue is not reachable: {error}") from None
+            raise _queue_unreachable(error) from None
         location = url_for("batch.Job", job_id=status.id)
         return Response(
             json.dumps({**_job_json(status), "location": location}),
@@ -159,14 +180,26 @@ class Job(MethodView):
         try:
             status = store.status(job_id)
         except redis.RedisError as error:
-            raise ApiProblem("not-ready", f"the job queue is not reachable: {error}") from None
-        if status is None:
-            raise ApiProblem("not-found", f"no job {job_id} (unknown or expired)", field="job_id")
+            raise _queue_unreachable(error) from None
+        owner = _owner(current_caller(), isinstance(store, EmbeddedJobStore))
+        if status is None or owner is None or status.owner != owner:
+            # Only who posted a job reads it; to anyone else it does not exist.
+            raise ApiProblem(
+                "not-found", f"no job {job_id} of this caller (unknown or expired)", field="job_id"
+            )
         offset = args["offset"]
+        limit = args.get("limit")
+        if limit is not None and limit > BATCH_PAGE_MAX:
+            raise ApiProblem(
+                "limit-exceeded",
+                f"limit {limit} is above the maximum page of {BATCH_PAGE_MAX} (page with "
+                "offset, or stream every result with Accept: application/x-ndjson and no limit)",
+                field="limit",
+                max=BATCH_PAGE_MAX,
+            )
         wanted = request.accept_mimetypes.best_match(["application/json", NDJSON])
         if wanted == NDJSON:
-            limit = args.get("limit", status.total)
-            end = min(status.total, offset + limit)
+            end = min(status.total, offset + (status.total if limit is None else limit))
             return Response(
                 _ndjson(store, job_id, offset, end),
                 mimetype=NDJSON,
@@ -175,20 +208,12 @@ class Job(MethodView):
                     "Kalah-Job-Progress": f"{status.done}/{status.total}",
                 },
             )
-        limit = args.get("limit", DEFAULT_PAGE)
-        if limit > BATCH_PAGE_MAX:
-            raise ApiProblem(
-                "limit-exceeded",
-                f"limit {limit} is above the maximum page of {BATCH_PAGE_MAX} (or ask for "
-                f"{NDJSON})",
-                field="limit",
-                max=BATCH_PAGE_MAX,
-            )
+        limit = DEFAULT_PAGE if limit is None else limit
         page = store.results(job_id, offset, limit)
         following = offset + limit
         next_url = (
             url_for("batch.Job", job_id=job_id, offset=following, limit=limit)
-            if following < status.total and limit > 0
+            if following < status.total
             else None
         )
         head = {**_job_json(status), "offset": offset, "limit": limit, "next": next_url}

@@ -41,7 +41,8 @@ def shown_values(page: Any) -> dict[str, tuple[int, bool]]:
 
 
 def api_values(oracle: Flask, position: str, rules: Any = "kalah") -> dict[str, tuple[int, bool]]:
-    answer = oracle.test_client().post("/v1/analysis", json={"position": position, "rules": rules})
+    body = {"position": position, "rules": rules, "limits": {"time_ms": 5000}}
+    answer = oracle.test_client().post("/v1/analysis", json=body)
     assert answer.status_code == 200
     return {str(m["move"]): (m["value"], m["exact"]) for m in answer.get_json()["moves"]}
 
@@ -50,7 +51,11 @@ def query_of(page: Any) -> dict[str, str]:
     return {k: v[0] for k, v in parse_qs(urlsplit(page.url).query).items()}
 
 
-def test_the_values_shown_are_the_apis(page: Any, oracle: Flask) -> None:
+def test_the_values_shown_are_the_apis(page: Any, oracle: Flask, base_url: str) -> None:
+    # Solved in the server's cache first, so a busy machine cannot turn the page's answer
+    # into an estimate; the oracle solves it again on its own.
+    warm = requests.get(f"{base_url}/v1/analysis?position={MID_GAME}&time_ms=5000", timeout=30)
+    assert warm.json()["exact"]
     page.goto(f"/?position={MID_GAME}&rules=kalah")
     expected = api_values(oracle, MID_GAME)
     assert all(exact for _, exact in expected.values())  # the position is solved
@@ -240,3 +245,54 @@ def test_board_image_renders(page: Any, base_url: str, artifacts: Path) -> None:
     page.screenshot(path=str(artifacts / "board-image.png"))
     box = page.query_selector("svg").bounding_box()
     assert box["width"] > 500
+
+
+def test_the_pie_swap_is_shown_and_played_from_the_board(page: Any, oracle: Flask) -> None:
+    rules = {"preset": "kalah-pie", "houses": 3, "seeds": 2}
+    page.goto("/?position=start&rules=kalah-pie&houses=3&seeds=2")
+    shown_values(page)
+    page.click("[data-move='1']")
+    page.wait_for_selector("text=North may swap")
+    after = query_of(page)["position"]
+    assert after.endswith("-np")
+    values = shown_values(page)
+    assert values == api_values(oracle, after, rules) and "swap" in values
+    page.click("#board .swap")  # the swap's own button on the board
+    page.wait_for_function(f"() => !location.search.includes('{after}')")
+    swapped = query_of(page)["position"]
+    answer = oracle.test_client().post(
+        "/v1/play", json={"rules": rules, "position": after, "moves": ["swap"]}
+    )
+    assert swapped == answer.get_json()["position"]
+    assert "swap" in page.inner_text("#record")
+
+
+def test_a_bad_position_in_the_url_is_named_not_a_blank_page(browser: Any, base_url: str) -> None:
+    context = browser.new_context(base_url=base_url)
+    page = context.new_page()
+    page.goto("/?position=444444-0-444444-0&rules=kalah")
+    page.wait_for_selector("#message:not([hidden])")
+    assert "compact position" in page.inner_text("#message")
+    assert page.query_selector("[data-move]") is None
+    page.fill("#paste-text", "start")  # and the page still works
+    page.click("#paste button[type=submit]")
+    page.wait_for_selector("[data-move]")
+    assert page.is_hidden("#message")
+    context.close()
+
+
+def test_search_longer_asks_for_four_times_the_budget(page: Any) -> None:
+    page.goto("/?position=start&rules=kalah&seeds=6")  # Kalah(6,6): estimates only
+    shown_values(page)
+    assert "0.5 s" not in page.inner_text("#search-info")
+    with page.expect_response(
+        lambda r: "/v1/analysis" in r.url and "time_ms=2000" in r.url
+    ) as info:
+        page.click("#longer")
+    answer = info.value.json()
+    page.wait_for_function(
+        "() => !document.querySelector('#longer').textContent.includes('\u2026')"
+    )
+    assert answer["limits"]["time_ms"] == 2000
+    assert shown_values(page) == {str(m["move"]): (m["value"], m["exact"]) for m in answer["moves"]}
+    assert f"depth {answer['depth']}" in page.inner_text("#search-info")

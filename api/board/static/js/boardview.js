@@ -9,6 +9,7 @@ const CELL = 64;
 const PAD = 10;
 const LABEL = 18;
 const CHIP = 30;
+const SWAP_PREFIX = "\u21c4 "; // ⇄: the swap, named in full in its label
 
 /**
  * Draw `board` into `container`.
@@ -51,6 +52,15 @@ export function drawBoard(container, board, { flipped = false, values = new Map(
   for (const [side, left] of [[top, true], [bottom, false]]) {
     svg.append(store(width, boardTop, left, board.stores[side === "south" ? 0 : 1], side, board.to_move === side));
   }
+  const swap = values.get("swap");
+  if (swap) {
+    // The pie swap: a chip by the mover's store, in the mover's row of chips.
+    const moverOnTop = board.to_move === top;
+    const half = chipWidth(SWAP_PREFIX + valueText(swap.value, swap.exact)) / 2;
+    const x = moverOnTop ? PAD + half : width - PAD - half;
+    const y = moverOnTop ? PAD + 3 : boardTop + 2 * CELL + LABEL + 1;
+    svg.append(swapButton(x, y, swap, played === "swap", onPlay));
+  }
   container.replaceChildren(svg);
 }
 
@@ -84,9 +94,31 @@ function houseGroup(x, y, count, side, house, { info, played, onPlay, mover }) {
   return group;
 }
 
-function chip(x, y, info) {
-  const text = valueText(info.value, info.exact);
-  const width = Math.max(40, 12 + 10 * text.length);
+function swapButton(x, y, info, played, onPlay) {
+  const group = s("g", {
+    class: `house swap${played ? " played" : ""}`,
+    role: "button",
+    tabindex: 0,
+    "aria-label": `Swap sides (pie rule): ${valueWords(info.value, info.exact)}${info.best ? ", best" : ""}`,
+  });
+  group.append(s("title", {}, "Swap sides (pie rule)"), chip(x, y, info, SWAP_PREFIX));
+  group.addEventListener("click", () => onPlay("swap"));
+  group.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" || event.key === " ") {
+      event.preventDefault();
+      onPlay("swap");
+    }
+  });
+  return group;
+}
+
+function chipWidth(text) {
+  return Math.max(40, 12 + 10 * text.length);
+}
+
+function chip(x, y, info, prefix = "") {
+  const text = prefix + valueText(info.value, info.exact);
+  const width = chipWidth(text);
   const classes = ["chip", info.exact ? "exact" : "estimate", result(info.value)];
   if (info.best) classes.push("best");
   return s("g", { class: classes.join(" "), "aria-hidden": "true" }, [
