@@ -129,11 +129,10 @@ def test_the_start_and_book_positions_are_exact_at_the_default_budget(
     key = next(k for k in shipped().sections if k.end == rules.end)
     depth = shipped().sections[key].depth
     for position in book_positions(rules, depth, 10, seed=len(preset)):
-        started = time.perf_counter()
         answer = get(embedded.base, f"position={position.compact()}&rules={preset}").json()
         assert answer["exact"] and answer["book"] == start["book"], position.compact()
         assert all(m["exact"] for m in answer["moves"])
-        assert time.perf_counter() - started < 1.0
+        assert answer["nodes"] == 0  # no search
 
 
 def test_a_large_batch_runs_as_a_job_without_redis(embedded: Gunicorn) -> None:
