@@ -178,15 +178,17 @@ def _build_once(folder: Path, path: Path, preset: str, seeds: int) -> None:
         )
 
 
-_SERVICES: dict[int, DatabaseService] = {}
+_SERVICES: dict[tuple[int, str, int], DatabaseService] = {}
 _SERVICES_LOCK = threading.Lock()
 
 
 def service(setting: str | None, seeds: int) -> DatabaseService:
-    """This process's database service (a forked worker makes its own)."""
-    with _SERVICES_LOCK:
-        found = _SERVICES.get(os.getpid())
-        if found is None:
-            _SERVICES.clear()
-            found = _SERVICES[os.getpid()] = DatabaseService(setting, seeds)
-        return found
+    """This process's database service for these settings (a forked worker makes its own)."""
+    key = (os.getpid(), databases.setting(setting), seeds)
+    found = _SERVICES.get(key)
+    if found is None:
+        with _SERVICES_LOCK:
+            found = _SERVICES.get(key)
+            if found is None:
+                found = _SERVICES[key] = DatabaseService(setting, seeds)
+    return found

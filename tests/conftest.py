@@ -22,6 +22,13 @@ settings.register_profile("ci", parent=settings.get_profile("default"), print_bl
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 
+@pytest.fixture(autouse=True)
+def _own_answer_store(tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's apps share an answer store of the test's own (as one machine's workers
+    do), so no test sees answers an earlier one cached."""
+    monkeypatch.setenv("KALAH_CACHE_DIR", f"{tmp_path}/kalah-answers")
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--run-slow", action="store_true", help="also run tests marked slow")
 
