@@ -107,8 +107,11 @@ def board_svg(
         # The store's owner, written on the owner's row of labels.
         x = PAD + CELL / 2 if left else width - PAD - CELL / 2
         y = PAD + LABEL - 6 if left else PAD + LABEL + 2 * CELL + LABEL - 5
+        mover = position.to_move is side
         out.append(
-            f'<text x="{_num(x)}" y="{_num(y)}" font-size="12" fill="{COLORS["label"]}">'
+            f'<text x="{_num(x)}" y="{_num(y)}" font-size="12" '
+            f'fill="{COLORS["mover"] if mover else COLORS["label"]}"'
+            f"{' font-weight=' + quoteattr('bold') if mover else ''}>"
             f"{side.value.capitalize()}</text>"
         )
     out.append(_footer(geometry, position, move, bottom))

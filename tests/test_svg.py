@@ -38,9 +38,14 @@ def test_houses_are_where_the_rule_texts_put_them() -> None:
     top = sorted((h for h in houses if h[1] == min(y for _, y, _ in houses)), key=lambda h: h[0])
     assert [h[2] for h in bottom] == ["1", "2", "3", "4", "5", "6"]  # South's 1 at its left
     assert [h[2] for h in top] == ["12", "11", "10", "9", "8", "7"]  # North's 1 at its left
-    stores = root.findall(".//svg:rect[@rx]", NS)[1:]
-    store_texts = [t.text for t in root.findall(".//svg:text[@font-weight='bold']", NS)]
-    assert len(stores) == 2 and store_texts[-2:] == ["14", "13"]  # North's store drawn first
+    stores = root.findall(".//svg:rect[@rx]", NS)[1:]  # after the board's own outline
+    left, right = sorted(stores, key=lambda r: float(r.get("x", 0)))
+    counts = {
+        t.text: float(t.get("x", 0))
+        for t in root.findall(".//svg:text[@font-weight='bold']", NS)
+        if t.text and t.text.isdigit()
+    }
+    assert float(left.get("x", 0)) < counts["14"] < float(right.get("x", 0)) < counts["13"]
 
 
 def test_flipped_puts_north_at_the_bottom() -> None:
