@@ -5,9 +5,10 @@ from __future__ import annotations
 import marshmallow as ma
 from marshmallow import fields, validate
 
-from ..schemas import RulesOptionsSchema
+from ..schemas import RulesOptionsSchema, answer
 
 
+@answer()
 class PresetSchema(ma.Schema):
     name = fields.String(metadata={"description": "The preset's name, as given in a rules field."})
     description = fields.String(metadata={"description": "Which rule text the preset plays."})
@@ -16,6 +17,7 @@ class PresetSchema(ma.Schema):
     )
 
 
+@answer()
 class OptionSchema(ma.Schema):
     name = fields.String(
         metadata={"description": "The option's name, as given in a rules object or query."}
@@ -29,6 +31,7 @@ class OptionSchema(ma.Schema):
     default = fields.Raw(metadata={"description": "The value in the default preset (kalah)."})
 
 
+@answer()
 class ServerLimitsSchema(ma.Schema):
     default_time_ms = fields.Integer(
         metadata={"description": "The search budget when a request gives none."}
@@ -87,6 +90,7 @@ class ServerLimitsSchema(ma.Schema):
     )
 
 
+@answer()
 class RateLimitsSchema(ma.Schema):
     tiers = fields.Dict(
         keys=fields.String(),
@@ -104,6 +108,7 @@ class RateLimitsSchema(ma.Schema):
     )
 
 
+@answer()
 class DatabaseSchema(ma.Schema):
     rules = fields.String(
         metadata={"description": "The rule key it serves: houses, capture, end, remaining."}
@@ -114,6 +119,7 @@ class DatabaseSchema(ma.Schema):
     path = fields.String(metadata={"description": "Its file on the server."})
 
 
+@answer()
 class DatabaseBuildSchema(ma.Schema):
     rules = fields.String(metadata={"description": "The rule key."})
     presets = fields.List(fields.String(), metadata={"description": "The presets it serves."})
@@ -127,6 +133,7 @@ class DatabaseBuildSchema(ma.Schema):
     )
 
 
+@answer()
 class DatabasesSchema(ma.Schema):
     setting = fields.String(
         metadata={"description": "KALAH_EGDB_PATH: auto (the cache folder), off, or paths."}
@@ -144,6 +151,7 @@ class DatabasesSchema(ma.Schema):
     )
 
 
+@answer()
 class BookSectionSchema(ma.Schema):
     rules = fields.String(metadata={"description": "The rule key the section serves."})
     presets = fields.List(fields.String(), metadata={"description": "The presets it serves."})
@@ -153,6 +161,7 @@ class BookSectionSchema(ma.Schema):
     positions = fields.Integer(metadata={"description": "Boards held."})
 
 
+@answer()
 class RulesAnswerSchema(ma.Schema):
     default_preset = fields.String(
         metadata={"description": "The preset used when a request names none."}
