@@ -8,17 +8,15 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 import requests
+from harness import Gunicorn
 from test_api_http import metric
 
 from kalah_core import Position, Rules, legal_moves, play
 from kalah_core.book import shipped
-
-if TYPE_CHECKING:
-    from conftest import Gunicorn
 
 HEURISTIC = "position=start&seeds=6&time_ms=300"
 """Kalah(6,6) in 300 ms: an estimate, whose depth and PV depend on the worker's search."""
@@ -26,12 +24,9 @@ HEURISTIC = "position=start&seeds=6&time_ms=300"
 
 @pytest.fixture(scope="module")
 def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gunicorn]:
-    from conftest import Gunicorn, _wait_for
-
     store = Path(tmp_path_factory.mktemp("embedded")) / "answers"
     server = Gunicorn({"KALAH_REDIS_URL": "", "KALAH_CACHE_DIR": str(store)})
-    server.start()
-    _wait_for(lambda: requests.get(server.base + "/readyz", timeout=1).ok, 30, "ready")
+    server.start(ready=True)
     try:
         yield server
     finally:
