@@ -16,12 +16,13 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kalah_core import book
 from kalah_core.game import legal_moves, outcome, play
 from kalah_core.position import Position, Side
 from kalah_core.rules import Rules
 from kalah_core.solver import ENGINE_VERSION, Analysis, Engine
 
-from .. import metrics
+from .. import egdb, metrics
 from ..cache import AnswerCache, Entry, Keys
 from ..config import MAX_PV_SOWINGS, Settings
 from .answer import Answer, answer_body
@@ -64,12 +65,19 @@ class Analyser:
                     pool = EnginePool(
                         engines,
                         waiting=waiting,
-                        tt_mb=settings.tt_mb,
-                        egdb_path=settings.egdb_path,
+                        make=self._make_engine,
                         short_ms=settings.default_time_ms,
                     )
                     state = self._pool = (os.getpid(), pool)
         return state[1]
+
+    def _make_engine(self, lock: threading.Lock) -> Engine:
+        """A new engine with the shipped book and the service's endgame databases (attached
+        under ``lock``, which guards its searches)."""
+        engine = Engine(tt_mb=self.settings.tt_mb, book=book.shipped())
+        databases = egdb.service(self.settings.egdb_path, self.settings.egdb_seeds)
+        databases.attach_to(engine, lock)
+        return engine
 
     def search(self, request: AnalysisRequest) -> Analysis:
         """Search with one of this process's engines (no cache); raises EnginesBusy (a 503)

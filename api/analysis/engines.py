@@ -23,13 +23,12 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from kalah_core.solver import Engine
 
-from ..egdb import attach_databases
 from ..errors import ApiProblem
 
 EAGER = 2
@@ -70,12 +69,17 @@ class EnginePool:
     """The engines of one process; see the module docstring."""
 
     def __init__(
-        self, size: int, *, waiting: int, tt_mb: int, egdb_path: str | None, short_ms: int
+        self,
+        size: int,
+        *,
+        waiting: int,
+        make: Callable[[threading.Lock], Engine],
+        short_ms: int,
     ) -> None:
         self.size = size
         self.max_waiting = waiting
-        self.tt_mb = tt_mb
-        self.egdb_path = egdb_path
+        self.make = make
+        """Makes an engine, its databases attached under the given lock (its slot's)."""
         self.short_ms = short_ms
         self._free: list[Slot] = []
         self._busy: list[Slot] = []
@@ -151,9 +155,7 @@ class EnginePool:
                 self._changed.notify_all()
 
     def _equip(self, slot: Slot) -> None:
-        engine = Engine(tt_mb=self.tt_mb)
-        attach_databases(engine, slot.lock, self.egdb_path)
-        slot.engine = engine
+        slot.engine = self.make(slot.lock)
 
     def prepare(self, count: int = EAGER) -> threading.Thread:
         """Make ``count`` engines now, in a background thread (a gunicorn worker at start): a

@@ -12,13 +12,14 @@ import pytest
 from api.analysis.engines import EnginePool, EnginesBusy
 from kalah_core.position import Position
 from kalah_core.rules import Rules
+from kalah_core.solver import Engine
 
 RULES = Rules(seeds=6)  # Kalah(6,6): no search proves it in these budgets
 START = Position.start(RULES)
 
 
 def pool(size: int, waiting: int = 2) -> EnginePool:
-    return EnginePool(size, waiting=waiting, tt_mb=4, egdb_path="off", short_ms=1000)
+    return EnginePool(size, waiting=waiting, make=lambda _lock: Engine(tt_mb=4), short_ms=1000)
 
 
 def hold(engines: EnginePool, budget_ms: int, started: threading.Event) -> threading.Thread:
