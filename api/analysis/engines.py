@@ -36,7 +36,7 @@ EAGER = 2
 search makes: a long search makes the others."""
 
 WAIT_GRACE_S = 0.5
-"""How much longer than the expected wait a search waits for an engine before it gives up."""
+"""A search decided to wait gives up after twice its expected wait (or budget) and this."""
 
 
 class EnginesBusy(ApiProblem):
@@ -119,9 +119,9 @@ class EnginePool:
                     raise EnginesBusy(wait, budget_ms)
                 self._waiting += 1
                 try:
-                    # Searches end a few ms after their budget, and their answers are shaped
-                    # after that: a little grace, so that a wait decided on is not cut short.
-                    give_up = now + max(wait, budget_s) + WAIT_GRACE_S
+                    # Searches end a few ms after their budget and their answers are shaped
+                    # after that (longer on busy cores): a wait decided on is not cut short.
+                    give_up = now + 2 * max(wait, budget_s) + WAIT_GRACE_S
                     while not self._can_run(long):
                         left = give_up - time.monotonic()
                         if left <= 0:
