@@ -27,7 +27,7 @@ from .errors import InvalidRulesError, KalahError
 from .game import Game, legal_moves, outcome, play
 from .position import Position, Side, parse_position
 from .rules import OPTION_DOCS, PRESET_DOCS, PRESETS, Rules
-from .solver import Analysis, Engine
+from .solver import MAX_THREADS, Analysis, Engine
 
 EXIT_OK = 0
 EXIT_ERROR = 2
@@ -305,7 +305,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     position = position_from_arg(args.position, rules)
     from .egdb import EndgameDatabase
 
-    engine = Engine(tt_mb=args.tt_mb)
+    engine = Engine(tt_mb=args.tt_mb, threads=args.threads or len(os.sched_getaffinity(0)))
     for path in args.egdb:
         engine.attach(EndgameDatabase.open(path, rules))
     analysis = engine.analyse(
@@ -314,7 +314,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         time_ms=args.time * 1000.0 if args.time else None,
         nodes=args.nodes,
         depth=args.depth,
-        prove="optimal" if args.best_only else "all",
+        prove=args.prove or ("optimal" if args.best_only else "all"),
     )
     emit(args, analysis_text(position, analysis), analysis_json(analysis))
     return EXIT_OK
@@ -639,6 +639,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="prove the value and every optimal move; other moves only get an upper bound",
     )
     solve.add_argument(
+        "--prove",
+        choices=("value", "optimal", "all"),
+        default=None,
+        help="how much to prove: the value and one optimal move, the value and every optimal "
+        "move (as --best-only), or every move's value (the default)",
+    )
+    solve.add_argument(
+        "--threads",
+        type=_thread_count,
+        default=None,
+        metavar="T",
+        help="cores for the proof (default: every core this process may use)",
+    )
+    solve.add_argument(
         "--tt-mb",
         type=int,
         default=256,
@@ -789,6 +803,12 @@ def cmd_keys(args: argparse.Namespace) -> int:
     from api.keys import cli
 
     return cli(args.keys_command, tier=args.tier, key=args.key, as_json=args.json)
+
+
+def _thread_count(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= MAX_THREADS:
+        raise argparse.ArgumentTypeError(f"expected 1..{MAX_THREADS} threads, got {text!r}")
+    return int(text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -96,11 +96,16 @@ class _Line:
 
 class Engine:
     """A solver with its transposition table, kept warm across analyses (a server keeps one
-    per worker). ``analyse`` never runs past its time or node budget by more than a few ms."""
+    per worker). ``analyse`` never runs past its time or node budget by more than a few ms.
+    ``threads``: the cores every exact search runs on, sharing the table (one proof, the same
+    proven values as one thread)."""
 
-    def __init__(self, tt_mb: int = 64, databases: Sequence[EndgameDatabase] = ()) -> None:
+    def __init__(
+        self, tt_mb: int = 64, databases: Sequence[EndgameDatabase] = (), *, threads: int = 1
+    ) -> None:
         self.tt_mb = tt_mb
         self.searcher = Searcher(tt_mb)
+        self.searcher.threads = threads
         self.databases: list[EndgameDatabase] = []
         for database in databases:
             self.attach(database)
@@ -113,6 +118,14 @@ class Engine:
             (key.houses, key.capture, key.end, key.remaining), database.table, database.max_seeds
         )
         self.databases.append(database)
+
+    @property
+    def threads(self) -> int:
+        return self.searcher.threads
+
+    @threads.setter
+    def threads(self, threads: int) -> None:
+        self.searcher.threads = threads
 
     def clear(self) -> None:
         self.searcher.clear()
@@ -390,6 +403,7 @@ class Engine:
         return None
 
 
+MAX_THREADS = 64  # threads of one search (the compiled search's limit)
 HEURISTIC_MAX_DEPTH = 60
 INFINITE = 1 << 20
 EXACT_SHARE = 0.75  # of a budget for the exact search; the rest improves the fallback estimate

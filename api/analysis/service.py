@@ -170,7 +170,9 @@ class Analyser:
                     engine_class = getattr(solver, "Engine", None)
                     if engine_class is None:
                         raise EngineUnavailable()
-                    engine = engine_class(tt_mb=self.settings.tt_mb)
+                    engine = engine_class(
+                        tt_mb=self.settings.tt_mb, threads=self.settings.search_threads
+                    )
                     state = (os.getpid(), engine, threading.Lock())
                     self._engine_state = state
                     attach_databases(engine, state[2], self.settings.egdb_path)
