@@ -1,191 +1,25 @@
-"""The Kalah analysis REST API: a Flask app built by :func:`create_app`.
+"""The Kalah analysis service: a Flask REST API over :mod:`kalah_core`.
 
-One folder per resource (``routes.py`` + ``schemas.py``), registered from :data:`RESOURCES`;
-routes are thin and call :mod:`kalah_core`; every error is problem+json (:mod:`api.errors`);
-settings come from the environment (:mod:`api.config`). OpenAPI 3 is served at
-``/openapi.json`` with a docs UI at ``/docs``; ``python -m api.export_openapi`` writes the
-spec to ``api/openapi.json``.
+The app is built by :func:`api.app.create_app` (also importable as ``api.create_app``);
+importing this package alone loads nothing of Flask, so that :mod:`api.gunicorn_conf` can set
+up the environment (Prometheus multiprocess mode) before the app and its metrics load, and so
+that ``kalah`` finds the service commands (:mod:`api.commands`) cheaply.
 """
 
 from __future__ import annotations
 
-import json
-import time
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flask import Flask, Response, g, request
-from flask_smorest import Api  # type: ignore[import-untyped]
-from werkzeug.exceptions import HTTPException
+if TYPE_CHECKING:
+    from .app import create_app as create_app
+    from .app import openapi_text as openapi_text
 
-from kalah_core import __version__
-from kalah_core.errors import KalahError
-
-from . import metrics
-from .analysis import routes as analysis_routes
-from .analysis.service import Analyser
-from .batch import routes as batch_routes
-from .batch.jobs import JobStore
-from .bounds import init_body_guard
-from .cache import make_cache
-from .config import ENV_NAMES, MAX_BODY_BYTES, Settings, load_settings
-from .errors import PROBLEM_JSON, ApiProblem, problem_for
-from .games import routes as games_routes
-from .health import routes as health_routes
-from .keys import Authenticator, make_key_store
-from .play import routes as play_routes
-from .problems import routes as problems_routes
-from .ratelimit import COSTS_DOC, LIMITED_PREFIX, RateLimitDocsPlugin, init_rate_limits
-from .rules import routes as rules_routes
-from .schemas import ProblemSchema
-from .security import init_security
-
-RESOURCES = (
-    analysis_routes,
-    batch_routes,
-    games_routes,
-    play_routes,
-    rules_routes,
-    health_routes,
-    problems_routes,
-)
-"""Every resource's routes module; each has a flask-smorest ``blp``."""
-
-SWAGGER_UI_URL = "https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/"
-
-API_DESCRIPTION = (
-    """\
-Analysis of Kalah positions under every rule set of the project's rule texts: exact values
-with every optimal move when the solver proves them, honest bounds otherwise.
-
-Values are always from the point of view of the side to move (`perspective: side_to_move`):
-the final store difference under perfect play, seeds already stored included.
-Positions are given as `start`, in the compact notation (`444444-0-444444-0-s`) or in JSON
-form. Errors are RFC 9457 `application/problem+json` with a `field` naming the offending input.
-
-"""
-    + COSTS_DOC
-)
+_LAZY = frozenset({"create_app", "openapi_text"})
 
 
-class KalahApi(Api):  # type: ignore[misc]
-    """flask-smorest's Api with every HTTP error rendered as problem+json."""
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from . import app
 
-    ERROR_SCHEMA = ProblemSchema
-
-    def handle_http_exception(self, error: HTTPException) -> Response:
-        return problem_for(error)
-
-    def _register_responses(self) -> None:
-        """Document the default error responses as problem+json (flask-smorest: JSON)."""
-        default: str = getattr(self, "DEFAULT_RESPONSE_CONTENT_TYPE", "application/json")
-        self.DEFAULT_RESPONSE_CONTENT_TYPE = PROBLEM_JSON
-        try:
-            super()._register_responses()
-        finally:
-            self.DEFAULT_RESPONSE_CONTENT_TYPE = default
-
-
-def create_app(config: Mapping[str, Any] | None = None) -> Flask:
-    """The app. ``config`` entries override Flask settings and, under their environment
-    variable names (``KALAH_REDIS_URL`` ...), the environment."""
-    config = dict(config or {})
-    settings: Settings = load_settings({k: v for k, v in config.items() if k in ENV_NAMES})
-
-    app = Flask(__name__)
-    app.config.update(
-        API_TITLE="Kalah analysis API",
-        API_VERSION="v1",
-        OPENAPI_VERSION="3.0.3",
-        OPENAPI_URL_PREFIX="/",
-        OPENAPI_JSON_PATH="openapi.json",
-        OPENAPI_SWAGGER_UI_PATH="docs",
-        OPENAPI_SWAGGER_UI_URL=SWAGGER_UI_URL,
-        API_SPEC_OPTIONS={
-            "info": {
-                "description": API_DESCRIPTION,
-                "license": {"name": "MIT"},
-                "x-package-version": __version__,
-            },
-        },
-        MAX_CONTENT_LENGTH=MAX_BODY_BYTES,
-        MAX_FORM_MEMORY_SIZE=MAX_BODY_BYTES,
-    )
-    app.config.update({k: v for k, v in config.items() if k not in ENV_NAMES})
-
-    cache = make_cache(settings, max_connections=settings.threads + 4)
-    app.extensions["kalah"] = Analyser(settings, cache)
-    app.extensions["kalah_jobs"] = (
-        JobStore(settings.redis_url, ttl_s=settings.job_ttl_s) if settings.redis_url else None
-    )
-
-    plugins = [analysis_routes.ConditionalGetPlugin(), RateLimitDocsPlugin()]
-    api = KalahApi(app, spec_kwargs={"extra_plugins": plugins})
-    for resource in RESOURCES:
-        api.register_blueprint(resource.blp)
-    app.extensions["kalah_api"] = api
-
-    _register_error_handlers(app)
-    _register_metrics(app)
-    _register_callers_and_limits(app, settings)
-    init_body_guard(app)
-    return app
-
-
-def _register_callers_and_limits(app: Flask, settings: Settings) -> None:
-    """Proxies, API keys, cost-based rate limits, CORS and security headers (in this order:
-    the caller is known before the limiter charges it)."""
-    if settings.trusted_proxies:
-        from werkzeug.middleware.proxy_fix import ProxyFix
-
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.trusted_proxies)  # type: ignore[method-assign]
-    auth = Authenticator(make_key_store(settings.redis_url, timeout_s=settings.redis_timeout_s))
-    app.extensions["kalah_auth"] = auth
-
-    @app.before_request
-    def resolve_caller() -> None:
-        if request.path.startswith(LIMITED_PREFIX) and request.method != "OPTIONS":
-            auth.caller()  # a bad key is a 401 here, before anything is charged
-
-    init_rate_limits(app, settings, auth)
-    init_security(app, settings)
-
-
-def _register_error_handlers(app: Flask) -> None:
-    app.register_error_handler(ApiProblem, problem_for)
-    app.register_error_handler(KalahError, problem_for)
-    app.register_error_handler(HTTPException, problem_for)
-
-    @app.errorhandler(Exception)
-    def unhandled(error: Exception) -> Response:
-        return problem_for(error)
-
-
-_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
-"""Metric labels stay bounded: unknown paths are ``unmatched``, unknown methods ``other``."""
-
-
-def _register_metrics(app: Flask) -> None:
-    @app.before_request
-    def start_timer() -> None:
-        g.kalah_started = time.perf_counter()
-
-    @app.after_request
-    def observe(response: Response) -> Response:
-        started = g.pop("kalah_started", None)
-        if started is not None:
-            endpoint = request.url_rule.rule if request.url_rule is not None else "unmatched"
-            method = request.method if request.method in _METHODS else "other"
-            labels = (endpoint, method, str(response.status_code))
-            metrics.REQUESTS.labels(*labels).inc()
-            metrics.LATENCY.labels(*labels).observe(time.perf_counter() - started)
-        return response
-
-
-def openapi_text(app: Flask | None = None) -> str:
-    """The OpenAPI document as committed in ``api/openapi.json``: built from an app with every
-    setting at its default, so that the environment never changes it."""
-    if app is None:
-        app = create_app(dict.fromkeys(ENV_NAMES))
-    spec = app.extensions["kalah_api"].spec.to_dict()
-    return json.dumps(spec, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        return getattr(app, name)
+    raise AttributeError(f"module 'api' has no attribute {name!r}")

@@ -1,9 +1,10 @@
 """The answer cache: finished analyses, keyed by everything that determines them.
 
-A key is ``ENGINE_VERSION + rules.key + canonical compact position + effective limits``
-(:func:`cache_keys`). An exact result does not depend on the limits, so it is stored under
-the limits ``exact`` without expiry and answers a request with any limits; a heuristic result
-is stored under its limits with a TTL and is replaced only by a deeper one.
+A key is the engine version and the request's key (rules, compact position, effective
+limits: :attr:`api.analysis.request.AnalysisRequest.key`; :meth:`Keys.of`). An exact result
+does not depend on the limits, so it is stored under the limits ``exact`` without expiry and
+answers a request with any limits; a heuristic result is stored under its limits with a TTL
+and is replaced only by a deeper one.
 
 Two backends share :meth:`AnswerCache.compute_once`, which makes concurrent requests for one
 uncached key compute once:
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, cast
 from . import metrics
 
 if TYPE_CHECKING:
+    from .analysis.request import AnalysisRequest
     from .config import Settings
 
 log = logging.getLogger("api.cache")
@@ -62,15 +64,20 @@ class Entry:
 
 @dataclass(frozen=True, slots=True)
 class Keys:
+    """Where one request's answer lives: proven (any limits), for its limits, and its lock."""
+
     exact: str
     limits: str
     lock: str
 
-
-def cache_keys(engine_version: str, rules_key: str, position: str, limits: str) -> Keys:
-    """The keys of one request; ``limits`` is the canonical text of the effective limits."""
-    base = f"{PREFIX}:{engine_version}:{rules_key}:{position}"
-    return Keys(f"{base}:exact", f"{base}:{limits}", f"{base}:{limits}:lock")
+    @classmethod
+    def of(cls, engine_version: str, request: AnalysisRequest) -> Keys:
+        base = f"{PREFIX}:{engine_version}:"
+        return cls(
+            f"{base}{request.exact_key}:exact",
+            f"{base}{request.key}",
+            f"{base}{request.key}:lock",
+        )
 
 
 class AnswerCache:

@@ -1,6 +1,6 @@
 """Prometheus metrics, correct across gunicorn workers.
 
-With ``PROMETHEUS_MULTIPROC_DIR`` set (``deploy/gunicorn.conf.py`` sets it up before the app
+With ``PROMETHEUS_MULTIPROC_DIR`` set (``api/gunicorn_conf.py`` sets it up before the app
 is imported), every worker writes its samples to files there and ``/metrics`` aggregates
 them all; without it (tests, a single process) the default registry is served.
 """

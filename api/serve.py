@@ -1,15 +1,14 @@
-"""Run the API under gunicorn with ``deploy/gunicorn.conf.py`` (the ``kalah serve`` command)."""
+"""Run the API under gunicorn with :mod:`api.gunicorn_conf` (the ``kalah serve`` command)."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 from types import FrameType
 
-CONFIG_PATH = Path(__file__).resolve().parent.parent / "deploy" / "gunicorn.conf.py"
+CONFIG = "python:api.gunicorn_conf"
+"""gunicorn's ``-c``: the configuration module of the installed package."""
 
 
 def gunicorn_command(host: str, port: int, workers: int | None) -> list[str]:
@@ -18,7 +17,7 @@ def gunicorn_command(host: str, port: int, workers: int | None) -> list[str]:
         "-m",
         "gunicorn",
         "-c",
-        str(CONFIG_PATH),
+        CONFIG,
         "-b",
         f"{_bind_host(host)}:{port}",
     ]
@@ -34,17 +33,11 @@ def _bind_host(host: str) -> str:
 def serve(host: str, port: int, workers: int | None) -> int:
     """Run gunicorn in the foreground until it stops; returns its exit status. ``workers``
     None means ``KALAH_WORKERS`` (default: the CPU count)."""
-    if not CONFIG_PATH.exists():
-        print(f"kalah serve: {CONFIG_PATH} not found (run from a source checkout)", file=sys.stderr)
-        return 2
-    root = str(CONFIG_PATH.parent.parent)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     print(
         f"Kalah API on http://{_bind_host(host)}:{port}/ (docs: /docs, spec: /openapi.json)",
         flush=True,
     )
-    process = subprocess.Popen(gunicorn_command(host, port, workers), env=env)
+    process = subprocess.Popen(gunicorn_command(host, port, workers))
 
     def forward(signum: int, frame: FrameType | None) -> None:
         process.send_signal(signum)

@@ -1,4 +1,4 @@
-"""The WSGI entry point for gunicorn: ``gunicorn -c deploy/gunicorn.conf.py api.wsgi:app``."""
+"""The WSGI entry point: ``gunicorn -c python:api.gunicorn_conf`` (which names this app)."""
 
 from api import create_app
 

@@ -1,4 +1,11 @@
-"""The ``kalah`` command line: look at positions, list moves, replay games.
+"""The ``kalah`` command line: look at positions, list moves, replay games, solve.
+
+The engine's commands (``show``, ``moves``, ``replay``, ``solve``, ``bench``, ``egdb``) live
+here. Other packages add commands through the ``kalah.commands`` entry point group: each entry
+is named after its command and points to a function ``add(commands)`` that adds the
+subcommand (the service's, in :mod:`api.commands`). This package never imports them by name;
+a command whose entry cannot be loaded (its package's requirements are missing) is still
+listed and, when run, says in one line what to install.
 
 Every subcommand is a small function ``cmd_<name>(args) -> int`` registered in
 :func:`build_parser` with :func:`add_command`, which also gives it the shared options (the
@@ -17,10 +24,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from importlib import metadata
+from typing import Any, TypeAlias
 
 from .bench import BENCH_TT_MB, run_bench
 from .errors import InvalidRulesError, KalahError
@@ -34,6 +41,13 @@ EXIT_ERROR = 2
 """Exit status for bad input, the same as argparse's own usage errors."""
 
 Command = Callable[[argparse.Namespace], int]
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+"""The ``kalah`` subcommands, to which an entry point of ``kalah.commands`` adds its own."""
+
+COMMANDS_GROUP = "kalah.commands"
+
+RULES_DOC = "docs/RULES.md"
+"""The rules in the project's words (presets, options, the seed-000 notation)."""
 
 POSITION_HELP = (
     "'start', the compact notation (e.g. 444444-0-444444-0-s) or the JSON form "
@@ -74,7 +88,7 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_command(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    commands: Commands,
     name: str,
     func: Command,
     help_text: str,
@@ -320,103 +334,6 @@ def cmd_solve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _api_answer(args: argparse.Namespace) -> tuple[Position, dict[str, Any]]:
-    """The API's own analysis code path (limits checked against the server configuration)."""
-    from api.analysis.service import analyse_request
-    from api.errors import ApiProblem
-
-    # A one-shot command does not start the server's background database build.
-    os.environ.setdefault("KALAH_EGDB_PATH", "off")
-    rules = rules_from_args(args)
-    position = position_from_arg(args.position, rules)
-    try:
-        answer = analyse_request(
-            position.to_json(), rules.to_json(), time_ms=args.time_ms, depth=args.depth
-        )
-    except ApiProblem as problem:
-        raise KalahError(problem.detail) from None
-    return position, answer
-
-
-def cmd_analyse(args: argparse.Namespace) -> int:
-    """Analyse a position as ``POST /v1/analysis`` does."""
-    position, answer = _api_answer(args)
-    text = "\n".join(
-        [
-            f"{position.to_move.value.capitalize()} to move in {position.compact()}: value "
-            f"{answer['value']:+d} ({'exact' if answer['exact'] else 'heuristic'})",
-            *(
-                f"  {m['move']!s:>4}  {m['value']:+4d}  {'exact' if m['exact'] else 'estimate'}"
-                for m in answer["moves"]
-            ),
-            "pv: " + "  ".join("".join(str(x) for x in turn) for turn in answer["pv"]),
-        ]
-    )
-    emit(args, text, answer)
-    return EXIT_OK
-
-
-def cmd_best_move(args: argparse.Namespace) -> int:
-    """The best move and its value, as ``GET /v1/best-move`` gives them."""
-    from api.analysis.service import best_move_of
-
-    _, full = _api_answer(args)
-    answer = best_move_of(full)
-    label = "exact" if answer["exact"] else "heuristic"
-    emit(args, f"{answer['best_move']} ({answer['value']:+d}, {label})", answer)
-    return EXIT_OK
-
-
-def cmd_analyse_game(args: argparse.Namespace) -> int:
-    """Judge every sowing of a game as ``POST /v1/games/analysis`` does."""
-    from api.analysis.service import _default_analyser
-    from api.errors import ApiProblem
-    from api.games.service import review_game
-
-    from .review import JUDGEMENT_DOC
-
-    os.environ.setdefault("KALAH_EGDB_PATH", "off")
-    rules = rules_from_args(args)
-    start = position_from_arg(args.start, rules)
-    try:
-        review = review_game(
-            _default_analyser(),
-            rules.to_json(),
-            start.to_json(),
-            game=args.game,
-            time_ms=args.time_ms,
-        )
-    except ApiProblem as problem:
-        raise KalahError(problem.detail) from None
-    data = review.to_json()
-    rows = [
-        f"{e['index'] + 1:>3}  {e['mover']:<5}  {e['move']!s:>4}  {e['value_before']:+4d} "
-        f"{e['value_after']:+4d}  {e['loss']:>4}{'' if e['exact'] else '~'}  "
-        f"{e['judgement']:<10}  {','.join(str(m) for m in e['best_moves'])}"
-        for e in data["moves"]
-    ]
-    summary = [
-        f"{side}: {s['sowings']} sowings, average loss {s['average_loss']:.2f}, "
-        + ", ".join(f"{n} {name}" for name, n in s["judgements"].items())
-        + ("" if s["exact"] else " (estimated)")
-        for side, s in data["summary"].items()
-    ]
-    text = "\n".join(
-        [
-            data["annotated"],
-            "",
-            "  #  mover  move  before after  loss  judgement   best",
-            *rows,
-            "",
-            *summary,
-            ("every loss exact" if data["exact"] else "~: estimated (the budget ran out)")
-            + f"; {JUDGEMENT_DOC}",
-        ]
-    )
-    emit(args, text, data)
-    return EXIT_OK
-
-
 def cmd_bench(args: argparse.Namespace) -> int:
     """Analyse the fixed bench list; the node count fingerprints the search."""
     rows = run_bench(args.tt_mb)
@@ -447,82 +364,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
     }
     emit(args, "\n".join(lines), data)
     return EXIT_OK
-
-
-def cmd_serve(args: argparse.Namespace) -> int:
-    """Run the HTTP API under gunicorn (deploy/gunicorn.conf.py)."""
-    from api.serve import serve
-
-    return serve(args.host, args.port, args.workers)
-
-
-def cmd_batch(args: argparse.Namespace) -> int:
-    """Analyse every position of a JSONL or CSV file, locally on every core or on a server."""
-    import time
-
-    from tqdm import tqdm  # type: ignore[import-untyped]
-
-    from api.batch.local import parse_local, read_items, run_local, write_jsonl
-    from api.batch.remote import run_remote
-    from api.errors import ApiProblem
-
-    os.environ.setdefault("KALAH_EGDB_PATH", "off")
-    rules = rules_from_args(args).to_json()
-    limits = {
-        name: getattr(args, name)
-        for name in ("time_ms", "depth", "nodes")
-        if getattr(args, name) is not None
-    }
-    items = read_items(args.input)
-    started = time.perf_counter()
-    try:
-        if args.server:
-            with tqdm(total=len(items), unit="pos", disable=args.quiet) as bar:
-                lines = run_remote(
-                    args.server, items, rules, limits, key=args.key, progress=bar.update
-                )
-            distinct = None
-        else:
-            batch = parse_local(items, rules, limits)
-            with tqdm(total=len(batch.tasks), unit="pos", disable=args.quiet) as bar:
-                lines = run_local(batch, args.workers, progress=bar.update)
-            distinct = len(batch.tasks)
-    except ApiProblem as problem:
-        raise KalahError(f"{problem.field}: {problem.detail}") from None
-    seconds = time.perf_counter() - started
-    if args.output == "-":
-        write_jsonl(lines, sys.stdout.buffer)
-        sys.stdout.flush()
-    else:
-        with open(args.output, "wb") as out:
-            write_jsonl(lines, out)
-    rate = len(items) / seconds if seconds > 0 else 0.0
-    summary = {
-        "positions": len(items),
-        "distinct": distinct,
-        "seconds": round(seconds, 3),
-        "positions_per_second": round(rate, 1),
-        "output": args.output,
-    }
-    if args.output != "-" or args.json:
-        print(
-            json.dumps(summary)
-            if args.json
-            else f"{len(items)} positions in {seconds:.2f} s ({rate:,.1f}/s) -> {args.output}",
-            file=sys.stderr if args.output == "-" else sys.stdout,
-        )
-    return EXIT_OK
-
-
-def cmd_worker(args: argparse.Namespace) -> int:
-    """Run a batch worker on the API's Redis (KALAH_REDIS_URL or --redis-url)."""
-    if args.redis_url:
-        os.environ["KALAH_REDIS_URL"] = args.redis_url
-    if not os.environ.get("KALAH_REDIS_URL"):
-        raise KalahError("kalah worker needs the API's Redis: set KALAH_REDIS_URL or --redis-url")
-    from api.batch.worker import run_worker
-
-    return run_worker(burst=args.burst, name=args.name)
 
 
 # --------------------------------------------------------------------- endgame database
@@ -589,7 +430,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``kalah`` parser; each subcommand's function is in ``args.func``."""
     parser = argparse.ArgumentParser(
         prog="kalah",
-        description="Kalah engine: positions, moves and games under every rule set of RULES.md.",
+        description="Kalah engine: positions, moves and games under every rule set of the "
+        f"project's rules ({RULES_DOC}).",
         epilog="presets: " + "; ".join(f"{name}: {doc}" for name, doc in PRESET_DOCS.items()),
     )
     commands = parser.add_subparsers(
@@ -660,36 +502,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="transposition table size (default 256)",
     )
 
-    for name, func, text in (
-        ("analyse", cmd_analyse, "analyse a position as the API does (limits from KALAH_*)"),
-        ("best-move", cmd_best_move, "the best move and its value, as the API gives it"),
-    ):
-        sub = add_command(commands, name, func, text)
-        sub.add_argument("position", metavar="POSITION", help=POSITION_HELP)
-        sub.add_argument("--time-ms", type=int, default=None, metavar="MS", help="time budget")
-        sub.add_argument("--depth", type=int, default=None, metavar="D", help="heuristic depth")
-
-    review = add_command(
-        commands,
-        "analyse-game",
-        cmd_analyse_game,
-        "judge every sowing of a seed-000 game against perfect play",
-    )
-    review.add_argument(
-        "game", metavar="GAME", help="the game, e.g. '45-46, 1*-5'; '--' before one starting '-'"
-    )
-    review.add_argument(
-        "--from", dest="start", metavar="POSITION", default=None, help="start position"
-    )
-    review.add_argument(
-        "--time-ms",
-        type=int,
-        default=None,
-        metavar="MS",
-        help="search budget for the whole game (default 1000 per sowing, at most "
-        "KALAH_MAX_TIME_MS)",
-    )
-
     bench = add_command(commands, "bench", cmd_bench, "fixed analyses: total nodes and time")
     bench.add_argument("--tt-mb", type=int, default=BENCH_TT_MB, metavar="MB")
 
@@ -725,84 +537,35 @@ def build_parser() -> argparse.ArgumentParser:
     egdb_info.add_argument(
         "--verify", action="store_true", help="check the entries against the header's checksum"
     )
+    add_plugin_commands(commands)
 
-    keys = commands.add_parser(
-        "keys",
-        help="API keys of the service: create, revoke (in the Redis of KALAH_REDIS_URL)",
-        description="API keys: each has a tier; only its SHA-256 digest is stored.",
-    )
-    keys.set_defaults(func=cmd_keys, tier="standard", key="")
-    keys_commands = keys.add_subparsers(
-        title="commands", dest="keys_command", required=True, metavar="COMMAND"
-    )
-    keys_create = keys_commands.add_parser("create", help="make a key; it is printed once")
-    keys_create.add_argument(
-        "--tier", default="standard", help="anonymous, standard or premium (default standard)"
-    )
-    keys_revoke = keys_commands.add_parser("revoke", help="revoke a key, given itself or its id")
-    keys_revoke.add_argument("key", metavar="KEY_OR_ID")
-    for sub in (keys_create, keys_revoke):
-        sub.add_argument("--json", action="store_true", help="print the result as JSON")
-
-    serve = commands.add_parser("serve", help="run the HTTP API under gunicorn")
-    serve.set_defaults(func=cmd_serve)
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--workers", type=int, default=None, help="default: KALAH_WORKERS or cores")
-    batch = add_command(
-        commands,
-        "batch",
-        cmd_batch,
-        "analyse every position of a file (JSONL or CSV) on every core or on a server",
-    )
-    batch.add_argument(
-        "input",
-        metavar="IN",
-        help="JSON lines (an item object {position, rules, limits} or a position string per "
-        "line) or a .csv with a header (position, rules, time_ms, depth, nodes); - for stdin",
-    )
-    batch.add_argument(
-        "-o", "--output", default="-", metavar="OUT", help="JSON lines, one per item (default -)"
-    )
-    batch.add_argument("--time-ms", type=int, default=None, metavar="MS", help="budget per item")
-    batch.add_argument("--depth", type=int, default=None, metavar="D", help="heuristic depth")
-    batch.add_argument("--nodes", type=int, default=None, metavar="N", help="node budget per item")
-    batch.add_argument(
-        "--workers",
-        type=int,
-        default=len(os.sched_getaffinity(0)),
-        metavar="N",
-        help="local processes (default: every core)",
-    )
-    batch.add_argument(
-        "--server", default=None, metavar="URL", help="send the batch to this API instead"
-    )
-    batch.add_argument(
-        "--key",
-        default=os.environ.get("KALAH_API_KEY"),
-        metavar="KEY",
-        help="API key for --server (default $KALAH_API_KEY): a batch run as a job needs one",
-    )
-    batch.add_argument("--quiet", action="store_true", help="no progress bar")
-
-    worker = commands.add_parser(
-        "worker",
-        help="run a batch worker (RQ) on the API's Redis",
-        description="Take chunks of batch jobs from the API's Redis and analyse them with a "
-        "warm engine; any number of workers on any number of machines may share one Redis.",
-    )
-    worker.set_defaults(func=cmd_worker)
-    worker.add_argument("--redis-url", default=None, metavar="URL", help="default: KALAH_REDIS_URL")
-    worker.add_argument("--burst", action="store_true", help="stop when the queue is empty")
-    worker.add_argument("--name", default=None, help="the worker's name in RQ (default: random)")
     return parser
 
 
-def cmd_keys(args: argparse.Namespace) -> int:
-    """API keys of the service (the server extra): ``kalah keys create|revoke``."""
-    from api.keys import cli
+def add_plugin_commands(commands: Commands) -> None:
+    """The commands of the ``kalah.commands`` entry points (the service's, when installed)."""
+    for entry in metadata.entry_points(group=COMMANDS_GROUP):
+        try:
+            add = entry.load()
+        except ImportError as error:
+            add_unavailable_command(commands, entry.name, str(error))
+        else:
+            add(commands)
 
-    return cli(args.keys_command, tier=args.tier, key=args.key, as_json=args.json)
+
+def add_unavailable_command(commands: Commands, name: str, reason: str) -> None:
+    """A command whose package cannot load: it takes any arguments and prints ``reason``."""
+    parser = commands.add_parser(name, help=f"(unavailable: {reason})", add_help=False)
+    parser.add_argument("arguments", nargs="*", help=argparse.SUPPRESS)
+    parser.set_defaults(func=_unavailable(name, reason), unavailable=True)
+
+
+def _unavailable(name: str, reason: str) -> Command:
+    def run(args: argparse.Namespace) -> int:
+        print(f"kalah {name}: {reason}", file=sys.stderr)
+        return EXIT_ERROR
+
+    return run
 
 
 def _thread_count(text: str) -> int:
@@ -813,7 +576,10 @@ def _thread_count(text: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``kalah`` with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and not getattr(args, "unavailable", False):
+        parser.error("unrecognized arguments: " + " ".join(unknown))
     func: Command = args.func
     try:
         return func(args)

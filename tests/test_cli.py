@@ -318,3 +318,94 @@ def test_help(capsys: pytest.CaptureFixture[str]) -> None:
         assert option in out
     assert "--majority, --no-majority" in out and "--pie, --no-pie" in out
     assert "--from" in out and "--json" in out
+
+
+# ----------------------------------------------------------------------------- layout
+
+ENGINE_COMMANDS = ("show", "moves", "replay", "solve", "bench", "egdb")
+SERVICE_COMMANDS = ("analyse", "best-move", "analyse-game", "keys", "serve", "batch", "worker")
+
+
+def test_every_command_is_offered(capsys: pytest.CaptureFixture[str]) -> None:
+    """The engine's own commands and the service's (added through entry points)."""
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    for command in ENGINE_COMMANDS + SERVICE_COMMANDS:
+        assert f"    {command} " in out or f"    {command}\n" in out, command
+    assert "docs/RULES.md" in out
+
+
+def test_the_engine_never_imports_the_service() -> None:
+    """No module of kalah_core imports api (it finds the service's commands by entry point)."""
+    import ast
+
+    package = Path(__file__).resolve().parents[1] / "kalah_core"
+    for path in package.glob("*.py*"):
+        if path.suffix not in (".py", ".pyx", ".pyi"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".pyx":  # Cython: not Python syntax; the import lines are
+            lines = [line.split() for line in text.splitlines()]
+            assert not [w for w in lines if w[:1] in (["import"], ["from"]) and w[1:2] == ["api"]]
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Import):
+                assert not [a for a in node.names if a.name.split(".")[0] == "api"], path
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                assert (node.module or "").split(".")[0] != "api", path
+
+
+def test_an_unavailable_command_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A command whose entry point cannot load (the server extra missing) is still listed and
+    answers any arguments with one line on stderr and a non-zero status."""
+    from importlib import metadata
+
+    from kalah_core import cli
+
+    broken = metadata.EntryPoint("analyse", "kalah_missing_module:add", cli.COMMANDS_GROUP)
+
+    def entry_points(group: str) -> list[metadata.EntryPoint]:
+        assert group == cli.COMMANDS_GROUP
+        return [broken]
+
+    monkeypatch.setattr(cli.metadata, "entry_points", entry_points)
+    code, out, err = run(capsys, "analyse", "start", "--time-ms", "5", "--json")
+    assert code != 0 and out == ""
+    assert err.count("\n") == 1 and err.startswith("kalah analyse: ")
+    assert "kalah_missing_module" in err
+
+
+def test_the_service_commands_name_the_extra_without_it() -> None:
+    """api.commands, loaded without the server extra, fails with the line to print."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import importlib.metadata as m; real = m.distribution\n"
+            "def fake(name):\n"
+            "    if name.lower() == 'flask': raise m.PackageNotFoundError(name)\n"
+            "    return real(name)\n"
+            "m.distribution = fake\n"
+            "from kalah_core.cli import main; raise SystemExit(main(['analyse', 'start']))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0 and done.stdout == ""
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "pip install 'kalah-core[server]'" in done.stderr and "flask" in done.stderr
+
+
+def test_python_m_kalah_core() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "kalah_core", "show", "--json", "start"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["compact"] == "444444-0-444444-0-s"

@@ -1,5 +1,5 @@
 # mypy: disable-error-code="untyped-decorator"
-"""``/v1/analysis`` (GET and POST) and ``/v1/best-move``: thin routes over :mod:`.service`."""
+"""``/v1/analysis`` (GET and POST) and ``/v1/best-move``: thin routes over :mod:`.analyser`."""
 
 from __future__ import annotations
 
@@ -13,23 +13,15 @@ from marshmallow import RAISE
 
 from ..errors import document_problems
 from ..ratelimit import charge_search
+from .analyser import Analyser
+from .answer import Answer, best_move_of, etag_of
+from .request import AnalysisRequest
 from .schemas import (
-    RULE_PARAMETERS,
     AnalysisAnswerSchema,
     AnalysisQuerySchema,
     AnalysisRequestSchema,
     BestMoveAnswerSchema,
     BestMoveQuerySchema,
-)
-from .service import (
-    Analyser,
-    Answer,
-    best_move_of,
-    effective_limits,
-    etag_of,
-    parse_position_field,
-    parse_query_rules,
-    parse_rules,
 )
 
 blp = Blueprint(
@@ -45,7 +37,6 @@ ERRORS = {
     400: "Unparsable input: a malformed body or position notation.",
     413: "The body is too large.",
     422: "Invalid rules or position, a bad parameter, or a budget above the server's maximum.",
-    503: "The engine is not available.",
 }
 
 
@@ -99,14 +90,8 @@ def _answer(body: bytes, exact: bool, *, conditional: bool) -> Response:
     return Response(body, status=200, mimetype="application/json", headers=headers)
 
 
-def _from_query(args: dict[str, Any], *, best: bool = False) -> Answer:
-    overrides = {name: args[name] for name in RULE_PARAMETERS if name in args}
-    rules = parse_query_rules(args.get("rules"), overrides)
-    position = parse_position_field(args["position"], rules)
-    limits = effective_limits(
-        analyser().settings, args.get("time_ms"), args.get("depth"), args.get("nodes")
-    )
-    return _charged(analyser().analyse(position, rules, limits))
+def _from_query(args: dict[str, Any]) -> Answer:
+    return _charged(analyser().analyse(AnalysisRequest.from_query(analyser().settings, args)))
 
 
 def _charged(answer: Answer) -> Answer:
@@ -137,17 +122,8 @@ class Analysis(MethodView):
     def post(self, data: dict[str, Any]) -> Response:
         """Analyse a position given in the body: JSON form or compact notation, rules as a
         preset or an object of options, and search limits."""
-        rules = parse_rules(data.get("rules"))
-        position = parse_position_field(data["position"], rules)
-        limits_in = data.get("limits") or {}
-        limits = effective_limits(
-            analyser().settings,
-            limits_in.get("time_ms"),
-            limits_in.get("depth"),
-            limits_in.get("nodes"),
-            prefix="limits.",
-        )
-        answer = _charged(analyser().analyse(position, rules, limits))
+        request = AnalysisRequest.from_body(analyser().settings, data)
+        answer = _charged(analyser().analyse(request))
         return _answer(answer.body, answer.exact, conditional=False)
 
 

@@ -1,5 +1,5 @@
-"""A batch request, normalized: each item's rules, position and limits (the item's own fields
-over the shared ones), parsed as ``POST /v1/analysis`` parses them, and de-duplicated.
+"""A batch request, normalized: each item an :class:`AnalysisRequest` (the item's own fields
+over the shared ones, parsed as ``POST /v1/analysis`` parses them), de-duplicated on its key.
 
 A problem with the batch as a whole (shared rules or limits, too many positions, too much
 budget) raises :class:`ApiProblem`; a problem with one item (its position, rules or limits)
@@ -14,42 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kalah_core.errors import KalahError
-from kalah_core.position import Position
-from kalah_core.rules import Rules
 
-from ..analysis.service import Limits, effective_limits, parse_position_field, parse_rules
+from ..analysis.request import AnalysisRequest, Limits, parse_rules
 from ..config import Settings
 from ..errors import ApiProblem, problem_object
-
-
-@dataclass(frozen=True, slots=True)
-class Task:
-    """One distinct analysis of a batch: what :meth:`Analyser.analyse` is called with."""
-
-    rules: Rules
-    position: Position
-    limits: Limits
-
-    @property
-    def key(self) -> tuple[str, str, str]:
-        return (self.rules.key, self.position.compact(), self.limits.key)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "rules": self.rules.to_json(),
-            "position": self.position.compact(),
-            "limits": self.limits.to_json(),
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Task:
-        rules = Rules.from_json(data["rules"])
-        limits = data["limits"]
-        return cls(
-            rules,
-            Position.parse(data["position"]),
-            Limits(limits["time_ms"], limits.get("depth"), limits.get("nodes")),
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +32,8 @@ class Slot:
 
 @dataclass(frozen=True, slots=True)
 class Batch:
-    tasks: list[Task]
+    tasks: list[AnalysisRequest]
+    """The distinct requests, in order of first appearance."""
     slots: list[Slot]
 
     def assemble(self, answers: Sequence[bytes]) -> list[bytes]:
@@ -100,37 +69,22 @@ def parse_batch(
         )
     shared_rules = parse_rules(rules)
     shared_limits = dict(limits or {})
-    effective_limits(
-        settings,
-        shared_limits.get("time_ms"),
-        shared_limits.get("depth"),
-        shared_limits.get("nodes"),
-        prefix="limits.",
-    )
-    tasks: list[Task] = []
-    index: dict[tuple[str, str, str], int] = {}
+    Limits.checked(settings, shared_limits, prefix="limits.")
+    tasks: list[AnalysisRequest] = []
+    index: dict[str, int] = {}
     slots: list[Slot] = []
     for i, item in enumerate(items):
-        where = f"positions.{i}."
         try:
-            item_rules = (
-                parse_rules(item["rules"], field=where + "rules")
-                if "rules" in item
-                else shared_rules
-            )
-            position = parse_position_field(item["position"], item_rules, field=where + "position")
-            merged = {**shared_limits, **(item.get("limits") or {})}
-            task_limits = effective_limits(
+            task = AnalysisRequest.from_body(
                 settings,
-                merged.get("time_ms"),
-                merged.get("depth"),
-                merged.get("nodes"),
-                prefix=where + "limits.",
+                item,
+                shared_rules=shared_rules,
+                shared_limits=shared_limits,
+                where=f"positions.{i}.",
             )
         except (ApiProblem, KalahError) as error:
             slots.append(Slot(None, problem_object(error)))
             continue
-        task = Task(item_rules, position, task_limits)
         known = index.get(task.key)
         if known is None:
             index[task.key] = known = len(tasks)

@@ -29,7 +29,8 @@ from typing import Any, cast
 import redis
 from rq import Queue
 
-from .items import Batch, Task, as_cached
+from ..analysis.request import AnalysisRequest
+from .items import Batch, as_cached
 
 log = logging.getLogger("api.batch")
 
@@ -277,7 +278,9 @@ class JobStore:
 
     # -- running a chunk (the workers) -------------------------------------------------------
 
-    def begin_chunk(self, job_id: str, n: int, token: str) -> list[tuple[int, Task]] | None:
+    def begin_chunk(
+        self, job_id: str, n: int, token: str
+    ) -> list[tuple[int, AnalysisRequest]] | None:
         """Lease chunk ``n`` and return its tasks; None when there is nothing to do (finished
         already, the job failed or expired)."""
         job = JobKeys(job_id)
@@ -290,7 +293,7 @@ class JobStore:
         raw = cast(bytes | None, self.redis.get(job.chunk(n)))
         if raw is None:
             return None
-        return [(item["t"], Task.from_json(item)) for item in json.loads(raw)]
+        return [(item["t"], AnalysisRequest.from_json(item)) for item in json.loads(raw)]
 
     @contextmanager
     def heartbeat(self, job_id: str, n: int, token: str) -> Iterator[None]:

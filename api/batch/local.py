@@ -18,10 +18,11 @@ from typing import IO, Any
 
 from kalah_core.errors import InvalidNotationError, KalahError
 
-from ..analysis.service import Analyser, _default_analyser
+from ..analysis.analyser import default_analyser
+from ..analysis.request import AnalysisRequest
 from ..config import load_settings
 from ..errors import ApiProblem, problem_object
-from .items import Batch, Task, parse_batch
+from .items import Batch, parse_batch
 
 CSV_COLUMNS = ("position", "rules", "time_ms", "depth", "nodes")
 """CSV input: a header row naming some of these columns; ``position`` is required, ``rules`` a
@@ -106,10 +107,8 @@ def parse_local(
 
 
 def _answer(task_json: dict[str, Any]) -> bytes:
-    analyser: Analyser = _default_analyser()
-    task = Task.from_json(task_json)
     try:
-        return analyser.analyse(task.position, task.rules, task.limits).body
+        return default_analyser().analyse(AnalysisRequest.from_json(task_json)).body
     except (ApiProblem, KalahError) as error:
         return json.dumps(problem_object(error)).encode()
 

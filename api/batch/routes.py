@@ -17,7 +17,7 @@ from flask_smorest import Blueprint  # type: ignore[import-untyped]
 
 from kalah_core.errors import KalahError
 
-from ..analysis.service import Analyser
+from ..analysis.analyser import Analyser
 from ..config import BATCH_PAGE_MAX, MAX_BATCH_BODY_BYTES
 from ..errors import ApiProblem, document_problems, problem_object
 from ..ratelimit import charge_batch, charge_search
@@ -70,7 +70,7 @@ def _inline(batch: ParsedBatch) -> Response:
     search_ms = 0.0
     for task in batch.tasks:
         try:
-            answer = analyser.analyse(task.position, task.rules, task.limits)
+            answer = analyser.analyse(task)
         except (ApiProblem, KalahError) as error:
             answers.append(json.dumps(problem_object(error)).encode())
         else:

@@ -23,7 +23,7 @@ import redis
 
 from kalah_core.errors import KalahError
 
-from ..analysis.service import Analyser
+from ..analysis.analyser import Analyser
 from ..cache import make_cache
 from ..config import Settings, load_settings
 from ..errors import ApiProblem, problem_object
@@ -64,7 +64,7 @@ def run_chunk(job_id: str, n: int) -> int:
     with store.heartbeat(job_id, n, token):
         for index, task in tasks:
             try:
-                body = analyser.analyse(task.position, task.rules, task.limits).body
+                body = analyser.analyse(task).body
             except (ApiProblem, KalahError) as error:
                 body = json.dumps(problem_object(error)).encode()
             answers.append((index, body))

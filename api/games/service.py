@@ -11,13 +11,8 @@ from kalah_core.position import Position
 from kalah_core.review import Evaluation, Review, evaluate_backwards, review_history
 from kalah_core.rules import Rules
 
-from ..analysis.service import (
-    Analyser,
-    Limits,
-    effective_limits,
-    parse_position_field,
-    parse_rules,
-)
+from ..analysis.analyser import Analyser
+from ..analysis.request import AnalysisRequest, Limits, parse_position_field, parse_rules
 from ..errors import ApiProblem, renamed_field
 
 
@@ -54,12 +49,13 @@ def review_game(
     settings = analyser.settings
     # The checks of one analysis's limits; time_ms is the whole game's budget here, by
     # default KALAH_DEFAULT_TIME_MS per sowing, capped at KALAH_MAX_TIME_MS.
-    effective_limits(settings, time_ms, depth, nodes, prefix="limits.")
+    Limits.checked(settings, {"time_ms": time_ms, "depth": depth, "nodes": nodes}, prefix="limits.")
     sowings = len(played.history)
     budget = time_ms or min(settings.max_time_ms, settings.default_time_ms * sowings)
 
     def analyse(position: Position, share_ms: int) -> Evaluation:
-        answer = analyser.analyse(position, rules, Limits(share_ms, depth, nodes))
+        request = AnalysisRequest(position, rules, Limits(share_ms, depth, nodes))
+        answer = analyser.analyse(request)
         return Evaluation.from_json(answer.json())
 
     evaluations = evaluate_backwards([r.before for r in played.history], budget, analyse)

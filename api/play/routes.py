@@ -13,7 +13,7 @@ from kalah_core.errors import IllegalMoveError
 from kalah_core.finnish import write_fi
 from kalah_core.game import Game, legal_moves, outcome
 
-from ..analysis.service import parse_position_field, parse_rules
+from ..analysis.request import parse_position_field, parse_rules
 from ..errors import ApiProblem, document_problems, renamed_field
 from .schemas import PlayAnswerSchema, PlayRequestSchema
 

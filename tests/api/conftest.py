@@ -139,7 +139,7 @@ def redis_app(redis_server: RedisServer) -> Flask:
 
 
 class Gunicorn:
-    """gunicorn with ``deploy/gunicorn.conf.py`` on a free loopback port; ``env`` adds to the
+    """gunicorn with ``api/gunicorn_conf.py`` on a free loopback port; ``env`` adds to the
     environment. ``log`` is its output (for tests that read worker boots and restarts)."""
 
     def __init__(self, env: dict[str, str]) -> None:
@@ -197,7 +197,7 @@ class Gunicorn:
 
 @pytest.fixture(scope="session")
 def gunicorn_server(redis_server: RedisServer) -> Iterator[str]:
-    """gunicorn with ``deploy/gunicorn.conf.py``, 2 workers and the session's Redis; yields the
+    """gunicorn with ``api/gunicorn_conf.py``, 2 workers and the session's Redis; yields the
     base URL."""
     server = Gunicorn({"KALAH_REDIS_URL": redis_server.url})
     try:

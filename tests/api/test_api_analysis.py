@@ -214,13 +214,16 @@ def test_best_move_when_over(client: FlaskClient) -> None:
     assert best["best_move"] is None and best["value"] == 12
 
 
-def test_analyse_request_is_the_same_code_path(client: FlaskClient) -> None:
-    """The HTTP-free entry point (for ``kalah analyse``) gives the same answer as the API."""
-    from api.analysis.service import analyse_request
+def test_analyse_body_is_the_same_code_path(client: FlaskClient) -> None:
+    """The HTTP-free entry point gives the same answer as the API."""
+    from api.analysis.analyser import default_analyser
 
     app = client.application
-    by_http = client.post("/v1/analysis", json={"position": MIDGAME, "limits": {"time_ms": 5000}})
-    direct = analyse_request(MIDGAME, "kalah", time_ms=5000, analyser=app.extensions["kalah"])
+    body = {"position": MIDGAME, "limits": {"time_ms": 5000}}
+    by_http = client.post("/v1/analysis", json=body)
+    direct = app.extensions["kalah"].analyse_body(body)
     assert direct == {**by_http.get_json(), "cached": True}
-    standalone = analyse_request("start", {"houses": 3, "seeds": 3})
+    standalone = default_analyser().analyse_body(
+        {"position": "start", "rules": {"houses": 3, "seeds": 3}}
+    )
     assert standalone["exact"] is True and standalone["position"] == "333-0-333-0-s"

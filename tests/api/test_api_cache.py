@@ -12,9 +12,11 @@ import redis
 from flask import Flask
 
 from api import create_app
-from api.analysis.service import Analyser, Limits, engine_version
-from api.cache import Entry, MemoryCache, RedisCache, _Lru, cache_keys
-from kalah_core import Rules
+from api.analysis.analyser import Analyser
+from api.analysis.request import AnalysisRequest, Limits
+from api.cache import Entry, Keys, MemoryCache, RedisCache, _Lru
+from kalah_core import Position, Rules
+from kalah_core.solver import ENGINE_VERSION
 
 if TYPE_CHECKING:
     from conftest import RedisServer
@@ -42,6 +44,10 @@ def count_searches(app: Flask) -> list[int]:
     return calls
 
 
+def keys_of(rules: Rules, position: str, limits: Limits) -> Keys:
+    return Keys.of(ENGINE_VERSION, AnalysisRequest(Position.parse(position), rules, limits))
+
+
 def redis_client(server: RedisServer) -> redis.Redis:
     return redis.Redis.from_url(server.url)
 
@@ -59,7 +65,7 @@ def test_second_request_is_a_cache_hit_from_redis(
     other = create_app({"TESTING": True, "KALAH_REDIS_URL": redis_server.url})
     third = analyse(other, f"position=start&{SMALL}").get_json()
     assert third == second
-    keys = cache_keys(engine_version(), Rules(houses=3, seeds=3).key, "333-0-333-0-s", "t1000")
+    keys = keys_of(Rules(houses=3, seeds=3), "333-0-333-0-s", Limits(1000))
     client = redis_client(redis_server)
     assert client.ttl(keys.exact) == -1, "exact results never expire"
     assert client.get(keys.exact).startswith(b"E|")
@@ -85,7 +91,7 @@ def test_heuristic_results_expire_and_only_deeper_ones_replace_them(
 ) -> None:
     answer = analyse(redis_app, "position=start&depth=3").get_json()
     assert answer["exact"] is False
-    keys = cache_keys(engine_version(), Rules().key, "444444-0-444444-0-s", "t1000d3")
+    keys = keys_of(Rules(), "444444-0-444444-0-s", Limits(1000, 3))
     client = redis_client(redis_server)
     assert 0 < client.ttl(keys.limits) <= 3600
     cache = redis_app.extensions["kalah"].cache
@@ -117,7 +123,7 @@ def test_concurrent_requests_compute_once(redis_server: RedisServer) -> None:
 
 def test_a_dead_lock_holder_does_not_block(redis_app: Flask, redis_server: RedisServer) -> None:
     """A lock left by a worker that died: the request waits for the lease, then computes."""
-    keys = cache_keys(engine_version(), Rules(houses=3, seeds=3).key, "333-0-333-0-s", "t100")
+    keys = keys_of(Rules(houses=3, seeds=3), "333-0-333-0-s", Limits(100))
     redis_client(redis_server).set(keys.lock, "dead-worker", px=400)
     started = time.monotonic()
     answer = analyse(redis_app, f"position=start&{SMALL}&time_ms=100").get_json()
@@ -204,7 +210,7 @@ def test_lru_is_bounded_and_expires() -> None:
 
 def test_memory_heuristic_replaced_only_by_deeper() -> None:
     cache = MemoryCache(10, 60)
-    keys = cache_keys("v", "r", "p", "t1")
+    keys = Keys("v:exact", "v:t1", "v:t1:lock")
     cache.put(keys, Entry(b'{"d":5}', False, 5))
     cache.put(keys, Entry(b'{"d":4}', False, 4))
     assert cache.get(keys) == Entry(b'{"d":5}', False, 5)
@@ -220,7 +226,9 @@ def test_entry_round_trip(entry: Entry) -> None:
 
 
 def test_keys_hold_version_rules_position_and_limits() -> None:
-    keys = cache_keys("eng-1", Rules().key, "444444-0-444444-0-s", Limits(500, 4).key)
+    request = AnalysisRequest(Position.start(Rules()), Rules(), Limits(500, 4))
+    assert request.key == "h6s4neo00:444444-0-444444-0-s:t500d4"
+    keys = Keys.of("eng-1", request)
     assert keys.limits == "kalah:v1:eng-1:h6s4neo00:444444-0-444444-0-s:t500d4"
     assert keys.exact == "kalah:v1:eng-1:h6s4neo00:444444-0-444444-0-s:exact"
 

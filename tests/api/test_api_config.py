@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import socket
@@ -14,7 +15,7 @@ import pytest
 import requests
 
 from api.config import ENV_NAMES, load_settings, worker_timeout_s
-from api.serve import CONFIG_PATH, gunicorn_command
+from api.serve import CONFIG, gunicorn_command
 
 
 def test_defaults() -> None:
@@ -71,7 +72,7 @@ def test_bad_values_name_the_variable(name: str, value: str) -> None:
 
 
 def test_every_variable_is_documented() -> None:
-    text = (CONFIG_PATH.parent.parent / "api" / "CONFIG.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parents[2] / "api" / "CONFIG.md").read_text(encoding="utf-8")
     for name in ENV_NAMES:
         assert f"`{name}`" in text, name
 
@@ -79,10 +80,10 @@ def test_every_variable_is_documented() -> None:
 def test_serve_runs_gunicorn_with_the_deploy_config() -> None:
     command = gunicorn_command("0.0.0.0", 8080, 3)
     assert command[1:3] == ["-m", "gunicorn"]
-    assert ["-c", str(CONFIG_PATH)] == command[3:5]
+    assert ["-c", "python:api.gunicorn_conf"] == command[3:5] == ["-c", CONFIG]
     assert "0.0.0.0:8080" in command and command[-3:] == ["-w", "3", "api.wsgi:app"]
     assert "[::1]:80" in gunicorn_command("::1", 80, None)
-    assert CONFIG_PATH.exists()
+    assert importlib.util.find_spec("api.gunicorn_conf") is not None
 
 
 def free_port() -> int:
@@ -92,12 +93,16 @@ def free_port() -> int:
 
 
 def test_serve_starts_and_stops_cleanly(tmp_path: Path) -> None:
-    """``python -m api.serve`` (what ``kalah serve`` runs): answers, then stops on SIGTERM."""
+    """``python -m api.serve`` (what ``kalah serve`` runs) from an empty folder: answers, then
+    stops on SIGTERM."""
     port = free_port()
-    env = {**os.environ, "KALAH_REDIS_URL": "", "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    metrics = tmp_path / "metrics"
+    env = {**os.environ, "KALAH_REDIS_URL": "", "PROMETHEUS_MULTIPROC_DIR": str(metrics)}
     process = subprocess.Popen(
         [sys.executable, "-m", "api.serve", "--port", str(port), "--workers", "1"],
-        cwd=CONFIG_PATH.parent.parent,
+        cwd=empty,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -332,13 +332,21 @@ def test_a_bug_is_a_500_problem_without_internals(
     assert "secret" not in body["detail"]
 
 
-def test_no_engine_is_a_503_and_not_ready(app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kalah_core import solver
+def test_a_broken_engine_fails_the_readiness_check(
+    app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The self-test solves a tiny position with a fresh engine: one that fails makes
+    ``/readyz`` a 503 naming the engine check (and is retried on the next check)."""
+    from api.analysis import analyser
 
-    monkeypatch.delattr(solver, "Engine")
-    client = app.test_client()
-    check_problem(
-        client.get(f"{A}?position=start&houses=2&seeds=1"), 503, None, "/problems/not-ready"
-    )
-    ready = client.get("/readyz")
-    assert ready.status_code == 503 and ready.get_json()["checks"]["engine"]["ok"] is False
+    class Broken(analyser.Engine):
+        def analyse(self, *args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("engine failure")
+
+    monkeypatch.setattr(analyser, "Engine", Broken)
+    ready = app.test_client().get("/readyz")
+    assert ready.status_code == 503
+    check = ready.get_json()["checks"]["engine"]
+    assert check["ok"] is False and "engine failure" in check["detail"]
+    monkeypatch.undo()
+    assert app.test_client().get("/readyz").status_code == 200

@@ -1,4 +1,7 @@
-"""gunicorn settings for the Kalah API: ``gunicorn -c deploy/gunicorn.conf.py api.wsgi:app``.
+"""gunicorn settings for the Kalah API: ``gunicorn -c python:api.gunicorn_conf``.
+
+A module of the installed package (``kalah serve`` and the container use it), so the service
+runs from a wheel with no source tree around.
 
 Everything comes from the ``KALAH_*`` environment variables through ``api.config`` (see
 ``api/CONFIG.md``); command-line options (``-b``, ``-w``) still override these.
@@ -24,7 +27,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-# Must happen before prometheus_client is imported (by api, below, or by the preloaded app).
+# Must happen before prometheus_client is imported (by the preloaded app); importing the
+# ``api`` package itself loads nothing (see api/__init__.py).
 _OWN_METRICS_DIR = not os.environ.get("PROMETHEUS_MULTIPROC_DIR")
 if _OWN_METRICS_DIR:
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="kalah-metrics-")
@@ -74,7 +78,7 @@ def post_fork(server: object, worker: object) -> None:
 def child_exit(server: object, worker: object) -> None:
     from prometheus_client import multiprocess
 
-    multiprocess.mark_process_dead(worker.pid)  # type: ignore[attr-defined]
+    multiprocess.mark_process_dead(worker.pid)  # type: ignore[attr-defined,no-untyped-call]
 
 
 def on_exit(server: object) -> None:

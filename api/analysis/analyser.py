@@ -1,0 +1,165 @@
+"""The analyser: one per app, holding the settings, the answer cache and this process's
+engine. :meth:`Analyser.analyse` is the one analysis code path of the HTTP routes, the batch
+runners, the game review and the command line: look the request up in the cache, search on a
+miss, shape and store the answer.
+
+One :class:`~kalah_core.solver.Engine` per process (its transposition table is
+``KALAH_TT_MB``), created on first use so that each gunicorn worker gets its own after the
+fork, and used under a lock (a gthread worker answers several requests at a time).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kalah_core.game import legal_moves, outcome, play
+from kalah_core.position import Position, Side
+from kalah_core.rules import Rules
+from kalah_core.solver import ENGINE_VERSION, Analysis, Engine
+
+from .. import metrics
+from ..cache import AnswerCache, Entry, Keys
+from ..config import MAX_PV_SOWINGS, Settings
+from ..egdb import attach_databases
+from .answer import Answer, answer_body
+from .request import AnalysisRequest
+
+LOCK_MARGIN_S = 2.0
+"""Beyond its search budget, how long other requests wait for the worker computing a key."""
+
+
+@dataclass(frozen=True, slots=True)
+class _ProcessEngine:
+    """The engine of one process and the lock that serializes its searches."""
+
+    pid: int
+    engine: Engine
+    lock: threading.Lock
+
+
+class Analyser:
+    """One per app: the settings, the cache and this process's engine."""
+
+    def __init__(self, settings: Settings, cache: AnswerCache) -> None:
+        self.settings = settings
+        self.cache = cache
+        self._engine: _ProcessEngine | None = None
+        self._create_lock = threading.Lock()
+        self._self_test: tuple[int, bool, str] | None = None
+
+    # -- the engine ------------------------------------------------------------------------
+
+    def _engine_for_process(self) -> _ProcessEngine:
+        """This process's engine, created on first use (after a fork, a new one)."""
+        state = self._engine
+        if state is None or state.pid != os.getpid():
+            with self._create_lock:
+                state = self._engine
+                if state is None or state.pid != os.getpid():
+                    engine = Engine(
+                        tt_mb=self.settings.tt_mb, threads=self.settings.search_threads
+                    )
+                    state = _ProcessEngine(os.getpid(), engine, threading.Lock())
+                    self._engine = state
+                    attach_databases(state.engine, state.lock, self.settings.egdb_path)
+        return state
+
+    def search(self, request: AnalysisRequest) -> Analysis:
+        """Search with this process's engine (no cache)."""
+        state = self._engine_for_process()
+        limits = request.limits
+        started = time.perf_counter()
+        with state.lock:
+            analysis = state.engine.analyse(
+                request.position,
+                request.rules,
+                time_ms=limits.time_ms,
+                depth=limits.depth,
+                nodes=limits.nodes,
+                pv_limit=MAX_PV_SOWINGS,
+            )
+        metrics.SEARCH_SECONDS.labels("exact" if analysis.exact else "heuristic").observe(
+            time.perf_counter() - started
+        )
+        metrics.SEARCH_NODES.inc(analysis.nodes)
+        return analysis
+
+    def self_test(self) -> tuple[bool, str]:
+        """Solve a tiny position and compare with a plain minimax over the move generator;
+        once passed, not run again in this process."""
+        if self._self_test is not None and self._self_test[0] == os.getpid():
+            return self._self_test[1], self._self_test[2]
+        try:
+            rules = Rules(houses=2, seeds=2)
+            position = Position.start(rules)
+            expected = _minimax(position, rules)
+            # A small engine of its own: never waits behind a long search of this worker.
+            got = Engine(tt_mb=1).analyse(position, rules, time_ms=1000)
+            ok = got.exact and got.value == expected
+            result = (
+                ok,
+                f"engine {ENGINE_VERSION} solved h2s2: {got.value} (expected {expected})",
+            )
+        except Exception as error:  # the health check reports, never raises
+            result = (False, f"engine self-test failed: {type(error).__name__}: {error}")
+        if result[0]:  # a failure is retried by the next health check
+            self._self_test = (os.getpid(), *result)
+        return result
+
+    # -- answers ---------------------------------------------------------------------------
+
+    def analyse(self, request: AnalysisRequest) -> Answer:
+        """The answer to ``request``: from the cache, or searched once (concurrent requests
+        for one key wait for the first)."""
+        searched: list[float] = []
+
+        def compute() -> Entry:
+            analysis = self.search(request)
+            searched.append(analysis.time_ms)  # the engine's own time: no lock wait, no set-up
+            return Entry(answer_body(request, analysis), analysis.exact, analysis.depth)
+
+        wait_s = request.limits.time_ms / 1000 + LOCK_MARGIN_S
+        entry, cached = self.cache.compute_once(Keys.of(ENGINE_VERSION, request), compute, wait_s)
+        metrics.ANSWERS.labels("exact" if entry.exact else "heuristic", str(cached).lower()).inc()
+        prefix = b'{"cached":true,' if cached else b'{"cached":false,'
+        return Answer(prefix + entry.body[1:], entry.exact, cached, sum(searched))
+
+    def analyse_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """``POST /v1/analysis`` without HTTP: the same parsing, limits, cache and answer."""
+        return self.analyse(AnalysisRequest.from_body(self.settings, body)).json()
+
+
+_DEFAULT: list[Analyser] = []
+
+
+def default_analyser() -> Analyser:
+    """An analyser from the environment's settings, one per process (the command line's and
+    the local batch runner's): the server's cache (``KALAH_REDIS_URL``) and limits."""
+    if not _DEFAULT:
+        from ..cache import make_cache
+        from ..config import load_settings
+
+        settings = load_settings()
+        _DEFAULT.append(Analyser(settings, make_cache(settings, max_connections=2)))
+    return _DEFAULT[0]
+
+
+def _minimax(position: Position, rules: Rules) -> int:
+    """The exact value by plain minimax (tiny positions only: the engine self-test)."""
+    moves = legal_moves(position, rules)
+    if not moves:
+        final = outcome(position, rules)
+        assert final is not None
+        south, north = final.score
+        return south - north if position.to_move is Side.SOUTH else north - south
+    values = []
+    for move in moves:
+        result = play(position, rules, move)
+        value = _minimax(result.after, rules)
+        values.append(value if result.after.to_move is position.to_move else -value)
+    return max(values)

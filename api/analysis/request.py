@@ -1,0 +1,188 @@
+"""An analysis request, parsed once: the position, the rules and the effective limits.
+
+Every way in builds the same :class:`AnalysisRequest` — a JSON body (``POST /v1/analysis``),
+a query string (``GET``), a batch item (over the batch's shared rules and limits) and the
+command line — and its :attr:`~AnalysisRequest.key` is the cache key, the batch's
+de-duplication key and the job queue's task identity. Errors name the offending field as the
+client spelled it (``rules.houses``, ``limits.time_ms``, ``positions.3.position``...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kalah_core.position import Position, parse_position
+from kalah_core.rules import OPTION_DOCS, Rules
+
+from ..config import MAX_DEPTH, Settings
+from ..errors import ApiProblem, renamed_field
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The effective limits of a search: the client's, defaulted, checked against the server's."""
+
+    time_ms: int
+    depth: int | None = None
+    nodes: int | None = None
+
+    def text(self) -> str:
+        """The canonical spelling inside keys (``t1000``, ``t500d4``, ``t1000n20000``)."""
+        return (
+            f"t{self.time_ms}"
+            + (f"d{self.depth}" if self.depth else "")
+            + (f"n{self.nodes}" if self.nodes else "")
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {"time_ms": self.time_ms, "depth": self.depth, "nodes": self.nodes}
+
+    @classmethod
+    def checked(
+        cls, settings: Settings, given: Mapping[str, Any] | None, *, prefix: str = ""
+    ) -> Limits:
+        """The limits a search runs with. A budget above the server's maximum is a 422
+        naming the field (``limits.time_ms`` in a body, ``time_ms`` in a query) and the
+        maximum; a missing ``time_ms`` is the server's default."""
+        given = given or {}
+        for name, maximum in (
+            ("time_ms", settings.max_time_ms),
+            ("depth", MAX_DEPTH),
+            ("nodes", settings.max_nodes),
+        ):
+            value = given.get(name)
+            if value is not None and value > maximum:
+                raise ApiProblem(
+                    "limit-exceeded",
+                    f"{name} {value} is above the server's maximum of {maximum}",
+                    field=prefix + name,
+                    max=maximum,
+                )
+            if value is not None and value < 1:
+                raise ApiProblem(
+                    "invalid-request", f"{name} must be at least 1", field=prefix + name
+                )
+        time_ms = given.get("time_ms")
+        return cls(
+            settings.default_time_ms if time_ms is None else time_ms,
+            given.get("depth"),
+            given.get("nodes"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AnalysisRequest:
+    """What one analysis is asked for; equal requests have equal keys and equal answers."""
+
+    position: Position
+    rules: Rules
+    limits: Limits
+
+    @property
+    def key(self) -> str:
+        """``<rules key>:<compact position>:<limits>``: the cache key of the answer to this
+        request (under the engine version), and what a batch de-duplicates on."""
+        return f"{self.exact_key}:{self.limits.text()}"
+
+    @property
+    def exact_key(self) -> str:
+        """``<rules key>:<compact position>``: a proven answer does not depend on the limits,
+        so it is cached under this key and answers the request with any limits."""
+        return f"{self.rules.key}:{self.position.compact()}"
+
+    # -- parsing ---------------------------------------------------------------------------
+
+    @classmethod
+    def from_body(
+        cls,
+        settings: Settings,
+        body: Mapping[str, Any],
+        *,
+        shared_rules: Rules | None = None,
+        shared_limits: Mapping[str, Any] | None = None,
+        where: str = "",
+    ) -> AnalysisRequest:
+        """From a JSON object ``{"position", "rules", "limits"}``: a ``POST`` body, or a batch
+        item (``where`` is ``positions.<i>.``) whose own rules replace ``shared_rules`` and
+        whose own limits override ``shared_limits``."""
+        rules = (
+            parse_rules(body.get("rules"), field=where + "rules")
+            if shared_rules is None or "rules" in body
+            else shared_rules
+        )
+        position = parse_position_field(body["position"], rules, field=where + "position")
+        merged = {**(shared_limits or {}), **(body.get("limits") or {})}
+        return cls(position, rules, Limits.checked(settings, merged, prefix=where + "limits."))
+
+    @classmethod
+    def from_query(cls, settings: Settings, args: Mapping[str, Any]) -> AnalysisRequest:
+        """From ``GET`` parameters: ``rules=<preset>`` plus one parameter per overridden
+        option (``&houses=4``), ``position``, and the limits as plain parameters."""
+        overrides = {name: args[name] for name in OPTION_DOCS if name in args}
+        rules = parse_query_rules(args.get("rules"), overrides)
+        position = parse_position_field(args["position"], rules)
+        return cls(position, rules, Limits.checked(settings, args))
+
+    @classmethod
+    def of(
+        cls, settings: Settings, position: Position, rules: Rules, limits: Mapping[str, Any]
+    ) -> AnalysisRequest:
+        """From a position and rules already parsed (the command line): only the limits are
+        checked, named ``limits.<name>`` as in a body."""
+        return cls(position, rules, Limits.checked(settings, limits, prefix="limits."))
+
+    # -- the job queue's form (already checked: no limits are re-applied) -------------------
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rules": self.rules.to_json(),
+            "position": self.position.compact(),
+            "limits": self.limits.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> AnalysisRequest:
+        limits = data["limits"]
+        return cls(
+            Position.parse(data["position"]),
+            Rules.from_json(data["rules"]),
+            Limits(limits["time_ms"], limits.get("depth"), limits.get("nodes")),
+        )
+
+
+def parse_rules(value: object, *, field: str = "rules") -> Rules:
+    """Rules from a preset name or an object of options; errors name ``rules[.<option>]``."""
+
+    def rename(name: str | None) -> str:
+        if name in (None, "rules") or (name == "preset" and not isinstance(value, Mapping)):
+            return field
+        return f"{field}.{name}"
+
+    with renamed_field(rename):
+        return Rules.from_json(value)
+
+
+def parse_query_rules(preset: str | None, overrides: Mapping[str, Any]) -> Rules:
+    """Rules from query parameters: ``rules=<preset>`` plus one parameter per overridden option."""
+
+    def rename(name: str | None) -> str:
+        return "rules" if name in (None, "rules", "preset") else str(name)
+
+    with renamed_field(rename):
+        return Rules.preset(preset or "kalah", **overrides)
+
+
+def parse_position_field(value: object, rules: Rules, *, field: str = "position") -> Position:
+    """A position (``start``, compact notation or JSON form); errors name ``field[.<part>]``."""
+
+    def rename(name: str | None) -> str:
+        if not name or name in ("position", "notation"):
+            return field
+        return (
+            field + name[len("position") :] if name.startswith("position.") else f"{field}.{name}"
+        )
+
+    with renamed_field(rename):
+        return parse_position(value, rules)

@@ -1,0 +1,370 @@
+"""The service commands of ``kalah``: ``analyse``, ``best-move``, ``analyse-game``, ``batch``,
+``serve``, ``worker`` and ``keys``.
+
+:mod:`kalah_core.cli` never imports this package by name: it finds each command through the
+``kalah.commands`` entry points (``pyproject.toml``), each naming one ``add_<command>``
+function here that adds the subcommand to the parser. Loading this module is cheap (the
+service's own modules load when a command runs) but checks that the ``server`` extra is
+installed; without it the import fails with one line saying what to install, which ``kalah``
+prints when such a command is run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from importlib import metadata
+from typing import Any
+
+from kalah_core.cli import (
+    EXIT_OK,
+    POSITION_HELP,
+    Commands,
+    add_command,
+    emit,
+    position_from_arg,
+    rules_from_args,
+)
+from kalah_core.errors import KalahError
+from kalah_core.position import Position
+
+
+def _missing_server_requirements() -> list[str]:
+    """The distributions of the ``server`` extra that are not installed."""
+    try:
+        requirements = metadata.requires("kalah-core") or []
+    except metadata.PackageNotFoundError:  # running from a source tree: nothing to check
+        return []
+    missing = []
+    for requirement in requirements:
+        if re.search(r"""extra\s*==\s*["']server["']""", requirement):
+            name = re.split(r"[\s<>=!~;\[(]", requirement, maxsplit=1)[0]
+            try:
+                metadata.distribution(name)
+            except metadata.PackageNotFoundError:
+                missing.append(name)
+    return missing
+
+
+_MISSING = _missing_server_requirements()
+if _MISSING:
+    raise ImportError(
+        "a service command: install the server extra, pip install 'kalah-core[server]' "
+        f"(missing {', '.join(_MISSING)})"
+    )
+
+
+# --------------------------------------------------------------------- analysis
+
+
+def _analysis_answer(args: argparse.Namespace) -> tuple[Position, dict[str, Any]]:
+    """The API's own analysis code path (limits checked against the server configuration)."""
+    from .analysis.analyser import default_analyser
+    from .analysis.request import AnalysisRequest
+    from .errors import ApiProblem
+
+    # A one-shot command does not start the server's background database build.
+    os.environ.setdefault("KALAH_EGDB_PATH", "off")
+    rules = rules_from_args(args)
+    position = position_from_arg(args.position, rules)
+    analyser = default_analyser()
+    limits = {"time_ms": args.time_ms, "depth": args.depth}
+    try:
+        request = AnalysisRequest.of(analyser.settings, position, rules, limits)
+        answer = analyser.analyse(request).json()
+    except ApiProblem as problem:
+        raise KalahError(problem.detail) from None
+    return position, answer
+
+
+def cmd_analyse(args: argparse.Namespace) -> int:
+    """Analyse a position as ``POST /v1/analysis`` does."""
+    position, answer = _analysis_answer(args)
+    text = "\n".join(
+        [
+            f"{position.to_move.value.capitalize()} to move in {position.compact()}: value "
+            f"{answer['value']:+d} ({'exact' if answer['exact'] else 'heuristic'})",
+            *(
+                f"  {m['move']!s:>4}  {m['value']:+4d}  {'exact' if m['exact'] else 'estimate'}"
+                for m in answer["moves"]
+            ),
+            "pv: " + "  ".join("".join(str(x) for x in turn) for turn in answer["pv"]),
+        ]
+    )
+    emit(args, text, answer)
+    return EXIT_OK
+
+
+def cmd_best_move(args: argparse.Namespace) -> int:
+    """The best move and its value, as ``GET /v1/best-move`` gives them."""
+    from .analysis.answer import best_move_of
+
+    _, full = _analysis_answer(args)
+    answer = best_move_of(full)
+    label = "exact" if answer["exact"] else "heuristic"
+    emit(args, f"{answer['best_move']} ({answer['value']:+d}, {label})", answer)
+    return EXIT_OK
+
+
+def _add_analysis_command(commands: Commands, name: str, func: Any, text: str) -> None:
+    sub = add_command(commands, name, func, text)
+    sub.add_argument("position", metavar="POSITION", help=POSITION_HELP)
+    sub.add_argument("--time-ms", type=int, default=None, metavar="MS", help="time budget")
+    sub.add_argument("--depth", type=int, default=None, metavar="D", help="heuristic depth")
+
+
+def add_analyse(commands: Commands) -> None:
+    text = "analyse a position as the API does (limits from KALAH_*)"
+    _add_analysis_command(commands, "analyse", cmd_analyse, text)
+
+
+def add_best_move(commands: Commands) -> None:
+    text = "the best move and its value, as the API gives it"
+    _add_analysis_command(commands, "best-move", cmd_best_move, text)
+
+
+# --------------------------------------------------------------------- game review
+
+
+def cmd_analyse_game(args: argparse.Namespace) -> int:
+    """Judge every sowing of a game as ``POST /v1/games/analysis`` does."""
+    from kalah_core.review import JUDGEMENT_DOC
+
+    from .analysis.analyser import default_analyser
+    from .errors import ApiProblem
+    from .games.service import review_game
+
+    os.environ.setdefault("KALAH_EGDB_PATH", "off")
+    rules = rules_from_args(args)
+    start = position_from_arg(args.start, rules)
+    try:
+        review = review_game(
+            default_analyser(),
+            rules.to_json(),
+            start.to_json(),
+            game=args.game,
+            time_ms=args.time_ms,
+        )
+    except ApiProblem as problem:
+        raise KalahError(problem.detail) from None
+    data = review.to_json()
+    rows = [
+        f"{e['index'] + 1:>3}  {e['mover']:<5}  {e['move']!s:>4}  {e['value_before']:+4d} "
+        f"{e['value_after']:+4d}  {e['loss']:>4}{'' if e['exact'] else '~'}  "
+        f"{e['judgement']:<10}  {','.join(str(m) for m in e['best_moves'])}"
+        for e in data["moves"]
+    ]
+    summary = [
+        f"{side}: {s['sowings']} sowings, average loss {s['average_loss']:.2f}, "
+        + ", ".join(f"{n} {name}" for name, n in s["judgements"].items())
+        + ("" if s["exact"] else " (estimated)")
+        for side, s in data["summary"].items()
+    ]
+    text = "\n".join(
+        [
+            data["annotated"],
+            "",
+            "  #  mover  move  before after  loss  judgement   best",
+            *rows,
+            "",
+            *summary,
+            ("every loss exact" if data["exact"] else "~: estimated (the budget ran out)")
+            + f"; {JUDGEMENT_DOC}",
+        ]
+    )
+    emit(args, text, data)
+    return EXIT_OK
+
+
+def add_analyse_game(commands: Commands) -> None:
+    review = add_command(
+        commands,
+        "analyse-game",
+        cmd_analyse_game,
+        "judge every sowing of a seed-000 game against perfect play",
+    )
+    review.add_argument(
+        "game", metavar="GAME", help="the game, e.g. '45-46, 1*-5'; '--' before one starting '-'"
+    )
+    review.add_argument(
+        "--from", dest="start", metavar="POSITION", default=None, help="start position"
+    )
+    review.add_argument(
+        "--time-ms",
+        type=int,
+        default=None,
+        metavar="MS",
+        help="search budget for the whole game (default 1000 per sowing, at most "
+        "KALAH_MAX_TIME_MS)",
+    )
+
+
+# --------------------------------------------------------------------- batches
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    """Analyse every position of a JSONL or CSV file, locally on every core or on a server."""
+    import time
+
+    from tqdm import tqdm  # type: ignore[import-untyped]
+
+    from .batch.local import parse_local, read_items, run_local, write_jsonl
+    from .batch.remote import run_remote
+    from .errors import ApiProblem
+
+    os.environ.setdefault("KALAH_EGDB_PATH", "off")
+    rules = rules_from_args(args).to_json()
+    limits = {
+        name: getattr(args, name)
+        for name in ("time_ms", "depth", "nodes")
+        if getattr(args, name) is not None
+    }
+    items = read_items(args.input)
+    started = time.perf_counter()
+    try:
+        if args.server:
+            with tqdm(total=len(items), unit="pos", disable=args.quiet) as bar:
+                lines = run_remote(
+                    args.server, items, rules, limits, key=args.key, progress=bar.update
+                )
+            distinct = None
+        else:
+            batch = parse_local(items, rules, limits)
+            with tqdm(total=len(batch.tasks), unit="pos", disable=args.quiet) as bar:
+                lines = run_local(batch, args.workers, progress=bar.update)
+            distinct = len(batch.tasks)
+    except ApiProblem as problem:
+        raise KalahError(f"{problem.field}: {problem.detail}") from None
+    seconds = time.perf_counter() - started
+    if args.output == "-":
+        write_jsonl(lines, sys.stdout.buffer)
+        sys.stdout.flush()
+    else:
+        with open(args.output, "wb") as out:
+            write_jsonl(lines, out)
+    rate = len(items) / seconds if seconds > 0 else 0.0
+    summary = {
+        "positions": len(items),
+        "distinct": distinct,
+        "seconds": round(seconds, 3),
+        "positions_per_second": round(rate, 1),
+        "output": args.output,
+    }
+    if args.output != "-" or args.json:
+        print(
+            json.dumps(summary)
+            if args.json
+            else f"{len(items)} positions in {seconds:.2f} s ({rate:,.1f}/s) -> {args.output}",
+            file=sys.stderr if args.output == "-" else sys.stdout,
+        )
+    return EXIT_OK
+
+
+def add_batch(commands: Commands) -> None:
+    batch = add_command(
+        commands,
+        "batch",
+        cmd_batch,
+        "analyse every position of a file (JSONL or CSV) on every core or on a server",
+    )
+    batch.add_argument(
+        "input",
+        metavar="IN",
+        help="JSON lines (an item object {position, rules, limits} or a position string per "
+        "line) or a .csv with a header (position, rules, time_ms, depth, nodes); - for stdin",
+    )
+    batch.add_argument(
+        "-o", "--output", default="-", metavar="OUT", help="JSON lines, one per item (default -)"
+    )
+    batch.add_argument("--time-ms", type=int, default=None, metavar="MS", help="budget per item")
+    batch.add_argument("--depth", type=int, default=None, metavar="D", help="heuristic depth")
+    batch.add_argument("--nodes", type=int, default=None, metavar="N", help="node budget per item")
+    batch.add_argument(
+        "--workers",
+        type=int,
+        default=len(os.sched_getaffinity(0)),
+        metavar="N",
+        help="local processes (default: every core)",
+    )
+    batch.add_argument(
+        "--server", default=None, metavar="URL", help="send the batch to this API instead"
+    )
+    batch.add_argument(
+        "--key",
+        default=os.environ.get("KALAH_API_KEY"),
+        metavar="KEY",
+        help="API key for --server (default $KALAH_API_KEY): a batch run as a job needs one",
+    )
+    batch.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    """Run a batch worker on the API's Redis (KALAH_REDIS_URL or --redis-url)."""
+    if args.redis_url:
+        os.environ["KALAH_REDIS_URL"] = args.redis_url
+    if not os.environ.get("KALAH_REDIS_URL"):
+        raise KalahError("kalah worker needs the API's Redis: set KALAH_REDIS_URL or --redis-url")
+    from .batch.worker import run_worker
+
+    return run_worker(burst=args.burst, name=args.name)
+
+
+def add_worker(commands: Commands) -> None:
+    worker = commands.add_parser(
+        "worker",
+        help="run a batch worker (RQ) on the API's Redis",
+        description="Take chunks of batch jobs from the API's Redis and analyse them with a "
+        "warm engine; any number of workers on any number of machines may share one Redis.",
+    )
+    worker.set_defaults(func=cmd_worker)
+    worker.add_argument("--redis-url", default=None, metavar="URL", help="default: KALAH_REDIS_URL")
+    worker.add_argument("--burst", action="store_true", help="stop when the queue is empty")
+    worker.add_argument("--name", default=None, help="the worker's name in RQ (default: random)")
+
+
+# --------------------------------------------------------------------- the service
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Run the HTTP API under gunicorn (api/gunicorn_conf.py)."""
+    from .serve import serve
+
+    return serve(args.host, args.port, args.workers)
+
+
+def add_serve(commands: Commands) -> None:
+    serve = commands.add_parser("serve", help="run the HTTP API under gunicorn")
+    serve.set_defaults(func=cmd_serve)
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--workers", type=int, default=None, help="default: KALAH_WORKERS or cores")
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    """API keys of the service: ``kalah keys create|revoke``."""
+    from .keys import cli
+
+    return cli(args.keys_command, tier=args.tier, key=args.key, as_json=args.json)
+
+
+def add_keys(commands: Commands) -> None:
+    keys = commands.add_parser(
+        "keys",
+        help="API keys of the service: create, revoke (in the Redis of KALAH_REDIS_URL)",
+        description="API keys: each has a tier; only its SHA-256 digest is stored.",
+    )
+    keys.set_defaults(func=cmd_keys, tier="standard", key="")
+    keys_commands = keys.add_subparsers(
+        title="commands", dest="keys_command", required=True, metavar="COMMAND"
+    )
+    keys_create = keys_commands.add_parser("create", help="make a key; it is printed once")
+    keys_create.add_argument(
+        "--tier", default="standard", help="anonymous, standard or premium (default standard)"
+    )
+    keys_revoke = keys_commands.add_parser("revoke", help="revoke a key, given itself or its id")
+    keys_revoke.add_argument("key", metavar="KEY_OR_ID")
+    for sub in (keys_create, keys_revoke):
+        sub.add_argument("--json", action="store_true", help="print the result as JSON")
