@@ -61,9 +61,7 @@ class Analyser:
             with self._create_lock:
                 state = self._engine
                 if state is None or state.pid != os.getpid():
-                    engine = Engine(
-                        tt_mb=self.settings.tt_mb, threads=self.settings.search_threads
-                    )
+                    engine = Engine(tt_mb=self.settings.tt_mb, threads=self.settings.search_threads)
                     state = _ProcessEngine(os.getpid(), engine, threading.Lock())
                     self._engine = state
                     attach_databases(state.engine, state.lock, self.settings.egdb_path)
