@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from importlib import metadata
 from typing import Any, TypeAlias
 
+from .answer import analysis_json
 from .bench import BENCH_TT_MB, run_bench
 from .errors import InvalidRulesError, KalahError
 from .game import Game, legal_moves, outcome, play
@@ -267,23 +268,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------- solver commands
 
 
-def analysis_json(analysis: Analysis) -> dict[str, Any]:
-    """The solver's answer with the field names of the API's analysis answer."""
-    return {
-        "value": analysis.value,
-        "exact": analysis.exact,
-        "lower": analysis.lower,
-        "upper": analysis.upper,
-        "best_moves": list(analysis.best_moves),
-        "moves": [m.to_json() for m in analysis.moves],
-        "pv": [list(turn) for turn in analysis.pv],
-        "depth": analysis.depth,
-        "nodes": analysis.nodes,
-        "time_ms": analysis.time_ms,
-        "perspective": "side_to_move",
-    }
-
-
 def analysis_text(position: Position, analysis: Analysis) -> str:
     if analysis.over:
         return f"{position.compact()}: the game is over, value {analysis.value:+d}"
@@ -321,17 +305,20 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from .egdb import EndgameDatabase
 
     engine = Engine(tt_mb=args.tt_mb, threads=args.threads or len(os.sched_getaffinity(0)))
+    budget_ms = args.time * 1000.0 if args.time else None
     for path in args.egdb:
         engine.attach(EndgameDatabase.open(path, rules))
     analysis = engine.analyse(
         position,
         rules,
-        time_ms=args.time * 1000.0 if args.time else None,
+        time_ms=budget_ms,
         nodes=args.nodes,
         depth=args.depth,
         prove=args.prove or ("optimal" if args.best_only else "all"),
     )
-    emit(args, analysis_text(position, analysis), analysis_json(analysis))
+    time_ms = None if budget_ms is None else round(budget_ms)
+    limits = {"time_ms": time_ms, "depth": args.depth, "nodes": args.nodes}
+    emit(args, analysis_text(position, analysis), analysis_json(position, rules, analysis, limits))
     return EXIT_OK
 
 

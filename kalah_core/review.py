@@ -9,14 +9,15 @@ the same player's value after an extra turn, minus the opponent's otherwise), an
 ``exact`` when both values are proven; otherwise both are the search's estimates and the
 loss is an estimate too (clamped at 0).
 
-The evaluation is a callable supplied by the caller (the API's cached analysis path, or a
-local engine), so the CLI and the HTTP API review games identically.
+The evaluation is a callable supplied by the caller that returns the engine's
+:class:`~kalah_core.solver.Analysis` of a position (a local engine, or the service's cached
+analysis path), so the CLI and the HTTP API review games identically.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,7 @@ from .finnish import write_fi
 from .game import Game, Move, MoveResult
 from .position import Position, Side
 from .rules import Rules
+from .solver import Analysis
 
 JUDGEMENTS: tuple[tuple[int, str], ...] = (
     (6, "blunder"),
@@ -52,39 +54,8 @@ def judge(loss: int) -> str:
     return "best"
 
 
-@dataclass(frozen=True, slots=True)
-class MoveEval:
-    """One legal move's value for the mover, as an analysis gives it."""
-
-    move: Move
-    value: int
-    exact: bool
-
-
-@dataclass(frozen=True, slots=True)
-class Evaluation:
-    """What a review needs from one analysis of a position."""
-
-    value: int
-    exact: bool
-    best_moves: tuple[Move, ...]
-    moves: Mapping[Move, MoveEval]
-
-    @classmethod
-    def from_json(cls, answer: Mapping[str, Any]) -> Evaluation:
-        """From an analysis answer (``POST /v1/analysis``'s, or ``kalah analyse --json``)."""
-        return cls(
-            int(answer["value"]),
-            bool(answer["exact"]),
-            tuple(answer["best_moves"]),
-            {
-                m["move"]: MoveEval(m["move"], int(m["value"]), bool(m["exact"]))
-                for m in answer["moves"]
-            },
-        )
-
-
-Evaluate = Callable[[Position], Evaluation]
+Evaluate = Callable[[Position], Analysis]
+"""The analysis of a position: every legal move's value for the mover."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +172,7 @@ def review_history(
     entries: list[Entry] = []
     for index, result in enumerate(history):
         evaluation = evaluate(result.before)
-        chosen = evaluation.moves[result.move]
+        chosen = next(m for m in evaluation.moves if m.move == result.move)
         exact = evaluation.exact and chosen.exact
         loss = evaluation.value - chosen.value
         entries.append(
@@ -212,7 +183,7 @@ def review_history(
                 result.before,
                 evaluation.value,
                 chosen.value,
-                evaluation.best_moves,
+                tuple(evaluation.best_moves),
                 loss if exact else max(loss, 0),
                 exact,
                 result.extra_turn,
@@ -239,15 +210,15 @@ def _annotate(plain: str, history: Sequence[MoveResult], marks: Sequence[str]) -
 def evaluate_backwards(
     positions: Sequence[Position],
     total_ms: int,
-    analyse: Callable[[Position, int], Evaluation],
-) -> dict[str, Evaluation]:
+    analyse: Callable[[Position, int], Analysis],
+) -> dict[str, Analysis]:
     """Evaluate ``positions`` (keyed by compact notation) within ``total_ms`` of search in all:
     from the last to the first, each with an equal share of what is left. Late positions
     usually solve in milliseconds, so their unused time goes to the early, harder ones (and
     their transposition-table entries help them)."""
     unique = list(dict.fromkeys(p.compact() for p in positions))
     by_text = {p.compact(): p for p in positions}
-    results: dict[str, Evaluation] = {}
+    results: dict[str, Analysis] = {}
     deadline = time.perf_counter() + total_ms / 1000
     for left, text in zip(range(len(unique), 0, -1), reversed(unique), strict=True):
         remaining_ms = max(1.0, (deadline - time.perf_counter()) * 1000)

@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 
 from kalah_core import Position, Rules
-from kalah_core.cli import analysis_json
 from kalah_core.game import Game, outcome
-from kalah_core.review import Evaluation, evaluate_backwards, judge, review_fi, review_moves
-from kalah_core.solver import Engine
+from kalah_core.review import evaluate_backwards, judge, review_fi, review_moves
+from kalah_core.solver import Analysis, Engine
 
 EXAMPLE = "45-46, 1*-5, 2-, -63*, 6-, -561646562, 4-3, 656-"
 # The seed-000 example game under kalaha: every sowing's exact loss, in order.
@@ -21,7 +20,7 @@ def engine() -> Engine:
 
 
 def evaluator(engine: Engine, rules: Rules):  # type: ignore[no-untyped-def]
-    return lambda p: Evaluation.from_json(analysis_json(engine.analyse(p, rules)))
+    return lambda p: engine.analyse(p, rules)
 
 
 def test_judgement_thresholds() -> None:
@@ -89,8 +88,8 @@ def test_inexact_entries_are_labelled() -> None:
     rules = Rules.preset("kalah", seeds=6)
     engine = Engine(tt_mb=16)
 
-    def shallow(p: Position) -> Evaluation:
-        return Evaluation.from_json(analysis_json(engine.analyse(p, rules, depth=2)))
+    def shallow(p: Position) -> Analysis:
+        return engine.analyse(p, rules, depth=2)
 
     review = review_fi(rules, "3-", shallow)
     assert not review.exact and not review.entries[0].exact
@@ -104,9 +103,9 @@ def test_evaluate_backwards_gives_late_positions_first_and_shares_the_budget() -
     positions = [r.before for r in game.history] + [game.position]
     seen: list[tuple[str, int]] = []
 
-    def analyse(p: Position, ms: int) -> Evaluation:
+    def analyse(p: Position, ms: int) -> Analysis:
         seen.append((p.compact(), ms))
-        return Evaluation(0, True, (), {})
+        return Analysis(0, True, 0, 0, [], [], [], None, 0, 0.0)
 
     result = evaluate_backwards(positions, 1000, analyse)
     assert [text for text, _ in seen] == [p.compact() for p in reversed(positions)]

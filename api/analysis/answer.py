@@ -1,5 +1,6 @@
-"""Answer shaping: the JSON of an analysis (``POST /v1/analysis``, ``kalah analyse --json``,
-a batch item), the best-move digest of it, and the cached bytes with their entity tag.
+"""Answer shaping: an analysis as the bytes the service caches and sends (the JSON of
+:func:`kalah_core.answer.analysis_json`, shared with every ``--json`` command), the best-move
+digest of it, and the entity tag.
 
 The body is built once per computation, serialized, and cached as bytes; a cache hit only
 prepends ``"cached": true``.
@@ -12,7 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from kalah_core.solver import ENGINE_VERSION, Analysis
+from kalah_core.answer import analysis_json
+from kalah_core.solver import Analysis
 
 from .request import AnalysisRequest
 
@@ -41,40 +43,9 @@ class Answer:
 
 
 def answer_body(request: AnalysisRequest, analysis: Analysis) -> bytes:
-    """The JSON answer without the ``cached`` flag (see the schema ``AnalysisAnswer``)."""
-    position, rules = request.position, request.rules
-    body = {
-        "position": position.compact(),
-        "board": position.to_json(),
-        "rules": rules.to_json(),
-        "perspective": "side_to_move",
-        "to_move": position.to_move.value,
-        "value": analysis.value,
-        "exact": analysis.exact,
-        "lower": analysis.lower,
-        "upper": analysis.upper,
-        "best_moves": list(analysis.best_moves),
-        "moves": [
-            {
-                "move": m.move,
-                "value": m.value,
-                "exact": m.exact,
-                "lower": m.lower,
-                "upper": m.upper,
-                "extra_turn": m.extra_turn,
-                "captured": m.captured,
-                "position": m.position.compact(),
-            }
-            for m in analysis.moves
-        ],
-        "pv": [list(turn) for turn in analysis.pv],
-        "depth": analysis.depth,
-        "nodes": analysis.nodes,
-        "time_ms": round(analysis.time_ms, 3),
-        "over": analysis.over,
-        "limits": request.limits.to_json(),
-        "engine": ENGINE_VERSION,
-    }
+    """The JSON answer without the ``cached`` flag (:func:`kalah_core.answer.analysis_json`,
+    the schema ``Analysis``)."""
+    body = analysis_json(request.position, request.rules, analysis, request.limits.to_json())
     return json.dumps(body, separators=(",", ":")).encode()
 
 

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from kalah_core.answer import analysis_from_json
 from kalah_core.game import Game, Move
 from kalah_core.position import Position
-from kalah_core.review import Evaluation, Review, evaluate_backwards, review_history
+from kalah_core.review import Review, evaluate_backwards, review_history
 from kalah_core.rules import Rules
+from kalah_core.solver import Analysis
 
 from ..analysis.analyser import Analyser
 from ..analysis.request import AnalysisRequest, Limits, parse_position_field, parse_rules
@@ -53,10 +55,10 @@ def review_game(
     sowings = len(played.history)
     budget = time_ms or min(settings.max_time_ms, settings.default_time_ms * sowings)
 
-    def analyse(position: Position, share_ms: int) -> Evaluation:
+    def analyse(position: Position, share_ms: int) -> Analysis:
         request = AnalysisRequest(position, rules, Limits(share_ms, depth, nodes))
         answer = analyser.analyse(request)
-        return Evaluation.from_json(answer.json())
+        return analysis_from_json(answer.json())
 
     evaluations = evaluate_backwards([r.before for r in played.history], budget, analyse)
     return review_history(
