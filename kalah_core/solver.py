@@ -175,6 +175,18 @@ class Engine:
             else:
                 root = self._solve_root(position, rules, lines, every_optimal=prove == "optimal")
             if s.aborted and not all(ln.exact for ln in lines):
+                if root[0] < root[1] and max(ln.lower for ln in lines) < root[1]:
+                    # The value is not proven: a share of the budget buys proven bounds.
+                    spent = (time.perf_counter() - started) * 1000.0
+                    keep = 1.0 - EXACT_SHARE - BOUNDS_SHARE  # for the fallback's estimate
+                    root = self._bisect_root(
+                        position,
+                        rules,
+                        lines,
+                        root,
+                        max((time_ms or 0.0) * (1.0 - keep) - spent, 0.01) if time_ms else 0.0,
+                        max(int((nodes or 0) * (1.0 - keep)) - s.nodes, 1) if nodes else 0,
+                    )
                 spent = (time.perf_counter() - started) * 1000.0
                 s.set_budget(
                     max((time_ms or 0.0) - spent, 0.01) if time_ms else 0.0,
@@ -188,7 +200,7 @@ class Engine:
         lower = max(max(ln.lower for ln in lines), root[0])
         upper = min(max(ln.upper for ln in lines), root[1])
         exact = lower == upper
-        value = lower if exact else lines[0].value
+        value = lower if exact else min(max(lines[0].value, lower), upper)
         if exact:
             best = [ln.result.move for ln in lines if ln.exact and ln.value == value]
         else:
@@ -271,6 +283,68 @@ class Engine:
             if (line.lower >= low or self._reaches(line, rules, low)) and not s.aborted:
                 line.lower = line.upper = low
                 found = True
+        return low, high
+
+    def _bisect_root(
+        self,
+        position: Position,
+        rules: Rules,
+        lines: list[_Line],
+        root: tuple[int, int],
+        time_ms: float,
+        nodes: int,
+    ) -> tuple[int, int]:
+        """Proven bounds on the root value within a budget, by null-window tests far from the
+        estimate: a test near a bound is cheap, one near the value may take hours (as MTD(f)'s
+        first). Each side gallops from its bound towards the estimate and past it: the step
+        doubles after a test that succeeds and halves after one that runs out of its share of
+        the budget; a side whose smallest step ran out stops. Returns the root bounds; every
+        root move's upper bound is capped by them."""
+        s = self.searcher
+        total = rules.total_seeds
+        rest = sum(position.south) + sum(position.north)
+        mine = position.store(position.to_move) - position.store(position.to_move.other)
+        low = max(root[0], max(ln.lower for ln in lines), -abs(mine) - rest)
+        high = min(root[1], max(ln.upper for ln in lines), abs(mine) + rest)
+        estimate = min(max(max(ln.value for ln in lines), low), high)
+        started = time.perf_counter()
+        nodes_end = s.nodes + nodes if nodes else 0
+        # Values have the parity of the seeds in the game: steps of 2 skip no value.
+        step = {
+            "low": max(2, (estimate - low) // BISECT_FIRST),
+            "high": max(2, (high - estimate) // BISECT_FIRST),
+        }
+        sides = ["low", "high"]
+        while low < high and sides:
+            left_ms = time_ms - (time.perf_counter() - started) * 1000.0 if time_ms else 0.0
+            left_nodes = nodes_end - s.nodes if nodes else 0
+            if (time_ms and left_ms <= 0) or (nodes and left_nodes <= 0):
+                break
+            side = sides[0]
+            sides.append(sides.pop(0))
+            # A test of value >= beta raises the lower bound when it holds, lowers the upper
+            # bound when it fails.
+            beta = low + step["low"] if side == "low" else high + 1 - step["high"]
+            beta += (beta - total) % 2
+            beta = min(max(beta, low + 1), high)
+            share = len(sides) + 1
+            s.set_budget(
+                left_ms / share if time_ms else 0.0, max(1, left_nodes // share) if nodes else 0
+            )
+            v = s.probe(position, rules, beta - 1, beta)
+            if v is None:
+                if step[side] <= 2:
+                    sides.remove(side)
+                step[side] //= 2
+            else:
+                if v >= beta:
+                    low = v
+                else:
+                    high = v
+                if (v >= beta) == (side == "low"):
+                    step[side] *= 2
+        for line in lines:
+            line.upper = min(line.upper, high)
         return low, high
 
     def _solve(self, line: _Line, rules: Rules) -> None:
@@ -406,7 +480,10 @@ class Engine:
 MAX_THREADS = 64  # threads of one search (the compiled search's limit)
 HEURISTIC_MAX_DEPTH = 60
 INFINITE = 1 << 20
-EXACT_SHARE = 0.75  # of a budget for the exact search; the rest improves the fallback estimate
+EXACT_SHARE = 0.6  # of a budget for the exact search
+BOUNDS_SHARE = 0.25  # for proven bounds when the exact search did not finish; the rest improves
+#                     the fallback estimate
+BISECT_FIRST = 8  # the first bounds test on a side: 1/8 of the way from its bound to the estimate
 ESTIMATE_NODES = 20_000  # deepen the estimates until they cost about this much per depth
 
 
