@@ -175,7 +175,8 @@ class Engine:
             else:
                 root = self._solve_root(position, rules, lines, every_optimal=prove == "optimal")
             if s.aborted and not all(ln.exact for ln in lines):
-                if root[0] < root[1] and max(ln.lower for ln in lines) < root[1]:
+                proven = max(max(ln.lower for ln in lines), root[0])
+                if proven < min(max(ln.upper for ln in lines), root[1]):
                     # The value is not proven: a share of the budget buys proven bounds.
                     spent = (time.perf_counter() - started) * 1000.0
                     keep = 1.0 - EXACT_SHARE - BOUNDS_SHARE  # for the fallback's estimate
@@ -480,9 +481,9 @@ class Engine:
 MAX_THREADS = 64  # threads of one search (the compiled search's limit)
 HEURISTIC_MAX_DEPTH = 60
 INFINITE = 1 << 20
-EXACT_SHARE = 0.6  # of a budget for the exact search
-BOUNDS_SHARE = 0.25  # for proven bounds when the exact search did not finish; the rest improves
-#                     the fallback estimate
+EXACT_SHARE = 0.75  # of a budget for the exact search
+BOUNDS_SHARE = 0.15  # for proven bounds when the exact search did not prove the value; the rest
+#                      improves the fallback estimate
 BISECT_FIRST = 8  # the first bounds test on a side: 1/8 of the way from its bound to the estimate
 ESTIMATE_NODES = 20_000  # deepen the estimates until they cost about this much per depth
 
