@@ -3,8 +3,8 @@
 One folder per resource (``routes.py`` + ``schemas.py``), registered from :data:`RESOURCES`;
 routes are thin and call :mod:`kalah_core`; every error is problem+json (:mod:`api.errors`);
 settings come from the environment (:mod:`api.config`). OpenAPI 3 is served at
-``/openapi.json`` with a docs UI at ``/docs``; ``python -m api.export_openapi`` writes the
-spec to ``api/openapi.json``.
+``/openapi.json`` with a docs UI at ``/docs``, and the analysis board at ``/`` (:mod:`api.board`);
+``python -m api.export_openapi`` writes the spec to ``api/openapi.json``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ from . import metrics
 from .analysis import routes as analysis_routes
 from .analysis.analyser import Analyser
 from .batch import routes as batch_routes
-from .batch.jobs import JobStore
+from .batch.jobs import job_store
+from .board import page as board_page
+from .board import routes as board_routes
 from .bounds import init_body_guard
 from .cache import make_cache
 from .config import ENV_NAMES, MAX_BODY_BYTES, Settings, load_settings
@@ -35,10 +37,11 @@ from .health import routes as health_routes
 from .keys import Authenticator, make_key_store
 from .play import routes as play_routes
 from .problems import routes as problems_routes
-from .ratelimit import COSTS_DOC, LIMITED_PREFIX, RateLimitDocsPlugin, init_rate_limits
+from .ratelimit import COSTS_DOC, RateLimitDocsPlugin, init_rate_limits, reserve_search
 from .rules import routes as rules_routes
 from .schemas import ProblemSchema
 from .security import init_security
+from .state import check_state_store, make_state_client
 
 RESOURCES = (
     analysis_routes,
@@ -46,12 +49,11 @@ RESOURCES = (
     games_routes,
     play_routes,
     rules_routes,
+    board_routes,
     health_routes,
     problems_routes,
 )
 """Every resource's routes module; each has a flask-smorest ``blp``."""
-
-SWAGGER_UI_URL = "https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/"
 
 API_DESCRIPTION = (
     """\
@@ -99,8 +101,6 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         OPENAPI_VERSION="3.0.3",
         OPENAPI_URL_PREFIX="/",
         OPENAPI_JSON_PATH="openapi.json",
-        OPENAPI_SWAGGER_UI_PATH="docs",
-        OPENAPI_SWAGGER_UI_URL=SWAGGER_UI_URL,
         API_SPEC_OPTIONS={
             "info": {
                 "description": API_DESCRIPTION,
@@ -114,9 +114,11 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.config.update({k: v for k, v in config.items() if k not in ENV_NAMES})
 
     cache = make_cache(settings, max_connections=settings.threads + 4)
-    app.extensions["kalah"] = Analyser(settings, cache)
+    app.extensions["kalah"] = Analyser(settings, cache, before_search=reserve_search)
+    if settings.state_url:
+        check_state_store(make_state_client(settings.state_url, timeout_s=2.0))
     app.extensions["kalah_jobs"] = (
-        JobStore(settings.redis_url, ttl_s=settings.job_ttl_s) if settings.redis_url else None
+        job_store(settings, timeout_s=settings.redis_timeout_s) if settings.state_url else None
     )
 
     plugins = [analysis_routes.ConditionalGetPlugin(), RateLimitDocsPlugin()]
@@ -124,6 +126,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     for resource in RESOURCES:
         api.register_blueprint(resource.blp)
     app.extensions["kalah_api"] = api
+    app.register_blueprint(board_page.bp)  # the board at / and the docs UI at /docs
 
     _register_error_handlers(app)
     _register_metrics(app)
@@ -139,14 +142,11 @@ def _register_callers_and_limits(app: Flask, settings: Settings) -> None:
         from werkzeug.middleware.proxy_fix import ProxyFix
 
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.trusted_proxies)  # type: ignore[method-assign]
-    auth = Authenticator(make_key_store(settings.redis_url, timeout_s=settings.redis_timeout_s))
+    auth = Authenticator(make_key_store(settings.state_url, timeout_s=settings.redis_timeout_s))
     app.extensions["kalah_auth"] = auth
 
-    @app.before_request
-    def resolve_caller() -> None:
-        if request.path.startswith(LIMITED_PREFIX) and request.method != "OPTIONS":
-            auth.caller()  # a bad key is a 401 here, before anything is charged
-
+    # The caller is resolved when its request is admitted: a bad key is a 401 charged to the
+    # client's IP (so guessing keys is rate limited), before any body is read.
     init_rate_limits(app, settings, auth)
     init_security(app, settings)
 

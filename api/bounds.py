@@ -5,9 +5,15 @@ A client that stops sending its body for ``KALAH_CLIENT_TIMEOUT_S`` (the socket 
 
 webargs decodes bodies with :func:`json.loads` and turns only a ``JSONDecodeError`` into a 400;
 a body nested deeper than the interpreter's recursion limit (``[[[[...``, a few KiB) or holding
-an integer of more than 4300 digits raises something else and would be a 500. This hook decodes
-a JSON body once more beforehand (bodies are at most 64 KiB, a batch's 4 MiB: milliseconds)
-and refuses those.
+an integer of more than 4300 digits raises something else and would be a 500, and webargs and
+marshmallow recurse several frames per level, so a body nested ~970 levels deep still decodes
+but overflows the stack in the schema. This hook decodes a JSON body once more beforehand
+(bodies are at most 64 KiB, a batch's 4 MiB: milliseconds) and refuses those, and bodies
+nested more than :data:`MAX_NESTING` levels deep (no valid request nests more than 5).
+
+On a server with a job queue, a batch body above the usual 64 KiB needs an API key (only key
+holders may run jobs): an anonymous caller's large body is refused with a 401 before it is
+read or parsed (without a queue there are no keys, and a batch is answered inline or not).
 """
 
 from __future__ import annotations
@@ -15,22 +21,47 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+from collections.abc import Iterable
 
-from flask import Flask, request
+from flask import Flask, current_app, request
 from werkzeug.exceptions import ClientDisconnected
 
-from .config import MAX_BATCH_BODY_BYTES
+from .config import MAX_BATCH_BODY_BYTES, MAX_BODY_BYTES
 from .errors import ApiProblem
+from .keys import current_caller, require_key
 
 BODY_LIMITS = {"batch.Batch": MAX_BATCH_BODY_BYTES}
-"""Endpoints whose bodies may be larger than the app's ``MAX_CONTENT_LENGTH``."""
+"""Endpoints whose bodies may be larger than the app's ``MAX_CONTENT_LENGTH`` (for callers
+with an API key)."""
+
+MAX_NESTING = 500
+"""Deepest JSON nesting accepted in a body (a 400 deeper)."""
+
+
+def too_deep(value: object, limit: int = MAX_NESTING) -> bool:
+    """Whether ``value`` (decoded JSON) nests containers more than ``limit`` levels deep; a
+    walk without recursion, over the containers only."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        assert isinstance(children, Iterable)
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return False
 
 
 def init_body_guard(app: Flask) -> None:
     @app.before_request
     def refuse_undecodable_json() -> None:
         if request.endpoint in BODY_LIMITS:
-            request.max_content_length = BODY_LIMITS[request.endpoint]
+            if current_caller().key_id is None and current_app.extensions.get("kalah_jobs"):
+                if (request.content_length or 0) > MAX_BODY_BYTES:
+                    _stop_reading()
+                    require_key()  # a 401: large batches are jobs, and jobs need a key
+            else:
+                request.max_content_length = BODY_LIMITS[request.endpoint]
         if request.method not in ("POST", "PUT", "PATCH") or not request.is_json:
             return
         try:
@@ -43,10 +74,14 @@ def init_body_guard(app: Flask) -> None:
         if not data:
             return
         try:
-            json.loads(data)
+            decoded = json.loads(data)
+            if isinstance(decoded, (dict, list)) and too_deep(decoded):
+                raise RecursionError
         except RecursionError:
             raise ApiProblem(
-                "malformed-body", "the request body is nested too deeply", field="body"
+                "malformed-body",
+                f"the request body is nested too deeply (more than {MAX_NESTING} levels)",
+                field="body",
             ) from None
         except ValueError as error:  # JSONDecodeError is left to webargs (same answer)
             if isinstance(error, json.JSONDecodeError):
@@ -59,6 +94,7 @@ def init_body_guard(app: Flask) -> None:
 def _stop_reading() -> None:
     """Read no more from a stalled client: gunicorn would otherwise try to drain the rest of
     its body (several seconds of a thread) before closing the connection after our answer."""
+    request.environ["kalah.close"] = True  # see api.gworker: "Connection: close", then close
     sock = request.environ.get("gunicorn.socket")
     if sock is not None:
         with contextlib.suppress(OSError):

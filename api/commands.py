@@ -302,10 +302,11 @@ def add_batch(commands: Commands) -> None:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    """Run a batch worker on the API's Redis (KALAH_REDIS_URL or --redis-url)."""
+    """Run a batch worker on the API's Redis (KALAH_REDIS_URL or --redis-url; the jobs in
+    KALAH_STATE_REDIS_URL when set)."""
     if args.redis_url:
         os.environ["KALAH_REDIS_URL"] = args.redis_url
-    if not os.environ.get("KALAH_REDIS_URL"):
+    if not os.environ.get("KALAH_REDIS_URL") and not os.environ.get("KALAH_STATE_REDIS_URL"):
         raise KalahError("kalah worker needs the API's Redis: set KALAH_REDIS_URL or --redis-url")
     from .batch.worker import run_worker
 

@@ -45,6 +45,9 @@ class Settings:
     """The service's configuration; see CONFIG.md for each variable."""
 
     redis_url: str | None = None
+    state_redis_url: str | None = None
+    """The state store (API keys, jobs, rate-limit counters); unset: the Redis of
+    ``redis_url``. It must never evict (checked at start) and should persist."""
     tt_mb: int = 64
     search_threads: int = 1
     """Threads of each search; 1 because gunicorn already runs a worker per core."""
@@ -71,6 +74,11 @@ class Settings:
     trusted_proxies: int = 0
     cors_origins: str = "*"
 
+    @property
+    def state_url(self) -> str | None:
+        """The Redis holding what users rely on (keys, jobs, limits): never evicted."""
+        return self.state_redis_url or self.redis_url
+
     def tier_limit(self, tier: str) -> str:
         """The rate limit (the `limits` library's syntax, in cost units) of ``tier``."""
         return str(getattr(self, f"limit_{tier}"))
@@ -79,6 +87,7 @@ class Settings:
 # variable name -> (attribute, type, default, minimum, maximum)
 _VARIABLES: dict[str, tuple[str, type, Any, float | None, float | None]] = {
     "KALAH_REDIS_URL": ("redis_url", str, None, None, None),
+    "KALAH_STATE_REDIS_URL": ("state_redis_url", str, None, None, None),
     "KALAH_TT_MB": ("tt_mb", int, 64, 1, 65536),
     "KALAH_SEARCH_THREADS": ("search_threads", int, 1, 1, 64),
     "KALAH_DEFAULT_TIME_MS": ("default_time_ms", int, 1000, 1, None),

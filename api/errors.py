@@ -151,6 +151,17 @@ class ApiProblem(Exception):
         self.extra = extra
 
 
+MAX_DETAIL_CHARS = 240
+"""A problem's ``detail`` and ``field`` are cut to this length: they may quote the client's input
+(an unknown option's name, a bad value), which must never be echoed, logged or stored unbounded
+(a batch job stores each bad item's problem for a day)."""
+
+
+def bounded(text: str, limit: int = MAX_DETAIL_CHARS) -> str:
+    """``text``, cut to ``limit`` characters (an ellipsis marks the cut)."""
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
 def problem_response(
     status: int,
     title: str,
@@ -161,11 +172,16 @@ def problem_response(
     headers: Mapping[str, str] | None = None,
     **extra: Any,
 ) -> Response:
-    body: dict[str, Any] = {"type": type_, "title": title, "status": status, "detail": detail}
+    body: dict[str, Any] = {
+        "type": type_,
+        "title": title,
+        "status": status,
+        "detail": bounded(detail),
+    }
     if has_request_context():
-        body["instance"] = request.path
+        body["instance"] = bounded(request.path)
     if field is not None:
-        body["field"] = field
+        body["field"] = bounded(field)
     body.update(extra)
     response = Response(json.dumps(body), status=status, mimetype=PROBLEM_JSON)
     response.headers["Cache-Control"] = "no-store"
@@ -184,7 +200,14 @@ def _typed(
     **extra: Any,
 ) -> Response:
     problem = PROBLEMS[slug]
-    log.log(problem.log_level, "%s %s: %s (%s)", request.method, request.path, detail, field)
+    log.log(
+        problem.log_level,
+        "%s %s: %s (%s)",
+        request.method,
+        bounded(request.path),
+        bounded(detail),
+        bounded(field or ""),
+    )
     return problem_response(
         status or problem.status,
         problem.title,
@@ -252,6 +275,7 @@ def http_problem(error: HTTPException) -> Response:
     if code == 413:
         from .config import MAX_BODY_BYTES
 
+        request.environ["kalah.close"] = True  # the body is not read: close (api.gworker)
         limit = request.max_content_length or MAX_BODY_BYTES
         return _typed(
             "body-too-large",
@@ -289,10 +313,10 @@ def problem_object(error: ApiProblem | KalahError, *, field: str | None = None) 
         "type": TYPE_PREFIX + slug,
         "title": PROBLEMS[slug].title,
         "status": status,
-        "detail": detail,
+        "detail": bounded(detail),
     }
     if field is not None:
-        body["field"] = field
+        body["field"] = bounded(field)
     body.update(extra)
     return body
 

@@ -28,8 +28,35 @@ class _TimedConn(gthread.TConn):  # type: ignore[misc]
         self.sock.settimeout(CLIENT_TIMEOUT_S)
 
 
+CLOSE = "kalah.close"
+"""An environ flag the app sets when it answers without reading the whole body (a 413, a
+stalled client, a large anonymous batch): the connection is then closed, and says so."""
+
+
+def _closing(app: Any) -> Any:
+    """``app``, whose answers say ``Connection: close`` (and close) when it set :data:`CLOSE`:
+    gunicorn would otherwise say keep-alive and then close the connection anyway, or try to
+    read the unread body as the next request. ``start_response`` is a method of gunicorn's
+    response, whose ``force_close`` does that."""
+
+    def wsgi(environ: dict[str, Any], start_response: Any) -> Any:
+        def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            force_close = getattr(getattr(start_response, "__self__", None), "force_close", None)
+            if environ.get(CLOSE) and force_close is not None:
+                force_close()
+            return start_response(status, headers, exc_info)
+
+        return app(environ, start)
+
+    return wsgi
+
+
 class ThreadWorker(gthread.ThreadWorker):  # type: ignore[misc]
     """gthread, with :class:`_TimedConn` for every accepted connection."""
+
+    def load_wsgi(self) -> None:
+        super().load_wsgi()
+        self.wsgi: Any = _closing(self.wsgi)
 
     def accept(self, listener: Any) -> None:
         try:

@@ -202,8 +202,13 @@ class Authenticator:
         g.kalah_caller = caller
         return caller
 
+    @staticmethod
+    def anonymous() -> Caller:
+        """The current request's caller as if it sent no key: its IP, the lowest tier."""
+        return Caller(f"ip:{request.remote_addr or 'unknown'}", TIERS[0])
+
     def _resolve(self) -> Caller:
-        anonymous = Caller(f"ip:{request.remote_addr or 'unknown'}", TIERS[0])
+        anonymous = self.anonymous()
         header = request.headers.get("Authorization")
         if header is None:
             return anonymous
@@ -254,7 +259,8 @@ def describe(info: KeyInfo) -> dict[str, Any]:
 
 
 def cli(action: str, *, tier: str = "standard", key: str = "", as_json: bool = False) -> int:
-    """``kalah keys create|revoke`` against the Redis of ``KALAH_REDIS_URL``."""
+    """``kalah keys create|revoke`` against the state store (``KALAH_STATE_REDIS_URL``, else
+    ``KALAH_REDIS_URL``)."""
     import json
     import sys
 
@@ -263,10 +269,14 @@ def cli(action: str, *, tier: str = "standard", key: str = "", as_json: bool = F
     from .config import load_settings
 
     settings = load_settings()
-    if not settings.redis_url:
-        print("kalah keys: KALAH_REDIS_URL is not set (keys live in Redis)", file=sys.stderr)
+    if not settings.state_url:
+        print(
+            "kalah keys: neither KALAH_STATE_REDIS_URL nor KALAH_REDIS_URL is set (keys live "
+            "in the state store's Redis)",
+            file=sys.stderr,
+        )
         return 2
-    store = RedisKeyStore(settings.redis_url, timeout_s=max(settings.redis_timeout_s, 2.0))
+    store = RedisKeyStore(settings.state_url, timeout_s=max(settings.redis_timeout_s, 2.0))
     try:
         if action == "create":
             try:

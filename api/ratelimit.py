@@ -34,6 +34,7 @@ Answers carry ``RateLimit-Limit``, ``RateLimit-Remaining``, ``RateLimit-Reset`` 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import math
 import os
@@ -46,7 +47,7 @@ from typing import Any
 
 import redis
 from apispec import APISpec, BasePlugin
-from flask import Flask, Response, current_app, g, request
+from flask import Flask, Response, current_app, g, has_request_context, request
 from limits import RateLimitItem, parse_many
 
 from .config import Settings
@@ -98,10 +99,52 @@ def charge(units: int, *, upfront: bool = False) -> None:
     g.kalah_charge = int(g.get("kalah_charge", 0)) + units
 
 
-def charge_search(search_ms: float) -> None:
-    """Charge a search that ran ``search_ms`` milliseconds in this request (0: cached)."""
+def charge_search(search_ms: float, *, budget_ms: float | None = None) -> None:
+    """Charge a search that ran ``search_ms`` milliseconds in this request (0: cached), at
+    most the cost of its ``budget_ms`` (what was reserved for it)."""
+    if budget_ms is not None:
+        search_ms = min(search_ms, budget_ms)
     if search_ms > 0:
         charge(search_cost(search_ms))
+
+
+def reserve(units: int) -> None:
+    """Reserve ``units`` of the caller's bucket before work of at most that cost starts: a
+    429 problem if any bucket cannot hold them. The reservation is counted at once where every
+    worker and replica sees it (Redis, atomically), and what the request does not spend is
+    refunded when it ends, so concurrent requests cannot overdraw a bucket by their budgets
+    (only by their base costs, which are counted lazily)."""
+    window: _Admitted | None = g.get("kalah_window")
+    if window is None or units <= 0:
+        return
+    if "kalah_reserved" not in g:  # the first reservation holds the request's base cost too
+        units += base_cost()
+    buckets: Buckets = current_app.extensions["kalah_limits"]
+    refused = buckets.reserve(window.identity, window.items, units)
+    if refused is not None:
+        reset, left = buckets.window(window.identity, refused)
+        raise ApiProblem(
+            "rate-limited",
+            f"this request may cost {int(g.get('kalah_reserved', 0)) + units} units and only "
+            f"{max(left, 0)} of {refused.amount} are left until the window resets",
+            field=None,
+            headers={"Retry-After": _retry_after(reset)},
+        )
+    g.kalah_reserved = int(g.get("kalah_reserved", 0)) + units
+
+
+def prepay_search(budget_ms: float) -> None:
+    """Reserve the whole search budget of a request that runs many searches (a game review):
+    its searches then reserve nothing of their own (see :func:`reserve_search`)."""
+    reserve(search_cost(budget_ms))
+    g.kalah_prepaid = True
+
+
+def reserve_search(budget_ms: float) -> None:
+    """The analyser's hook before it searches (a cache miss): reserve the search's budget,
+    unless the request prepaid, or there is no request (a batch worker, the CLI)."""
+    if has_request_context() and not g.get("kalah_prepaid"):
+        reserve(search_cost(budget_ms))
 
 
 def search_cost(time_ms: float) -> int:
@@ -109,14 +152,16 @@ def search_cost(time_ms: float) -> int:
     return math.ceil(time_ms / SEARCH_UNIT_MS) if time_ms > 0 else 0
 
 
-def charge_batch(items: int) -> None:
-    """The hook of an endpoint that queues ``items`` analyses for background workers: it
-    needs an API key (a 401 problem without one) and each item costs 1 unit up front (a 429
-    problem if the bucket cannot pay them all)."""
+def charge_batch(items: int, budget_units: int) -> None:
+    """The hook of an endpoint that queues analyses for background workers: it needs an API
+    key (a 401 problem without one) and costs 1 unit per item (bad ones included) plus
+    ``budget_units``, the cost of its searches' budgets, paid up front (a 429 problem if the
+    bucket cannot pay them all)."""
     from .keys import require_key
 
     require_key()
-    charge(items, upfront=True)
+    reserve(items + budget_units)
+    charge(items + budget_units)
 
 
 def ensure_budget(units: int) -> None:
@@ -218,6 +263,62 @@ class Buckets:
                     return item
         return None
 
+    def reserve(
+        self, identity: str, items: tuple[RateLimitItem, ...], units: int
+    ) -> RateLimitItem | None:
+        """Take ``units`` from every bucket of the caller at once, or none and return the
+        first bucket that cannot hold them. With Redis the units are added there atomically
+        (taken back if a bucket overflows), so every worker sees them at once."""
+        if self._redis is None or time.monotonic() < self._down_until:
+            with self._lock:
+                for item in items:
+                    bucket = self._bucket(identity, item)
+                    if bucket.counted + bucket.pending + units > bucket.amount:
+                        return item
+                for item in items:
+                    self._bucket(identity, item).pending += units
+            return None
+        keys = [(self.key(identity, item), item) for item in items]
+        pipe = self._redis.pipeline(transaction=False)
+        for key, item in keys:
+            pipe.set(key, 0, ex=item.get_expiry(), nx=True)
+            pipe.incrby(key, units)
+            pipe.pttl(key)
+        try:
+            replies = pipe.execute()
+        except redis.RedisError as error:
+            log.warning("rate limits: Redis unreachable, counting per worker: %s", error)
+            self._down_until = time.monotonic() + RETRY_S
+            return self.reserve(identity, items, units)
+        now = time.time()
+        refused: RateLimitItem | None = None
+        with self._lock:
+            for i, (_, item) in enumerate(keys):
+                total, pttl = int(replies[3 * i + 1]), int(replies[3 * i + 2])
+                bucket = self._bucket(identity, item)
+                bucket.counted = total
+                if pttl > 0:
+                    bucket.reset = now + pttl / 1000.0
+                if refused is None and total + bucket.pending > item.amount:
+                    refused = item
+        if refused is not None:
+            self._take_back(keys, units)
+        return refused
+
+    def _take_back(self, keys: list[tuple[str, RateLimitItem]], units: int) -> None:
+        assert self._redis is not None
+        pipe = self._redis.pipeline(transaction=False)
+        for key, _ in keys:
+            pipe.decrby(key, units)
+        # On failure the units stay counted: the caller is refused, never favoured.
+        with contextlib.suppress(redis.RedisError):
+            pipe.execute()
+        with self._lock:
+            for key, _ in keys:
+                bucket = self._buckets.get(key)
+                if bucket is not None:
+                    bucket.counted -= units
+
     def add(self, identity: str, items: tuple[RateLimitItem, ...], units: int) -> None:
         with self._lock:
             for item in items:
@@ -296,7 +397,7 @@ def _sync_forever(ref: weakref.ref[Buckets]) -> None:
 def init_rate_limits(app: Flask, settings: Settings, auth: Authenticator) -> Buckets:
     """Charge every request under ``/v1/`` (after the caller is resolved, see
     :func:`api.create_app`)."""
-    buckets = Buckets(settings.redis_url, timeout_s=settings.redis_timeout_s)
+    buckets = Buckets(settings.state_url, timeout_s=settings.redis_timeout_s)
     app.extensions["kalah_limits"] = buckets
     tiers: dict[str, tuple[RateLimitItem, ...]] = {}
 
@@ -309,10 +410,16 @@ def init_rate_limits(app: Flask, settings: Settings, auth: Authenticator) -> Buc
     def admit() -> None:
         if not _limited():
             return
-        caller = auth.caller()
+        try:
+            caller = auth.caller()
+            unauthorized = None
+        except ApiProblem as problem:  # a bad key: its 401 is charged to the IP, like a request
+            caller, unauthorized = auth.anonymous(), problem
         window = _Admitted(caller.identity, items_of(caller.tier))
         g.kalah_window = window
         refused = buckets.admit(window.identity, window.items, base_cost())
+        if unauthorized is not None and refused is None:
+            raise unauthorized
         if refused is not None:
             reset, _ = buckets.window(window.identity, refused)
             raise ApiProblem(
@@ -329,8 +436,10 @@ def init_rate_limits(app: Flask, settings: Settings, auth: Authenticator) -> Buc
             return response
         refused = response.status_code == 429  # refused requests are not charged
         cost = 0 if refused else request_cost()
-        if cost:
-            buckets.add(window.identity, window.items, cost)
+        # What was reserved is counted already: add the rest, or refund what was not spent.
+        unsettled = cost - int(g.get("kalah_reserved", 0))
+        if unsettled:
+            buckets.add(window.identity, window.items, unsettled)
         response.headers["Kalah-Cost"] = str(cost)
         shown = min(
             ((*buckets.window(window.identity, item), item) for item in window.items),

@@ -7,12 +7,13 @@ by default: the answers are public and no cookie is ever used), lets a page send
 
 Every answer gets ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: no-referrer``,
 ``X-Frame-Options: DENY`` and a Content-Security-Policy that allows nothing (the API serves
-JSON only); ``/docs`` gets one that lets the Swagger UI load from its CDN.
+JSON only); the board page and ``/docs`` set their own, which allow this service only
+(:mod:`api.board.page`).
 """
 
 from __future__ import annotations
 
-from flask import Flask, Response, request
+from flask import Flask, Response
 from flask_cors import CORS
 
 from .config import Settings
@@ -36,11 +37,6 @@ EXPOSED_HEADERS = (
 ALLOWED_HEADERS = ("Authorization", "Content-Type", "If-None-Match")
 
 API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
-DOCS_CSP = (
-    "default-src 'none'; script-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; "
-    "style-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; img-src 'self' data: "
-    "https://cdn.jsdelivr.net; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'"
-)
 SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
@@ -68,6 +64,5 @@ def init_security(app: Flask, settings: Settings) -> None:
     def security_headers(response: Response) -> Response:
         for name, value in SECURITY_HEADERS.items():
             response.headers.setdefault(name, value)
-        docs = request.path.rstrip("/").endswith("/docs")
-        response.headers.setdefault("Content-Security-Policy", DOCS_CSP if docs else API_CSP)
+        response.headers.setdefault("Content-Security-Policy", API_CSP)
         return response

@@ -77,16 +77,24 @@ def run_jobs(items: list[dict[str, object]], args: argparse.Namespace) -> tuple[
             for _ in range(args.workers)
         ]
         wait_for(lambda: len(redis.Redis.from_url(url).keys("rq:worker:*")) >= args.workers, 30)
-        app = create_app({"KALAH_REDIS_URL": url, "KALAH_EGDB_PATH": "off"})
+        # A job pays its searches' budgets up front: a bucket that holds this one.
+        app = create_app(
+            {
+                "KALAH_REDIS_URL": url,
+                "KALAH_EGDB_PATH": "off",
+                "KALAH_LIMIT_PREMIUM": "10000000/minute",
+            }
+        )
         client = app.test_client()
         key, _ = app.extensions["kalah_auth"].store.create("premium")
         body = {"positions": items, "rules": "kalah", "limits": {"time_ms": args.time_ms}}
         started = time.perf_counter()
-        response = client.post("/v1/batch", json=body, headers={"Authorization": f"Bearer {key}"})
+        client.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {key}"  # the job's owner
+        response = client.post("/v1/batch", json=body)
         assert response.status_code == 202, response.json
         location = response.headers["Location"]
         while True:
-            status = client.get(location + "?limit=0").json
+            status = client.get(location + "?limit=1").json
             if status["status"] in ("finished", "failed"):
                 break
             time.sleep(0.2)

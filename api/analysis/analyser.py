@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,9 +45,17 @@ class _ProcessEngine:
 class Analyser:
     """One per app: the settings, the cache and this process's engine."""
 
-    def __init__(self, settings: Settings, cache: AnswerCache) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        cache: AnswerCache,
+        *,
+        before_search: Callable[[int], None] | None = None,
+    ) -> None:
         self.settings = settings
         self.cache = cache
+        self.before_search = before_search
+        """Called with a search's time budget before it runs (the API reserves its cost)."""
         self._engine: _ProcessEngine | None = None
         self._create_lock = threading.Lock()
         self._self_test: tuple[int, bool, str] | None = None
@@ -117,8 +125,11 @@ class Analyser:
         searched: list[float] = []
 
         def compute() -> Entry:
+            if self.before_search is not None:
+                self.before_search(request.limits.time_ms)
             analysis = self.search(request)
-            searched.append(analysis.time_ms)  # the engine's own time: no lock wait, no set-up
+            # The engine's own time (no lock wait, no set-up), charged at most its budget.
+            searched.append(min(analysis.time_ms, request.limits.time_ms))
             return Entry(answer_body(request, analysis), analysis.exact, analysis.depth)
 
         wait_s = request.limits.time_ms / 1000 + LOCK_MARGIN_S

@@ -11,6 +11,13 @@ starts a chunk takes a lease (``lease:<n>``, :data:`LEASE_MS`) and renews it eve
 neither finished nor leased, i.e. whose worker died, and puts them back on the queue (a chunk
 lost :data:`MAX_ATTEMPTS` times fails the job). Finishing a chunk is one atomic script that
 records the chunk once, so a chunk run twice (the slow original and its retry) counts once.
+
+Fair scheduling: a job belongs to the API key that posted it (its owner; nobody else reads
+it). Its chunks wait in the owner's list (``fair:<owner>``) and the owners with waiting chunks
+in a ring (``fair:ring``); the RQ queue holds one *ticket* per waiting chunk, and a worker
+that takes a ticket runs the next chunk of the next owner in the ring (:meth:`JobStore.take`).
+Owners are thus served round-robin, a chunk each: one key's 1,000-chunk job does not hold
+back another key's small one, which waits for at most one chunk per other busy key.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import redis
 from rq import Queue
 
 from ..analysis.request import AnalysisRequest
+from ..config import Settings
 from .items import Batch, as_cached
 
 log = logging.getLogger("api.batch")
@@ -38,11 +46,14 @@ PREFIX = "kalah:v1:job"
 ACTIVE = "kalah:v1:jobs:active"
 """Ids of jobs with unfinished chunks: what the reapers scan."""
 QUEUE = "kalah-batch"
+FAIR_PREFIX = "kalah:v1:fair:"
+RING = FAIR_PREFIX + "ring"
+"""Owners with waiting chunks, served round-robin (see the module docstring)."""
 LEASE_MS = 5000
 HEARTBEAT_S = 1.0
 REAP_EVERY_S = 1.0
 MAX_ATTEMPTS = 3
-CHUNK_FUNCTION = "api.batch.worker.run_chunk"
+TICKET_FUNCTION = "api.batch.worker.run_ticket"
 
 _BEGIN = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
@@ -83,6 +94,32 @@ end
 return 1
 """
 
+# The next waiting chunk of the next owner in the ring (rotating it), or false.
+# KEYS: ring; ARGV: the owners' list prefix.
+_TAKE = """
+for _ = 1, redis.call('LLEN', KEYS[1]) do
+  local owner = redis.call('RPOPLPUSH', KEYS[1], KEYS[1])
+  if not owner then return false end
+  local waiting = ARGV[1] .. owner
+  local chunk = redis.call('LPOP', waiting)
+  if redis.call('LLEN', waiting) == 0 then redis.call('LREM', KEYS[1], 0, owner) end
+  if chunk then return chunk end
+end
+return false
+"""
+
+# Chunks join their owner's list (at the front: re-queued ones), the owner joins the ring
+# (at the head: the ring is served from its tail, each owner served going back to the head).
+# KEYS: ring, the owner's list; ARGV: owner, front (1/0), then the chunks ("<job>:<n>").
+_WAIT = """
+for i = 3, #ARGV do
+  if ARGV[2] == '1' then redis.call('LPUSH', KEYS[2], ARGV[i])
+  else redis.call('RPUSH', KEYS[2], ARGV[i]) end
+end
+if not redis.call('LPOS', KEYS[1], ARGV[1]) then redis.call('LPUSH', KEYS[1], ARGV[1]) end
+return 1
+"""
+
 # A started chunk that is neither finished nor leased lost its worker: take it off
 # ``started`` (once, whichever reaper gets there first). KEYS: started, lease, done.
 _REAP = """
@@ -106,7 +143,7 @@ class JobKeys:
 
     @property
     def meta(self) -> str:
-        """Hash: status, total, done (slots), chunks, created, error."""
+        """Hash: status, total, done (slots), chunks, created, owner, error."""
         return self._key("meta")
 
     @property
@@ -153,16 +190,24 @@ class JobStatus:
     done: int
     total: int
     error: str | None
+    owner: str = ""
 
 
 class JobStore:
-    """Jobs in the Redis at ``url`` (the one the answer cache uses)."""
+    """Jobs in the state store at ``url`` (:mod:`api.state`: never evicted).
+    ``chunk_timeout_s``: what RQ allows a ticket (twice the largest chunk's budget and a
+    minute: a ticket may run any owner's chunk)."""
 
-    def __init__(self, url: str, *, ttl_s: int, timeout_s: float = 10.0) -> None:
+    def __init__(
+        self, url: str, *, ttl_s: int, timeout_s: float = 10.0, chunk_timeout_s: int = 700
+    ) -> None:
         self.redis = redis.Redis.from_url(
             url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
         )
         self.ttl_s = ttl_s
+        self.chunk_timeout_s = chunk_timeout_s
+        self._take = self.redis.register_script(_TAKE)
+        self._wait = self.redis.register_script(_WAIT)
         self.queue = Queue(QUEUE, connection=self.redis)
         self._begin = self.redis.register_script(_BEGIN)
         self._renew = self.redis.register_script(_RENEW)
@@ -171,7 +216,8 @@ class JobStore:
 
     # -- creating a job (the API) ------------------------------------------------------------
 
-    def create(self, batch: Batch, chunk_size: int) -> JobStatus:
+    def create(self, batch: Batch, chunk_size: int, owner: str) -> JobStatus:
+        """A new job of ``owner`` (an API key id), its chunks waiting for the workers."""
         job = JobKeys(uuid.uuid4().hex)
         tasks = batch.tasks
         order = sorted(range(len(tasks)), key=lambda k: (tasks[k].rules.key, tasks[k].key))
@@ -188,10 +234,11 @@ class JobStore:
                 "done": problems,
                 "chunks": len(chunks),
                 "created": time.time(),
+                "owner": owner,
             },
         )
         encoded = [
-            json.dumps({"p": s.problem})
+            json.dumps({"p": s.problem}, ensure_ascii=False)
             if s.task is None
             else json.dumps({"t": s.task, "f": int(s.first)})
             for s in batch.slots
@@ -206,30 +253,48 @@ class JobStore:
             pipe.expire(key, self.ttl_s)
         if chunks:
             pipe.sadd(ACTIVE, job.id)
+            self._enqueue(pipe, owner, job.id, range(len(chunks)))
         pipe.execute()
-        self._enqueue(
-            job.id, [(n, sum(tasks[k].limits.time_ms for k in c)) for n, c in enumerate(chunks)]
-        )
-        return JobStatus(job.id, status, problems, len(batch.slots), None)
+        return JobStatus(job.id, status, problems, len(batch.slots), None, owner)
 
     def _enqueue(
-        self, job_id: str, chunks: Sequence[tuple[int, int]], *, front: bool = False
+        self,
+        pipe: redis.client.Pipeline,
+        owner: str,
+        job_id: str,
+        chunks: Sequence[int],
+        *,
+        front: bool = False,
     ) -> None:
-        """One RQ job per chunk; its timeout is twice the chunk's budget plus a minute."""
-        data = [
-            Queue.prepare_data(
-                CHUNK_FUNCTION,
-                args=(job_id, n),
-                timeout=int(budget_ms / 1000 * 2) + 60,
-                result_ttl=0,
-                failure_ttl=self.ttl_s,
-                description=f"kalah batch {job_id} chunk {n}",
-                at_front=front,
+        """Chunks join their owner's waiting list, one ticket each on the RQ queue (in the
+        same transaction: no chunk without a ticket)."""
+        entries = [f"{job_id}:{n}" for n in chunks]
+        if front:
+            entries.reverse()  # LPUSH one by one: the first chunk ends up first
+        for start in range(0, len(entries), 1000):
+            self._wait(
+                keys=[RING, FAIR_PREFIX + owner],
+                args=[owner, int(front), *entries[start : start + 1000]],
+                client=pipe,
             )
-            for n, budget_ms in chunks
-        ]
-        for start in range(0, len(data), 500):
-            self.queue.enqueue_many(data[start : start + 500])
+        ticket = Queue.prepare_data(
+            TICKET_FUNCTION,
+            timeout=self.chunk_timeout_s,
+            result_ttl=0,
+            failure_ttl=self.ttl_s,
+            description="kalah batch: the next chunk, owners round-robin",
+            at_front=front,
+        )
+        for start in range(0, len(entries), 500):
+            self.queue.enqueue_many([ticket] * min(500, len(entries) - start), pipeline=pipe)
+
+    def take(self) -> tuple[str, int] | None:
+        """The next chunk to run, owners round-robin: (job id, chunk), or None."""
+        raw = cast(bytes | None, self._take(keys=[RING], args=[FAIR_PREFIX]))
+        if raw is None:
+            return None
+        job_id, _, n = raw.decode().partition(":")
+        return job_id, int(n)
 
     # -- reading a job (the API) -------------------------------------------------------------
 
@@ -244,6 +309,7 @@ class JobStore:
             int(meta[b"done"]),
             int(meta[b"total"]),
             error.decode() if error is not None else None,
+            meta.get(b"owner", b"").decode(),
         )
 
     def results(self, job_id: str, offset: int, limit: int) -> list[bytes]:
@@ -343,7 +409,7 @@ class JobStore:
             if not self.redis.exists(job.meta):
                 self.redis.srem(ACTIVE, job.id)
                 continue
-            lost: list[tuple[int, int]] = []
+            lost: list[int] = []
             for raw_n in cast(set[bytes], self.redis.smembers(job.started)):
                 n = int(raw_n)
                 if not self._reap(keys=[job.started, job.lease(n), job.done], args=[n]):
@@ -352,12 +418,13 @@ class JobStore:
                 if attempts >= MAX_ATTEMPTS:
                     self.fail(job.id, f"chunk {n} lost its worker {attempts} times")
                     break
-                raw = cast(bytes | None, self.redis.get(job.chunk(n))) or b"[]"
-                budget = sum(item["limits"]["time_ms"] for item in json.loads(raw))
                 log.warning("job %s: chunk %d lost its worker; queued again", job.id, n)
-                lost.append((n, budget))
+                lost.append(n)
             if lost:
-                self._enqueue(job.id, lost, front=True)
+                owner = cast(bytes | None, self.redis.hget(job.meta, "owner")) or b""
+                pipe = self.redis.pipeline(transaction=True)
+                self._enqueue(pipe, owner.decode(), job.id, sorted(lost), front=True)
+                pipe.execute()
                 requeued += len(lost)
         return requeued
 
@@ -367,3 +434,14 @@ class JobStore:
         pipe.hset(job.meta, mapping={"status": "failed", "error": error})
         pipe.srem(ACTIVE, job_id)
         pipe.execute()
+
+
+def job_store(settings: Settings, *, timeout_s: float = 10.0) -> JobStore:
+    """The job store of ``settings`` (its state store must be set)."""
+    assert settings.state_url
+    return JobStore(
+        settings.state_url,
+        ttl_s=settings.job_ttl_s,
+        timeout_s=timeout_s,
+        chunk_timeout_s=int(settings.batch_chunk * settings.max_time_ms / 1000 * 2) + 60,
+    )

@@ -82,7 +82,7 @@ def run_remote(
         if url is None:
             continue
         while True:
-            _, _, content = _request(url + "?limit=0", key=key)
+            _, _, content = _request(url + "?limit=1", key=key)
             job = json.loads(content)
             if progress is not None:
                 progress(job["progress"]["done"] - reported)

@@ -7,6 +7,7 @@ processes (202 with ``Location``). Without Redis there is no queue, so only inli
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,7 +21,8 @@ from kalah_core.errors import KalahError
 from ..analysis.analyser import Analyser
 from ..config import BATCH_PAGE_MAX, MAX_BATCH_BODY_BYTES
 from ..errors import ApiProblem, document_problems, problem_object
-from ..ratelimit import charge_batch, charge_search
+from ..keys import current_caller
+from ..ratelimit import charge_batch, charge_search, search_cost
 from .items import Batch as ParsedBatch
 from .items import inline_ok, parse_batch
 from .jobs import JobStatus, JobStore
@@ -33,6 +35,8 @@ blp = Blueprint(
     description="Many positions at once: small batches inline, large ones as jobs run by "
     "workers (kalah worker) sharing the API's Redis.",
 )
+
+log = logging.getLogger("api.batch")
 
 NDJSON = "application/x-ndjson"
 DEFAULT_PAGE = 100
@@ -48,8 +52,9 @@ ERRORS = {
 }
 
 JOB_ERRORS = {
-    404: "No such job: unknown, expired, or this server has no job queue.",
-    422: "A bad offset or limit.",
+    404: "No such job of this API key: unknown, expired, another key's, or this server has no "
+    "job queue.",
+    422: "A bad offset or limit (1 to 1000).",
     503: "Redis (the job queue) is not reachable.",
 }
 
@@ -79,6 +84,11 @@ def _inline(batch: ParsedBatch) -> Response:
     charge_search(search_ms)
     body = b'{"results":[' + b",".join(batch.assemble(answers)) + b"]}"
     return Response(body, status=200, mimetype="application/json")
+
+
+def _queue_unreachable(error: Exception) -> ApiProblem:
+    log.warning("the job queue (state store) is not reachable: %s", error)
+    return ApiProblem("not-ready", "the job queue is not reachable; try again later")
 
 
 def _job_json(status: JobStatus) -> dict[str, Any]:
@@ -125,11 +135,15 @@ class Batch(MethodView):
                 field="positions",
                 max=settings.batch_inline_max,
             )
-        charge_batch(len(batch.tasks))  # a job needs an API key; 1 unit per position
+        # A job needs an API key and pays up front: 1 unit per item (bad ones too) and the
+        # cost of every distinct item's search budget, as /v1/analysis would charge it.
+        charge_batch(len(batch.slots), sum(search_cost(t.limits.time_ms) for t in batch.tasks))
+        caller = current_caller()
+        assert caller.key_id is not None  # charge_batch required a key
         try:
-            status = store.create(batch, settings.batch_chunk)
+            status = store.create(batch, settings.batch_chunk, owner=caller.key_id)
         except redis.RedisError as error:
-            raise ApiProblem("not-ready", f"the job queue is not reachable: {error}") from None
+            raise _queue_unreachable(error) from None
         location = url_for("batch.Job", job_id=status.id)
         return Response(
             json.dumps({**_job_json(status), "location": location}),
@@ -166,14 +180,26 @@ class Job(MethodView):
         try:
             status = store.status(job_id)
         except redis.RedisError as error:
-            raise ApiProblem("not-ready", f"the job queue is not reachable: {error}") from None
-        if status is None:
-            raise ApiProblem("not-found", f"no job {job_id} (unknown or expired)", field="job_id")
+            raise _queue_unreachable(error) from None
+        caller = current_caller()
+        if status is None or caller.key_id is None or status.owner != caller.key_id:
+            # Only the key that posted a job reads it; to anyone else it does not exist.
+            raise ApiProblem(
+                "not-found", f"no job {job_id} of this API key (unknown or expired)", field="job_id"
+            )
         offset = args["offset"]
+        limit = args.get("limit")
+        if limit is not None and limit > BATCH_PAGE_MAX:
+            raise ApiProblem(
+                "limit-exceeded",
+                f"limit {limit} is above the maximum page of {BATCH_PAGE_MAX} (page with "
+                "offset, or stream every result with Accept: application/x-ndjson and no limit)",
+                field="limit",
+                max=BATCH_PAGE_MAX,
+            )
         wanted = request.accept_mimetypes.best_match(["application/json", NDJSON])
         if wanted == NDJSON:
-            limit = args.get("limit", status.total)
-            end = min(status.total, offset + limit)
+            end = min(status.total, offset + (status.total if limit is None else limit))
             return Response(
                 _ndjson(store, job_id, offset, end),
                 mimetype=NDJSON,
@@ -182,20 +208,12 @@ class Job(MethodView):
                     "Kalah-Job-Progress": f"{status.done}/{status.total}",
                 },
             )
-        limit = args.get("limit", DEFAULT_PAGE)
-        if limit > BATCH_PAGE_MAX:
-            raise ApiProblem(
-                "limit-exceeded",
-                f"limit {limit} is above the maximum page of {BATCH_PAGE_MAX} (or ask for "
-                f"{NDJSON})",
-                field="limit",
-                max=BATCH_PAGE_MAX,
-            )
+        limit = DEFAULT_PAGE if limit is None else limit
         page = store.results(job_id, offset, limit)
         following = offset + limit
         next_url = (
             url_for("batch.Job", job_id=job_id, offset=following, limit=limit)
-            if following < status.total and limit > 0
+            if following < status.total
             else None
         )
         head = {**_job_json(status), "offset": offset, "limit": limit, "next": next_url}

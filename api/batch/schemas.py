@@ -98,6 +98,12 @@ class JobSchema(ma.Schema):
         fields.Raw(metadata=RESULT_DOC),
         metadata={"description": "This page's results, in input order."},
     )
+    location = fields.String(
+        metadata={
+            "description": "In the 202 answer of POST /v1/batch: the job's URL (as in "
+            "the Location header)."
+        }
+    )
 
 
 class JobQuerySchema(ma.Schema):
@@ -107,10 +113,10 @@ class JobQuerySchema(ma.Schema):
         metadata={"description": "Index of the first result to return; default 0."},
     )
     limit = fields.Integer(
-        validate=validate.Range(min=0),
+        validate=validate.Range(min=1),
         metadata={
-            "description": f"Most results to return: default 100, at most {BATCH_PAGE_MAX} (a "
-            "422 above); with Accept: application/x-ndjson, every result from offset on by "
-            "default and no maximum."
+            "description": f"Most results to return, 1 to {BATCH_PAGE_MAX} (a 422 outside): "
+            "default 100; with Accept: application/x-ndjson, every result from offset on "
+            "unless a limit is given."
         },
     )

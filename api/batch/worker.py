@@ -27,7 +27,8 @@ from ..analysis.analyser import Analyser
 from ..cache import make_cache
 from ..config import Settings, load_settings
 from ..errors import ApiProblem, problem_object
-from .jobs import REAP_EVERY_S, JobStore
+from ..state import check_state_store, make_state_client
+from .jobs import REAP_EVERY_S, JobStore, job_store
 
 log = logging.getLogger("api.batch.worker")
 
@@ -41,20 +42,31 @@ OUTAGE_PAUSE_MAX_S = 5.0
 def _state() -> tuple[Analyser, JobStore]:
     if not _STATE:
         settings = load_settings()
-        if not settings.redis_url:
-            raise RuntimeError("kalah worker needs KALAH_REDIS_URL (the Redis the API uses)")
+        if not settings.state_url:
+            raise RuntimeError(
+                "kalah worker needs KALAH_STATE_REDIS_URL or KALAH_REDIS_URL (the API's)"
+            )
         _STATE.append(_make_state(settings))
     return _STATE[0]
 
 
 def _make_state(settings: Settings) -> tuple[Analyser, JobStore]:
-    assert settings.redis_url
+    assert settings.state_url
+    check_state_store(make_state_client(settings.state_url, timeout_s=2.0))
     cache = make_cache(settings, max_connections=4)
-    return Analyser(settings, cache), JobStore(settings.redis_url, ttl_s=settings.job_ttl_s)
+    return Analyser(settings, cache), job_store(settings)
+
+
+def run_ticket() -> int:
+    """RQ's entry point: run the next chunk of the next owner in the ring (owners are served
+    round-robin, see :mod:`.jobs`); returns the tasks answered."""
+    _, store = _state()
+    taken = store.take()
+    return 0 if taken is None else run_chunk(*taken)
 
 
 def run_chunk(job_id: str, n: int) -> int:
-    """RQ's entry point: compute chunk ``n`` of job ``job_id``; returns the tasks answered."""
+    """Compute chunk ``n`` of job ``job_id``; returns the tasks answered."""
     analyser, store = _state()
     token = f"{socket.gethostname()}:{os.getpid()}"
     tasks = store.begin_chunk(job_id, n, token)

@@ -11,7 +11,7 @@ from flask.views import MethodView
 from flask_smorest import Blueprint  # type: ignore[import-untyped]
 
 from ..errors import document_problems
-from ..ratelimit import charge_search
+from ..ratelimit import charge_search, prepay_search
 from .schemas import GameAnswerSchema, GameRequestSchema
 from .service import review_game
 
@@ -43,6 +43,12 @@ class GameAnalysis(MethodView):
         inaccuracy (1-2), mistake (3-5), blunder (6 or more seeds); `exact` says whether the
         loss is proven. Each position is analysed as `/v1/analysis` does (same cache)."""
         limits = data.get("limits") or {}
+        budgets: list[int] = []
+
+        def prepay(budget_ms: int) -> None:  # the whole game's budget, before any search
+            prepay_search(budget_ms)
+            budgets.append(budget_ms)
+
         started = time.perf_counter()
         review = review_game(
             current_app.extensions["kalah"],
@@ -53,6 +59,9 @@ class GameAnalysis(MethodView):
             time_ms=limits.get("time_ms"),
             depth=limits.get("depth"),
             nodes=limits.get("nodes"),
+            on_budget=prepay,
         )
-        charge_search((time.perf_counter() - started) * 1000.0)
+        charge_search(
+            (time.perf_counter() - started) * 1000.0, budget_ms=budgets[0] if budgets else None
+        )
         return review.to_json()

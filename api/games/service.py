@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from kalah_core.answer import analysis_from_json
 from kalah_core.game import Game, Move
@@ -42,7 +42,10 @@ def review_game(
     time_ms: int | None = None,
     depth: int | None = None,
     nodes: int | None = None,
+    on_budget: Callable[[int], None] | None = None,
 ) -> Review:
+    """The review of a game; ``on_budget`` is called with the whole game's search budget
+    before the first search (the API reserves its cost)."""
     rules = parse_rules(rules_in)
     start = parse_position_field(position_in, rules)
     played = replay(rules, start, game=game, moves=moves)
@@ -54,6 +57,8 @@ def review_game(
     Limits.checked(settings, {"time_ms": time_ms, "depth": depth, "nodes": nodes}, prefix="limits.")
     sowings = len(played.history)
     budget = time_ms or min(settings.max_time_ms, settings.default_time_ms * sowings)
+    if on_budget is not None:
+        on_budget(budget)
 
     def analyse(position: Position, share_ms: int) -> Analysis:
         request = AnalysisRequest(position, rules, Limits(share_ms, depth, nodes))

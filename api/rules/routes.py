@@ -74,7 +74,7 @@ class RulesView(MethodView):
                 "batch_inline_max": settings.batch_inline_max,
                 "batch_max_budget_ms": settings.batch_max_budget_ms,
                 "batch_max_body_bytes": MAX_BATCH_BODY_BYTES,
-                "batch_jobs": bool(settings.redis_url),
+                "batch_jobs": bool(settings.state_url),
                 "max_pv_sowings": MAX_PV_SOWINGS,
                 "max_seeds": MAX_SEEDS,
                 "max_notation_length": MAX_NOTATION_LENGTH,

@@ -9,7 +9,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,9 +48,10 @@ def _wait_for(check: Any, timeout: float, what: str) -> None:
 class RedisServer:
     """A real ``redis-server`` on a fixed port that a test may stop and start again."""
 
-    def __init__(self, port: int, *, persistent: bool = False) -> None:
+    def __init__(self, port: int, *, persistent: bool = False, args: Sequence[str] = ()) -> None:
         self.port = port
         self.persistent = persistent  # an append-only file: the data survive a restart
+        self.args = list(args)  # more redis-server options (a later option wins)
         self.url = f"redis://127.0.0.1:{port}/0"
         self.process: subprocess.Popen[bytes] | None = None
         self.dir = tempfile.mkdtemp(prefix="kalah-redis-")
@@ -70,6 +71,7 @@ class RedisServer:
                 "yes" if self.persistent else "no",
                 "--dir",
                 self.dir,
+                *self.args,
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

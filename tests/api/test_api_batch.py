@@ -186,6 +186,11 @@ def test_job_lifecycle_paging_and_ndjson(redis_app: Flask, redis_server: Any) ->
     assert response.status_code == 202, response.json
     location = response.headers["Location"]
     assert location == f"/v1/jobs/{response.json['id']}" == response.json["location"]
+    # Only the key that posted the job reads it: another key and anonymous callers get a 404.
+    other, _ = redis_app.extensions["kalah_auth"].store.create("premium")
+    assert client.get(location, headers={"Authorization": f"Bearer {other}"}).status_code == 404
+    assert client.get(location).status_code == 404
+    client.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {key}"  # the owner from here on
     queued = client.get(location).json
     assert queued["status"] == "queued"
     assert queued["progress"] == {"done": 1, "total": 66}  # the bad item is answered at once
@@ -224,7 +229,10 @@ def test_job_lifecycle_paging_and_ndjson(redis_app: Flask, redis_server: Any) ->
     lines = [json.loads(line) for line in stream.data.decode().splitlines()]
     assert lines == pages[58:]
 
-    assert client.get(location + "?limit=1001").json["field"] == "limit"
+    for limit in ("0", "-1", "1001"):  # pages of 1 to 1000, in JSON and NDJSON alike
+        for accept in ("application/json", "application/x-ndjson"):
+            refused = client.get(location + "?limit=" + limit, headers={"Accept": accept})
+            assert (refused.status_code, refused.json["field"]) == (422, "limit")
     assert client.get("/v1/jobs/" + "f" * 32).status_code == 404
 
 
@@ -235,9 +243,10 @@ def test_reaper_requeues_a_lapsed_chunk_and_fails_the_job_after_max_attempts(
     settings = load_settings({"KALAH_REDIS_URL": redis_server.url}, environ={})
     store = JobStore(redis_server.url, ttl_s=600)
     batch = parse_batch(settings, small_positions(3), SMALL, {"time_ms": 100})
-    job = store.create(batch, chunk_size=2)  # two chunks
+    job = store.create(batch, chunk_size=2, owner="k1")  # two chunks
     keys = JobKeys(job.id)
-    assert store.queue.count == 2
+    assert store.queue.count == 2, "one ticket per chunk"
+    assert store.take() == (job.id, 0)
     assert store.begin_chunk(job.id, 0, "dead-worker") is not None
     assert store.reap() == 0, "a leased chunk is left alone"
     for attempt in range(1, MAX_ATTEMPTS + 1):
@@ -245,6 +254,8 @@ def test_reaper_requeues_a_lapsed_chunk_and_fails_the_job_after_max_attempts(
         assert store.reap() == (1 if attempt < MAX_ATTEMPTS else 0)
         assert store.reap() == 0, "re-queued once, by one reaper"
         if attempt < MAX_ATTEMPTS:
+            assert store.queue.count == 2 + attempt, "a ticket for the re-queued chunk"
+            assert store.take() == (job.id, 0), "a re-queued chunk goes first"
             assert store.begin_chunk(job.id, 0, "another-dead-worker") is not None
     status = store.status(job.id)
     assert status is not None and status.status == "failed"
@@ -257,7 +268,7 @@ def test_a_chunk_run_twice_counts_once(redis_server: Any) -> None:
     settings = load_settings({"KALAH_REDIS_URL": redis_server.url}, environ={})
     store = JobStore(redis_server.url, ttl_s=600)
     batch = parse_batch(settings, small_positions(2), SMALL, {"time_ms": 100})
-    job = store.create(batch, chunk_size=10)
+    job = store.create(batch, chunk_size=10, owner="k1")
     assert store.begin_chunk(job.id, 0, "a") is not None
     assert store.complete_chunk(job.id, 0, [(0, b'{"cached":false,"x":1}'), (1, b"{}")])
     assert not store.complete_chunk(job.id, 0, [(0, b'{"cached":false,"x":2}'), (1, b"{}")])

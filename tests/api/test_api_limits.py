@@ -89,12 +89,19 @@ def test_a_cached_answer_costs_1_and_a_search_1_per_started_100_ms() -> None:
     assert int(again.headers["RateLimit-Remaining"]) == 1000 - cost - 1
 
 
-def test_an_expensive_request_may_overdraw_and_then_waits() -> None:
-    client = limited_app("3/minute").test_client()
-    first = client.get("/v1/analysis?position=start&time_ms=400")
-    assert first.status_code == 200 and int(first.headers["Kalah-Cost"]) >= 5
-    assert first.headers["RateLimit-Remaining"] == "0"
-    assert client.get(RULES).status_code == 429
+def test_a_search_reserves_its_budget_before_it_runs_and_refunds_the_rest() -> None:
+    client = limited_app("10/minute").test_client()
+    refused = client.get("/v1/analysis?position=start&time_ms=1000")  # 1 + 10 > 10
+    assert refused.status_code == 429 and "may cost 11 units" in refused.get_json()["detail"]
+    assert refused.headers["Kalah-Cost"] == "0" and refused.headers["RateLimit-Remaining"] == "10"
+    solved = client.get("/v1/analysis?position=start&rules=kalah&houses=3&seeds=2&time_ms=900")
+    assert solved.status_code == 200 and solved.get_json()["exact"] is True
+    assert solved.headers["Kalah-Cost"] == "2", "9 units reserved, 8 refunded: it took < 100 ms"
+    assert solved.headers["RateLimit-Remaining"] == "8"
+    first = client.get("/v1/analysis?position=start&time_ms=400")  # Kalah(6,4): not in 400 ms
+    assert first.status_code == 200 and first.headers["Kalah-Cost"] == "5", "never above budget"
+    assert first.headers["RateLimit-Remaining"] == "3"
+    assert client.get("/v1/analysis?position=start&time_ms=300").status_code == 429
 
 
 def test_clients_are_limited_separately_by_ip() -> None:
@@ -142,7 +149,9 @@ def test_a_bad_key_is_a_401_problem(header: str) -> None:
     assert response.headers["WWW-Authenticate"].startswith("Bearer")
     body = response.get_json()
     assert body["type"] == "/problems/unauthorized" and body["field"] == "Authorization"
-    assert "RateLimit-Limit" not in response.headers  # nothing charged
+    # Charged to the client's IP like any request, so guessing keys is rate limited.
+    assert response.headers["Kalah-Cost"] == "1"
+    assert response.headers["RateLimit-Remaining"] == "9"
 
 
 def test_a_revoked_key_is_refused() -> None:
@@ -187,7 +196,7 @@ def test_charge_batch_needs_a_key_and_pays_each_item_up_front() -> None:
         from flask import request
 
         body = request.get_json()
-        charge_batch(len(body["items"]))
+        charge_batch(len(body["items"]), 0)
         return jsonify(queued=len(body["items"]))
 
     client = app.test_client()
@@ -398,11 +407,13 @@ def test_security_headers(client: FlaskClient, path: str) -> None:
     assert "default-src 'none'" in csp and "frame-ancestors 'none'" in csp
 
 
-def test_docs_csp_lets_the_swagger_ui_load(client: FlaskClient) -> None:
-    response = client.get("/docs")
+@pytest.mark.parametrize("path", ["/", "/docs"])
+def test_the_board_and_the_docs_load_from_this_service_only(client: FlaskClient, path: str) -> None:
+    response = client.get(path)
     assert response.status_code == 200
     csp = response.headers["Content-Security-Policy"]
-    assert "https://cdn.jsdelivr.net" in csp and "frame-ancestors 'none'" in csp
+    assert "http" not in csp and "frame-ancestors 'none'" in csp
+    assert "script-src 'self';" in csp and "default-src 'none'" in csp
     assert response.headers["X-Content-Type-Options"] == "nosniff"
 
 

@@ -32,7 +32,9 @@ def test_a_job_survives_a_redis_restart(
 ) -> None:
     app = create_app({"TESTING": True, "KALAH_REDIS_URL": persistent_redis.url})
     api = app.test_client()
-    key, _ = app.extensions["kalah_auth"].store.create("standard")
+    # 400 items of 1 s cost 4,401 units: a premium key's bucket holds them
+    key, _ = app.extensions["kalah_auth"].store.create("premium")
+    api.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {key}"  # the job's owner reads it
     items = endgame_positions(400, seed=9)
     body = {"positions": items, "rules": "kalah", "limits": {"time_ms": 1000}}
     log = tmp_path / "worker.log"
@@ -42,14 +44,14 @@ def test_a_job_survives_a_redis_restart(
         assert response.status_code == 202, response.json
         location = response.headers["Location"]
         deadline = time.monotonic() + 60
-        while api.get(location + "?limit=0").json["progress"]["done"] == 0:
+        while api.get(location + "?limit=1").json["progress"]["done"] == 0:
             assert time.monotonic() < deadline, log.read_text()[-2000:]
             time.sleep(0.05)
         persistent_redis.stop()
         time.sleep(2)
         persistent_redis.start()
         while True:
-            status = api.get(location + "?limit=0").json
+            status = api.get(location + "?limit=1").json
             if status["status"] in ("finished", "failed"):
                 break
             assert time.monotonic() < deadline, (status, log.read_text()[-2000:])

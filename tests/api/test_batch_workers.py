@@ -86,7 +86,9 @@ def test_batch_survives_a_worker_killed_mid_chunk(
     victim, survivor = workers
     r = redis.Redis.from_url(redis_server.url)
     try:
-        key, _ = app.extensions["kalah_auth"].store.create("standard")
+        # 1,000 items of 1 s cost 11,001 units: a premium key's bucket holds them
+        key, _ = app.extensions["kalah_auth"].store.create("premium")
+        api.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {key}"  # the job's owner reads it
         response = api.post("/v1/batch", json=body, headers={"Authorization": f"Bearer {key}"})
         assert response.status_code == 202, response.json
         job_id = response.json["id"]
@@ -109,7 +111,7 @@ def test_batch_survives_a_worker_killed_mid_chunk(
 
         status: dict[str, Any] = {}
         while time.monotonic() < deadline:
-            status = api.get(f"/v1/jobs/{job_id}?limit=0").json
+            status = api.get(f"/v1/jobs/{job_id}?limit=1").json
             if status["status"] in ("finished", "failed"):
                 break
             assert survivor.poll() is None, (tmp_path / "worker1.log").read_text()

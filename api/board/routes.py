@@ -1,0 +1,78 @@
+# mypy: disable-error-code="untyped-decorator"
+"""``GET /v1/board.svg``: an image of a position, for forum posts, chats and READMEs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Response, request
+from flask.views import MethodView
+from flask_smorest import Blueprint  # type: ignore[import-untyped]
+from marshmallow import RAISE
+
+from kalah_core.errors import IllegalMoveError
+from kalah_core.game import Move, legal_moves
+from kalah_core.svg import board_svg
+
+from ..analysis.answer import etag_of
+from ..analysis.request import parse_position_field, parse_query_rules
+from ..analysis.schemas import RULE_PARAMETERS
+from ..errors import document_problems
+from .schemas import BoardImageQuerySchema
+
+blp = Blueprint("board", __name__, url_prefix="/v1", description="Images of positions (SVG).")
+
+SVG = "image/svg+xml"
+CACHE_CONTROL = "public, max-age=86400"
+"""The image is a function of the query; a day, since a new release may draw it better."""
+
+ERRORS = {
+    400: "Unparsable position notation.",
+    422: "Invalid rules or position, a bad parameter, or a move that is not legal there.",
+}
+
+HEADERS = {
+    "ETag": {
+        "description": "Strong entity tag of the image (send it in If-None-Match).",
+        "schema": {"type": "string"},
+    },
+    "Cache-Control": {"description": CACHE_CONTROL, "schema": {"type": "string"}},
+}
+
+
+@blp.route("/board.svg")
+class BoardImage(MethodView):
+    @blp.arguments(BoardImageQuerySchema(), location="query", as_kwargs=False, unknown=RAISE)
+    @blp.response(
+        200,
+        {"type": "string", "description": "An SVG document."},
+        content_type=SVG,
+        description="The position drawn as SVG.",
+        headers=HEADERS,
+    )
+    @blp.alt_response(304, description="Not modified (If-None-Match matched the ETag).")
+    @document_problems(blp, ERRORS)
+    def get(self, args: dict[str, Any]) -> Response:
+        """Draw a position (same parameters as `GET /v1/analysis`), optionally marking a move.
+
+        South's houses are at the bottom, numbered from each player's own left, North's store
+        on the left; `flip=true` draws it from North's seat. The image is cacheable (strong
+        ETag, `Cache-Control: public, max-age=86400`).
+        """
+        overrides = {name: args[name] for name in RULE_PARAMETERS if name in args}
+        rules = parse_query_rules(args.get("rules"), overrides)
+        position = parse_position_field(args["position"], rules)
+        move: Move | None = None
+        if "move" in args:
+            move = "swap" if args["move"] == "swap" else int(args["move"])
+            if move not in legal_moves(position, rules):
+                legal = ", ".join(str(m) for m in legal_moves(position, rules)) or "none"
+                raise IllegalMoveError(
+                    f"not a legal move here (legal: {legal})", move=move, position=position
+                )
+        body = board_svg(position, move=move, flipped=args["flip"], size=args.get("size")).encode()
+        tag = etag_of(body)
+        headers = {"ETag": tag, "Cache-Control": CACHE_CONTROL}
+        if request.if_none_match and request.if_none_match.contains_weak(tag.strip('"')):
+            return Response(status=304, headers=headers)
+        return Response(body, status=200, mimetype=SVG, headers=headers)

@@ -1,0 +1,357 @@
+// The analysis board: holds the shown line of sowings, keeps the URL and the history in step
+// with it, asks the API for values and hands the answers to the views. Every value on the
+// page comes from the public API (GET /v1/analysis, POST /v1/play, POST /v1/games/analysis).
+
+import * as api from "./api.js";
+import { drawBoard } from "./boardview.js";
+import { drawChart } from "./chart.js";
+import { classifyPaste, showEditor } from "./editor.js";
+import { sideName } from "./format.js";
+import { pvText, renderMoveValues, searchSummary } from "./movevalues.js";
+import { writeGame } from "./notation.js";
+import { parseCompact, startOf } from "./position.js";
+import { renderRecord, renderSummary } from "./record.js";
+import { effectiveRules, rulesBody } from "./rules.js";
+import { initRulesPicker } from "./rulespicker.js";
+import { readUrl, writeUrl } from "./url.js";
+
+const $ = (id) => document.getElementById(id);
+/** A performance mark when the first values are on screen (benchmarks/bench_board.py). */
+const FIRST_VALUES = "kalah:first-values";
+const LOAD_SEARCH = location.search;
+
+/** The shown line: rules, its start, its sowings, how many are played, and whether it is a
+ * reviewed game (game: its text). A step is {move, mover, captured, extra_turn, position
+ * (after it), review?}. */
+let view = { query: { rules: "kalah" }, start: "start", steps: [], cursor: 0, game: null };
+let flipped = localStorage.getItem("kalah-flipped") === "true";
+let info = null;
+let picker = null;
+let reviewState = "none";
+const answers = new Map();
+let pending = null;
+let analysisState = "idle";
+
+const positionAt = (cursor) => (cursor === 0 ? view.start : view.steps[cursor - 1].position);
+const current = () => positionAt(view.cursor);
+const paramsOf = (position) => ({ position, ...view.query });
+const keyOf = (params) => new URLSearchParams(params).toString();
+const answerFor = (position) => answers.get(keyOf(paramsOf(position))) || null;
+
+function snapshot() {
+  return { v: 1, ...view };
+}
+
+/** Apply `change` to the view, record it in the history (a new entry unless `replace`). */
+function navigate(change, { replace = false } = {}) {
+  view = { ...view, ...change };
+  const url = view.game ? urlOfView() : writeUrl({ query: view.query, position: current() });
+  history[replace ? "replaceState" : "pushState"](snapshot(), "", url);
+  showMessage("");
+  render();
+  requestAnalysis();
+}
+
+function urlOfView() {
+  const end = view.cursor === view.steps.length;
+  return writeUrl({ query: view.query, position: view.start, game: view.game, cursor: end ? null : view.cursor });
+}
+
+// -- values -----------------------------------------------------------------------------
+
+async function requestAnalysis({ timeMs } = {}) {
+  const position = current();
+  const params = paramsOf(position);
+  const key = keyOf(params);
+  if (answers.has(key) && !timeMs) return;
+  pending?.abort();
+  const controller = new AbortController();
+  pending = controller;
+  analysisState = timeMs ? "longer" : "searching";
+  renderAnswer();
+  try {
+    const answer = (!timeMs && (await prefetched())) || (await api.analyse(params, { timeMs, signal: controller.signal }));
+    answers.set(key, answer);
+    analysisState = "idle";
+  } catch (error) {
+    if (error.name === "AbortError") return;
+    analysisState = "error";
+    showMessage(error.message);
+  } finally {
+    if (pending === controller) pending = null;
+  }
+  if (current() === position) render();
+}
+
+/** The answer prefetch.js asked for with the query the page was loaded with: the first
+ * analysis the page needs (taken once, by that first request). */
+async function prefetched() {
+  const early = globalThis.kalahPrefetch;
+  globalThis.kalahPrefetch = undefined;
+  return early && early.search === LOAD_SEARCH ? early.answer : null;
+}
+
+function searchLonger() {
+  const answer = answerFor(current());
+  const max = info?.limits.max_time_ms ?? 10000;
+  const last = answer?.limits?.time_ms ?? info?.limits.default_time_ms ?? 1000;
+  requestAnalysis({ timeMs: Math.min(max, last * 4) });
+}
+
+// -- moves --------------------------------------------------------------------------------
+
+async function playMove(move) {
+  const next = view.steps[view.cursor];
+  if (next && String(next.move) === String(move)) {
+    navigate({ cursor: view.cursor + 1 });
+    return;
+  }
+  const position = current();
+  const answer = answerFor(position);
+  let step;
+  const known = answer?.moves.find((m) => String(m.move) === String(move));
+  if (known) {
+    step = { move: known.move, mover: answer.to_move, captured: known.captured, extra_turn: known.extra_turn, position: known.position };
+  } else {
+    try {
+      const played = await api.play(rulesBody(view.query), position, { moves: [move] });
+      const s = played.steps[0];
+      step = { move: s.move, mover: s.mover, captured: s.captured, extra_turn: s.extra_turn, over: s.over, position: s.position };
+    } catch (error) {
+      showMessage(error.message);
+      return;
+    }
+  }
+  navigate({ steps: [...view.steps.slice(0, view.cursor), step], cursor: view.cursor + 1, game: null });
+}
+
+function jump(cursor) {
+  if (cursor >= 0 && cursor <= view.steps.length && cursor !== view.cursor) navigate({ cursor });
+}
+
+// -- games --------------------------------------------------------------------------------
+
+async function openGame(query, position, game, cursor, { replace = false } = {}) {
+  let played;
+  try {
+    played = await api.play(rulesBody(query), position, { game });
+  } catch (error) {
+    showMessage(`Game: ${error.message}`);
+    return;
+  }
+  const steps = played.steps.map((s) => ({
+    move: s.move, mover: s.mover, captured: s.captured, extra_turn: s.extra_turn, over: s.over, position: s.position,
+  }));
+  const at = cursor === null || cursor > steps.length ? steps.length : cursor;
+  navigate({ query, start: position === "start" ? "start" : played.start, steps, cursor: at, game: played.game }, { replace });
+  review();
+}
+
+/** Ask for the review of the shown game and attach each sowing's loss to its step. */
+async function review() {
+  const { game, query, start } = view;
+  if (!game || view.steps.every((s) => s.review)) return;
+  reviewState = "pending";
+  renderReview();
+  try {
+    const answer = await api.reviewGame(rulesBody(query), start, game);
+    if (view.game !== game) {
+      reviewState = "none";
+      return;
+    }
+    const steps = view.steps.map((step, i) => {
+      const m = answer.moves[i];
+      if (!m || String(m.move) !== String(step.move)) return step;
+      const { loss, judgement, exact, value_before, value_after, best_moves } = m;
+      return { ...step, review: { loss, judgement, exact, value_before, value_after, best_moves } };
+    });
+    view = { ...view, steps, summary: answer.summary, annotated: answer.annotated };
+    history.replaceState(snapshot(), "", location.href);
+    reviewState = "done";
+  } catch (error) {
+    reviewState = "error";
+    showMessage(`Review: ${error.message}`);
+  }
+  render();
+}
+
+// -- setting up -------------------------------------------------------------------------
+
+async function openPosition(position, query = view.query) {
+  try {
+    const played = await api.play(rulesBody(query), position, { moves: [] });
+    navigate({ query, start: played.position, steps: [], cursor: 0, game: null, summary: null, annotated: null });
+  } catch (error) {
+    showMessage(`Position: ${error.message}`);
+  }
+}
+
+function changeRules(query) {
+  navigate({ query, start: "start", steps: [], cursor: 0, game: null, summary: null, annotated: null });
+}
+
+function onPaste(event) {
+  event.preventDefault();
+  const text = $("paste-text").value;
+  if (!text.trim()) return;
+  const what = classifyPaste(text);
+  if (what.game) openGame(view.query, "start", what.game, null);
+  else openPosition(what.position);
+}
+
+// -- rendering ----------------------------------------------------------------------------
+
+function boardOf(position, answer) {
+  if (answer) return answer.board;
+  if (position !== "start") return parseCompact(position);
+  const rules = effectiveRules(info, view.query);
+  return rules ? startOf(rules) : null;
+}
+
+function render() {
+  renderAnswer();
+  renderReview();
+  picker?.show(view.query);
+  if ($("editor-panel").open) fillEditor();
+  $("undo").disabled = view.cursor === 0;
+  $("redo").disabled = view.cursor >= view.steps.length;
+}
+
+function renderAnswer() {
+  const position = current();
+  const answer = answerFor(position);
+  const board = boardOf(position, answer);
+  const next = view.steps[view.cursor];
+  const played = next ? next.move : null;
+  if (board) {
+    const values = new Map();
+    const best = new Set((answer?.best_moves || []).map(String));
+    for (const m of answer?.moves || []) values.set(m.move, { value: m.value, exact: m.exact, best: best.has(String(m.move)) });
+    drawBoard($("board"), board, { flipped, values, played, onPlay: playMove });
+    $("to-move").textContent = answer?.over ? gameOver(board) : toMove(board);
+  }
+  renderMoveValues($("moves"), answer, { played, onPlay: playMove, state: analysisState });
+  if (answer && !performance.getEntriesByName(FIRST_VALUES).length) performance.mark(FIRST_VALUES);
+  $("search-info").textContent = answer ? searchSummary(answer) : "";
+  const pv = answer ? pvText(answer) : "";
+  $("pv").textContent = pv ? `Best line: ${pv}` : "";
+  $("longer").disabled = !answer || answer.exact || answer.over || analysisState === "longer";
+  $("longer").textContent = analysisState === "longer" ? "Searching longer\u2026" : "Search longer";
+  $("busy").hidden = !(analysisState === "searching" || analysisState === "longer");
+}
+
+function toMove(board) {
+  return `${sideName(board.to_move)} to move${board.swap_available ? " \u00b7 North may swap" : ""}`;
+}
+
+function gameOver(board) {
+  const [south, north] = board.stores;
+  const winner = south === north ? "a draw" : `${south > north ? "South" : "North"} wins`;
+  return `Game over: South ${south}, North ${north} \u2014 ${winner}`;
+}
+
+function renderReview() {
+  renderRecord($("record"), view.steps, view.cursor, jump);
+  drawChart($("chart"), view.steps, view.cursor, jump);
+  renderSummary($("summary"), view.game ? view.summary : null);
+  const text = view.game && view.annotated ? view.annotated : writeGame(view.steps);
+  $("game-text").textContent = text;
+  $("game-text").hidden = !text;
+  const reviewing = view.game && reviewState === "pending" && !view.steps.every((s) => s.review);
+  $("review-status").textContent = reviewing ? "Reviewing every sowing\u2026" : "";
+  const canReview = !view.game && view.steps.length > 0;
+  $("review-line").hidden = !canReview;
+}
+
+function fillEditor() {
+  const position = current();
+  const board = boardOf(position, answerFor(position));
+  if (board) showEditor($("editor"), board, (edited) => openPosition(edited));
+}
+
+function showMessage(text) {
+  $("message").textContent = text;
+  $("message").hidden = !text;
+}
+
+// -- wiring -------------------------------------------------------------------------------
+
+function onKey(event) {
+  if (event.altKey || event.ctrlKey || event.metaKey) return;
+  if (event.target.closest("input, select, textarea, [contenteditable]")) return;
+  const key = event.key;
+  const actions = {
+    ArrowLeft: () => jump(view.cursor - 1),
+    ArrowRight: () => jump(view.cursor + 1),
+    Home: () => jump(0),
+    End: () => jump(view.steps.length),
+    f: () => $("flip").click(),
+    l: () => $("longer").disabled || searchLonger(),
+    s: () => playIfLegal("swap"),
+  };
+  if (/^[1-8]$/.test(key)) actions[key] = () => playIfLegal(Number(key));
+  if (!actions[key]) return;
+  event.preventDefault();
+  actions[key]();
+}
+
+function playIfLegal(move) {
+  const answer = answerFor(current());
+  if (answer?.moves.some((m) => String(m.move) === String(move))) playMove(move);
+}
+
+function restore(state) {
+  view = { query: state.query, start: state.start, steps: state.steps, cursor: state.cursor, game: state.game,
+    summary: state.summary, annotated: state.annotated };
+  showMessage("");
+  render();
+  requestAnalysis();
+  if (view.game) review();
+}
+
+function load() {
+  const url = readUrl(location);
+  const state = history.state;
+  if (state?.v === 1) {
+    restore(state);
+  } else if (url.game) {
+    view = { ...view, query: url.query };
+    openGame(url.query, url.position, url.game, url.cursor, { replace: true });
+  } else {
+    navigate({ query: url.query, start: url.position, steps: [], cursor: 0, game: null }, { replace: true });
+  }
+}
+
+function main() {
+  $("undo").addEventListener("click", () => jump(view.cursor - 1));
+  $("redo").addEventListener("click", () => jump(view.cursor + 1));
+  $("flip").addEventListener("click", () => {
+    flipped = !flipped;
+    localStorage.setItem("kalah-flipped", String(flipped));
+    $("flip").setAttribute("aria-pressed", String(flipped));
+    renderAnswer();
+  });
+  $("flip").setAttribute("aria-pressed", String(flipped));
+  $("longer").addEventListener("click", searchLonger);
+  $("paste").addEventListener("submit", onPaste);
+  $("editor-panel").addEventListener("toggle", () => $("editor-panel").open && fillEditor());
+  $("review-line").addEventListener("click", () =>
+    openGame(view.query, view.start, writeGame(view.steps), view.cursor),
+  );
+  document.addEventListener("keydown", onKey);
+  window.addEventListener("popstate", (event) => {
+    if (event.state?.v === 1) restore(event.state);
+    else load();
+  });
+  load();
+  api
+    .rulesInfo()
+    .then((rules) => {
+      info = rules;
+      picker = initRulesPicker($("rules-form"), info, changeRules);
+      render();
+    })
+    .catch((error) => showMessage(`Rules: ${error.message}`));
+}
+
+main();

@@ -1,0 +1,298 @@
+"""The analysis board at ``/`` in headless Chromium: the values it shows are the API's, a click
+plays the move, undo and back work, the seed-000 review shows every sowing's loss, the rules
+picker changes the game; screenshots at phone and desktop width."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import requests
+from flask import Flask
+
+from api import create_app
+
+MID_GAME = "109101-10-231350-12-n"
+"""A Kalah(6,4) mid-game position from a random game, North to move, solved in some 30 ms:
+five moves that win, draw and lose."""
+SEED_000 = "45-46, 1*-5, 2-, -63*, 6-, -561646562, 4-3, 656-"
+SEED_000_URL = "/?game=45-46,%201*-5,%202-,%20-63*,%206-,%20-561646562,%204-3,%20656-&rules=kalaha"
+
+
+@pytest.fixture(scope="module")
+def oracle() -> Flask:
+    """An app of its own (own cache, own engine): the answers the page must show."""
+    return create_app({"TESTING": True, "KALAH_REDIS_URL": ""})
+
+
+def shown_values(page: Any) -> dict[str, tuple[int, bool]]:
+    page.wait_for_selector("[data-move]")
+    values = {}
+    for element in page.query_selector_all("[data-move]"):
+        move = element.get_attribute("data-move")
+        assert move not in values, f"two elements carry data-move={move}"
+        values[move] = (
+            int(element.get_attribute("data-value")),
+            element.get_attribute("data-exact") == "true",
+        )
+    return values
+
+
+def api_values(oracle: Flask, position: str, rules: Any = "kalah") -> dict[str, tuple[int, bool]]:
+    body = {"position": position, "rules": rules, "limits": {"time_ms": 5000}}
+    answer = oracle.test_client().post("/v1/analysis", json=body)
+    assert answer.status_code == 200
+    return {str(m["move"]): (m["value"], m["exact"]) for m in answer.get_json()["moves"]}
+
+
+def query_of(page: Any) -> dict[str, str]:
+    return {k: v[0] for k, v in parse_qs(urlsplit(page.url).query).items()}
+
+
+def test_the_values_shown_are_the_apis(page: Any, oracle: Flask, base_url: str) -> None:
+    # Solved in the server's cache first, so a busy machine cannot turn the page's answer
+    # into an estimate; the oracle solves it again on its own.
+    warm = requests.get(f"{base_url}/v1/analysis?position={MID_GAME}&time_ms=5000", timeout=30)
+    assert warm.json()["exact"]
+    page.goto(f"/?position={MID_GAME}&rules=kalah")
+    expected = api_values(oracle, MID_GAME)
+    assert all(exact for _, exact in expected.values())  # the position is solved
+    assert shown_values(page) == expected
+    assert "North to move" in page.inner_text("#to-move")
+    best = page.query_selector_all("[data-move].best")
+    top = max(v for v, _ in expected.values())
+    assert {b.get_attribute("data-move") for b in best} == {
+        m for m, (v, _) in expected.items() if v == top
+    }
+
+
+def test_estimates_are_marked_as_such(page: Any) -> None:
+    # Kalah(6,6) from the start is not solved in 300 ms: every move is an estimate with bounds.
+    page.goto("/?position=start&rules=kalah&seeds=6")
+    page.wait_for_selector("[data-move]")
+    for element in page.query_selector_all("[data-move]"):
+        assert element.get_attribute("data-exact") == "false"
+        assert element.inner_text().count("\u2248") == 1  # "≈" before the value
+        assert "proven" in element.inner_text()  # and its proven bounds
+    assert "depth" in page.inner_text("#search-info")
+
+
+def test_a_click_plays_the_move_then_undo_redo_and_back(page: Any, oracle: Flask) -> None:
+    page.goto("/?position=start&rules=kalah&houses=4&seeds=3")
+    start_values = shown_values(page)
+    answer = (
+        oracle.test_client()
+        .get("/v1/analysis?position=start&rules=kalah&houses=4&seeds=3")
+        .get_json()
+    )
+    move = next(m for m in answer["moves"] if not m["extra_turn"])
+    page.click(f"[data-move='{move['move']}']")
+    page.wait_for_function(f"() => location.search.includes('{move['position']}')")
+    assert query_of(page) == {
+        "position": move["position"],
+        "rules": "kalah",
+        "houses": "4",
+        "seeds": "3",
+    }
+    page.wait_for_selector("text=North to move")
+    rules = {"preset": "kalah", "houses": 4, "seeds": 3}
+    assert shown_values(page) == api_values(oracle, move["position"], rules)
+    after = move["position"].split("-")
+    north_counts = [int(c) for c in after[2]]
+    drawn = [int(page.text_content(f"[data-house='north-{h}'] text")) for h in range(1, 5)]
+    assert drawn == north_counts
+    assert page.inner_text("#record").strip().startswith("1.")
+
+    page.click("#undo")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('position') === 'start'")
+    assert shown_values(page) == start_values
+    page.keyboard.press("ArrowRight")  # redo
+    page.wait_for_function(f"() => location.search.includes('{move['position']}')")
+    page.go_back()
+    page.wait_for_function("() => new URLSearchParams(location.search).get('position') === 'start'")
+    assert shown_values(page) == start_values
+
+
+def test_keyboard_plays_a_house_with_visible_focus(page: Any) -> None:
+    page.goto("/?position=start&rules=kalah&houses=3&seeds=3")
+    shown_values(page)
+    page.keyboard.press("Tab")
+    page.keyboard.press("2")
+    page.wait_for_function(
+        "() => new URLSearchParams(location.search).get('position') === '304-1-433-0-n'"
+    )
+    page.wait_for_selector("[data-house='north-1'][role=button]")
+    page.focus("[data-house='north-1']")
+    outline = page.eval_on_selector(
+        "[data-house='north-1'] circle", "c => getComputedStyle(c).strokeWidth"
+    )
+    assert outline == "5px"  # the focus ring of a house
+
+
+def test_the_seed_000_review_shows_every_sowing_and_its_loss(page: Any, oracle: Flask) -> None:
+    page.goto(SEED_000_URL)
+    page.wait_for_function(
+        "() => document.querySelectorAll('[data-loss]').length === 24", timeout=60_000
+    )
+    review = oracle.test_client().post(
+        "/v1/games/analysis", json={"rules": "kalaha", "game": SEED_000}
+    )
+    losses = [m["loss"] for m in review.get_json()["moves"]]
+    shown = [int(e.get_attribute("data-loss")) for e in page.query_selector_all("[data-loss]")]
+    assert shown == losses
+    assert page.query_selector_all("#chart [data-sowing]").__len__() == 24
+    assert "blunder" in page.inner_text("#summary")
+    # Click the South blunder: its position and its alternatives, the played move marked.
+    blunder = next(
+        i for i, m in enumerate(review.get_json()["moves"]) if m["judgement"] == "blunder"
+    )
+    page.click(f"#record [data-index='{blunder}']")
+    page.wait_for_function(f"() => location.hash === '#{blunder}'")
+    entry = review.get_json()["moves"][blunder]
+    values = shown_values(page)
+    assert values == api_values(oracle, entry["position"], "kalaha")
+    played = page.query_selector("[data-move].played")
+    assert played is not None and played.get_attribute("data-move") == str(entry["move"])
+    assert int(played.get_attribute("data-value")) == entry["value_after"]
+
+
+def test_the_rules_picker_changes_the_game(page: Any, oracle: Flask) -> None:
+    page.goto("/")
+    shown_values(page)
+    page.click("#rules-panel summary")
+    page.select_option("#rule-preset", "kalaha")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('rules') === 'kalaha'")
+    page.fill("#rule-houses", "4")
+    page.dispatch_event("#rule-houses", "change")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('houses') === '4'")
+    assert query_of(page) == {"position": "start", "rules": "kalaha", "houses": "4"}
+    assert len(page.query_selector_all("[data-house^='south-']")) == 4
+    assert page.text_content("[data-house='south-1'] text") == "3"
+    assert shown_values(page) == api_values(oracle, "start", {"preset": "kalaha", "houses": 4})
+
+
+def test_a_pasted_position_and_the_editor_open_it(page: Any) -> None:
+    page.goto("/?position=start&rules=kalah&houses=3&seeds=3")
+    shown_values(page)
+    page.fill("#paste-text", '{"south": [0, 2, 1], "north": [1, 1, 0], "stores": [5, 8]}')
+    page.click("#paste button[type=submit]")
+    page.wait_for_function(
+        "() => new URLSearchParams(location.search).get('position') === '021-5-110-8-s'"
+    )
+    shown_values(page)
+    page.click("#editor-panel summary")
+    page.fill("input[name='south-0']", "3")
+    page.click("#editor button[type=submit]")
+    page.wait_for_function(
+        "() => new URLSearchParams(location.search).get('position') === '321-5-110-8-s'"
+    )
+    assert set(shown_values(page)) == {"1", "2", "3"}
+
+
+def test_screenshots_at_phone_and_desktop_width(
+    browser: Any, base_url: str, artifacts: Path
+) -> None:
+    for width, height in ((390, 844), (1280, 900)):
+        context = browser.new_context(
+            viewport={"width": width, "height": height}, base_url=base_url
+        )
+        page = context.new_page()
+        page.goto(SEED_000_URL + "#9")
+        page.wait_for_function(
+            "() => document.querySelectorAll('[data-loss]').length === 24", timeout=60_000
+        )
+        page.wait_for_selector("[data-move]")
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"the page is wider than {width} px"
+        page.screenshot(path=str(artifacts / f"board-{width}.png"), full_page=True)
+        context.close()
+    assert (artifacts / "board-390.png").stat().st_size > 10_000
+
+
+def test_the_page_loads_nothing_from_other_hosts_and_stays_small(
+    browser: Any, base_url: str
+) -> None:
+    context = browser.new_context(base_url=base_url)
+    page = context.new_page()
+    sizes: dict[str, int] = {}
+    page.on("response", lambda r: sizes.__setitem__(r.url, len(r.body()) if r.ok else 0))
+    response = page.goto(f"/?position={MID_GAME}&rules=kalah")
+    page.wait_for_selector("[data-move]")
+    page.wait_for_load_state("networkidle")
+    csp = response.headers["content-security-policy"]
+    assert "http" not in csp and "default-src 'none'" in csp and "script-src 'self'" in csp
+    assert sizes and all(url.startswith(base_url + "/") for url in sizes), sorted(sizes)
+    assert sum(sizes.values()) < 150_000, sizes
+    context.close()
+
+
+def test_docs_work_offline(page: Any, base_url: str) -> None:
+    html = requests.get(base_url + "/docs", timeout=10).text
+    assert "http://" not in html and "https://" not in html and "//" not in html.replace("<!--", "")
+    page.goto("/docs")
+    page.wait_for_selector(".swagger-ui .info .title", timeout=30_000)
+    assert "Kalah analysis API" in page.inner_text(".swagger-ui .info .title")
+    assert page.query_selector("#operations-board-get_v1_board_svg, [id*='board']") is not None
+    assert all(url.startswith(base_url + "/") for url in page.log.requests)
+
+
+def test_board_image_renders(page: Any, base_url: str, artifacts: Path) -> None:
+    response = page.goto(f"/v1/board.svg?position={MID_GAME}&rules=kalah&move=4")
+    assert response.headers["content-type"] == "image/svg+xml; charset=utf-8"
+    page.set_viewport_size({"width": 560, "height": 250})
+    page.screenshot(path=str(artifacts / "board-image.png"))
+    box = page.query_selector("svg").bounding_box()
+    assert box["width"] > 500
+
+
+def test_the_pie_swap_is_shown_and_played_from_the_board(page: Any, oracle: Flask) -> None:
+    rules = {"preset": "kalah-pie", "houses": 3, "seeds": 2}
+    page.goto("/?position=start&rules=kalah-pie&houses=3&seeds=2")
+    shown_values(page)
+    page.click("[data-move='1']")
+    page.wait_for_selector("text=North may swap")
+    after = query_of(page)["position"]
+    assert after.endswith("-np")
+    values = shown_values(page)
+    assert values == api_values(oracle, after, rules) and "swap" in values
+    page.click("#board .swap")  # the swap's own button on the board
+    page.wait_for_function(f"() => !location.search.includes('{after}')")
+    swapped = query_of(page)["position"]
+    answer = oracle.test_client().post(
+        "/v1/play", json={"rules": rules, "position": after, "moves": ["swap"]}
+    )
+    assert swapped == answer.get_json()["position"]
+    assert "swap" in page.inner_text("#record")
+
+
+def test_a_bad_position_in_the_url_is_named_not_a_blank_page(browser: Any, base_url: str) -> None:
+    context = browser.new_context(base_url=base_url)
+    page = context.new_page()
+    page.goto("/?position=444444-0-444444-0&rules=kalah")
+    page.wait_for_selector("#message:not([hidden])")
+    assert "compact position" in page.inner_text("#message")
+    assert page.query_selector("[data-move]") is None
+    page.fill("#paste-text", "start")  # and the page still works
+    page.click("#paste button[type=submit]")
+    page.wait_for_selector("[data-move]")
+    assert page.is_hidden("#message")
+    context.close()
+
+
+def test_search_longer_asks_for_four_times_the_budget(page: Any) -> None:
+    page.goto("/?position=start&rules=kalah&seeds=6")  # Kalah(6,6): estimates only
+    shown_values(page)
+    assert "0.5 s" not in page.inner_text("#search-info")
+    with page.expect_response(
+        lambda r: "/v1/analysis" in r.url and "time_ms=2000" in r.url
+    ) as info:
+        page.click("#longer")
+    answer = info.value.json()
+    page.wait_for_function(
+        "() => !document.querySelector('#longer').textContent.includes('\u2026')"
+    )
+    assert answer["limits"]["time_ms"] == 2000
+    assert shown_values(page) == {str(m["move"]): (m["value"], m["exact"]) for m in answer["moves"]}
+    assert f"depth {answer['depth']}" in page.inner_text("#search-info")
