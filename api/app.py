@@ -14,6 +14,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from apispec import BasePlugin
 from flask import Flask, Response, g, request
 from flask_smorest import Api  # type: ignore[import-untyped]
 from werkzeug.exceptions import HTTPException
@@ -39,7 +40,7 @@ from .play import routes as play_routes
 from .problems import routes as problems_routes
 from .ratelimit import COSTS_DOC, RateLimitDocsPlugin, init_rate_limits, reserve_search
 from .rules import routes as rules_routes
-from .schemas import ProblemSchema
+from .schemas import COMPONENTS, ProblemSchema, component_ref
 from .security import init_security
 from .state import check_state_store, make_state_client
 
@@ -68,6 +69,40 @@ form. Errors are RFC 9457 `application/problem+json` with a `field` naming the o
 """
     + COSTS_DOC
 )
+
+
+OPERATION_IDS = {
+    ("get", "/v1/analysis"): "analyseQuery",
+    ("post", "/v1/analysis"): "analyse",
+    ("get", "/v1/best-move"): "bestMove",
+    ("post", "/v1/batch"): "analyseBatch",
+    ("get", "/v1/jobs/{job_id}"): "getJob",
+    ("post", "/v1/games/analysis"): "analyseGame",
+    ("post", "/v1/play"): "play",
+    ("get", "/v1/rules"): "getRules",
+    ("get", "/livez"): "livez",
+    ("get", "/readyz"): "readyz",
+    ("get", "/metrics"): "metrics",
+    ("get", "/problems/{slug}"): "getProblemType",
+}
+"""Each operation's ``operationId``: the name of its function in a generated client."""
+
+
+class OperationIds(BasePlugin):
+    """Gives every operation its ``operationId``: from :data:`OPERATION_IDS`, else the method
+    and the view's name (``getBoardImage`` for the view ``BoardImage``)."""
+
+    def operation_helper(
+        self,
+        path: str | None = None,
+        operations: dict[str, Any] | None = None,
+        rule: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        for method, operation in (operations or {}).items():
+            view = rule.endpoint.rpartition(".")[2] if rule is not None else "operation"
+            fallback = method + view[:1].upper() + view[1:]
+            operation.setdefault("operationId", OPERATION_IDS.get((method, path or ""), fallback))
 
 
 class KalahApi(Api):  # type: ignore[misc]
@@ -121,8 +156,11 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         job_store(settings, timeout_s=settings.redis_timeout_s) if settings.state_url else None
     )
 
-    plugins = [analysis_routes.ConditionalGetPlugin(), RateLimitDocsPlugin()]
+    plugins = [analysis_routes.ConditionalGetPlugin(), RateLimitDocsPlugin(), OperationIds()]
     api = KalahApi(app, spec_kwargs={"extra_plugins": plugins})
+    for name, component in COMPONENTS.items():
+        api.spec.components.schema(name, component)
+    api.ma_plugin.converter.add_attribute_function(component_ref)
     for resource in RESOURCES:
         api.register_blueprint(resource.blp)
     app.extensions["kalah_api"] = api

@@ -1,8 +1,14 @@
-"""Schemas shared by several resources: the problem body, positions, rules and moves."""
+"""Schemas shared by several resources: the problem body, positions, rules and moves.
+
+The contract's shared vocabulary is a set of named component schemas (:data:`COMPONENTS`:
+``Position``, ``Rules``, ``Move`` and what they are made of), referenced by every field
+that holds one; answer schemas mark every field they always carry as required
+(:func:`answer`), so generated clients need no ``Unset`` checks for them.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import marshmallow as ma
 from marshmallow import fields, validate
@@ -13,9 +19,16 @@ MAX_POSITION_TEXT = 1024
 """Longest position text accepted (the compact notation is at most 64 characters; the rest is
 room for the JSON form sent as text)."""
 
+
+def ref(name: str) -> dict[str, str]:
+    """A reference to the component schema ``name``."""
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
 BOARD_DOC = {
     "type": "object",
-    "description": "A position in JSON form; houses are listed from each player's own left.",
+    "description": "A position in JSON form; houses are listed from each player's own left. "
+    "Only the houses are required.",
     "properties": {
         "south": {
             "type": "array",
@@ -51,11 +64,7 @@ RULES_OBJECT_DOC = {
     "type": "object",
     "description": "A preset with some options overridden.",
     "properties": {
-        "preset": {
-            "type": "string",
-            "enum": list(PRESETS),
-            "description": "The base preset; default kalah.",
-        },
+        "preset": {"allOf": [ref("PresetName")], "description": "The base preset; default kalah."},
         "houses": {
             "type": "integer",
             "minimum": 1,
@@ -89,7 +98,14 @@ RULES_OBJECT_DOC = {
     "additionalProperties": False,
 }
 
+PRESET_NAME_DOC = {
+    "type": "string",
+    "enum": list(PRESETS),
+    "description": "A preset: " + "; ".join(PRESETS) + " (see GET /v1/rules).",
+}
+
 MOVE_DOC = {
+    "description": "A move: a house number 1..houses from the mover's left, or 'swap'.",
     "oneOf": [
         {
             "type": "integer",
@@ -98,13 +114,66 @@ MOVE_DOC = {
             "description": "A house, 1..houses from the mover's left.",
         },
         {"type": "string", "enum": ["swap"], "description": "The pie rule's swap."},
-    ]
+    ],
 }
+
+
+POSITION_DOC = {
+    "description": "A position: 'start' (the rules' start), the compact notation (e.g. "
+    "444444-0-444444-0-s: south houses, south store, north houses, north store, side to move "
+    "s/n with 'p' while the pie swap is pending), or the JSON form.",
+    "oneOf": [
+        {"type": "string", "maxLength": MAX_POSITION_TEXT, "example": "444444-0-444444-0-s"},
+        ref("PositionObject"),
+    ],
+}
+
+RULES_DOC = {
+    "description": "Rules: a preset name, or an object {preset, <option>: value} overriding "
+    "some options of a preset (default kalah).",
+    "oneOf": [ref("PresetName"), ref("RulesOverrides")],
+}
+
+COMPONENTS: dict[str, dict[str, Any]] = {
+    "Position": POSITION_DOC,
+    "PositionObject": BOARD_DOC,
+    "Rules": RULES_DOC,
+    "PresetName": PRESET_NAME_DOC,
+    "RulesOverrides": RULES_OBJECT_DOC,
+    "Move": MOVE_DOC,
+}
+"""Component schemas written by hand (the ones of marshmallow schemas are named after them)."""
+
+
+def component_ref(converter: object, field: fields.Field[Any], **kwargs: Any) -> dict[str, Any]:
+    """apispec attribute function (a method of its field converter): a field that holds a
+    named component refers to it."""
+    name = getattr(field, "component", None)
+    return {"allOf": [ref(name)]} if name else {}
+
+
+SchemaClass = TypeVar("SchemaClass", bound=type[ma.Schema])
+
+
+def answer(*optional: str) -> Any:
+    """Class decorator of an answer schema: every field is always present (``required`` in
+    the contract) except the ``optional`` ones."""
+
+    def mark(cls: SchemaClass) -> SchemaClass:
+        unknown = set(optional) - set(cls._declared_fields)
+        assert not unknown, f"{cls.__name__} has no fields {unknown}"
+        for name, field in cls._declared_fields.items():
+            field.required = name not in optional
+        return cls
+
+    return mark
 
 
 class PositionField(fields.Field[Any]):
     """A position: ``"start"``, the compact notation, or the JSON form (object or its text).
     Only the type is checked here; the core parses and reports the problem."""
+
+    component = "Position"
 
     default_error_messages = {  # noqa: RUF012 - marshmallow's convention
         "type": "A position is 'start', a compact notation string or an object.",
@@ -124,6 +193,8 @@ class PositionField(fields.Field[Any]):
 class RulesField(fields.Field[Any]):
     """Rules: a preset name or an object of options (validated by the core)."""
 
+    component = "Rules"
+
     default_error_messages = {  # noqa: RUF012
         "type": "Rules are a preset name or an object of options.",
     }
@@ -138,6 +209,8 @@ class RulesField(fields.Field[Any]):
 
 class MoveField(fields.Field[Any]):
     """A move: a house number or ``"swap"``."""
+
+    component = "Move"
 
     default_error_messages = {  # noqa: RUF012
         "type": "A move is a house number (1..8) or 'swap'.",
@@ -155,48 +228,25 @@ class MoveField(fields.Field[Any]):
 
 
 def position_field(**kwargs: Any) -> PositionField:
-    return PositionField(
-        metadata={
-            "description": "The position: 'start' (the rules' start), the compact notation "
-            "(e.g. 444444-0-444444-0-s: south houses, south store, north houses, north store, "
-            "side to move s/n with 'p' while the pie swap is pending), or the JSON form.",
-            "oneOf": [
-                {
-                    "type": "string",
-                    "maxLength": MAX_POSITION_TEXT,
-                    "example": "444444-0-444444-0-s",
-                },
-                BOARD_DOC,
-            ],
-        },
-        **kwargs,
-    )
+    return PositionField(metadata={"description": POSITION_DOC["description"]}, **kwargs)
 
 
 def rules_field(**kwargs: Any) -> RulesField:
     return RulesField(
         load_default="kalah",
         metadata={
-            "description": "The rules: a preset name ("
-            + ", ".join(PRESETS)
-            + "; default kalah) or "
-            "an object {preset, <option>: value} overriding some options. See GET /v1/rules.",
-            "oneOf": [{"type": "string", "enum": list(PRESETS)}, RULES_OBJECT_DOC],
+            "description": "The rules: a preset name or an object of options; default "
+            "kalah. See GET /v1/rules."
         },
         **kwargs,
     )
 
 
 def move_field(**kwargs: Any) -> MoveField:
-    return MoveField(
-        metadata={
-            "description": "A house number 1..houses from the mover's left, or 'swap'.",
-            **MOVE_DOC,
-        },
-        **kwargs,
-    )
+    return MoveField(metadata={"description": MOVE_DOC["description"]}, **kwargs)
 
 
+@answer()
 class RulesOptionsSchema(ma.Schema):
     """Every rule option, normalized."""
 
@@ -218,6 +268,7 @@ class RulesOptionsSchema(ma.Schema):
     pie = fields.Boolean(metadata={"description": OPTION_DOCS["pie"]})
 
 
+@answer()
 class BoardSchema(ma.Schema):
     """A position in JSON form."""
 
@@ -236,6 +287,7 @@ class BoardSchema(ma.Schema):
     )
 
 
+@answer("instance", "field", "max")
 class ProblemSchema(ma.Schema):
     """An RFC 9457 problem: every error of this API."""
 

@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,28 +26,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "tests"))
 
+from harness import RedisServer, wait_for  # noqa: E402
 from load_api import midgame_positions  # noqa: E402
 
 from api import create_app  # noqa: E402
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_for(check: object, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if check():  # type: ignore[operator]
-                return
-        except Exception:
-            pass
-        time.sleep(0.05)
-    raise RuntimeError("timed out")
 
 
 def env_for(redis_url: str | None, tt_mb: int) -> dict[str, str]:
@@ -61,22 +44,20 @@ def env_for(redis_url: str | None, tt_mb: int) -> dict[str, str]:
 def run_jobs(items: list[dict[str, object]], args: argparse.Namespace) -> tuple[float, int]:
     import redis
 
-    port = free_port()
-    folder = tempfile.mkdtemp(prefix="kalah-bench-redis-")
-    server = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--save", "", "--appendonly", "no", "--dir", folder],
-        stdout=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
+    server = RedisServer().start()
+    url = server.url
     workers: list[subprocess.Popen[bytes]] = []
     try:
-        wait_for(lambda: redis.Redis.from_url(url).ping(), 10)
         env = env_for(url, args.tt_mb)
         workers = [
             subprocess.Popen([sys.executable, "-m", "kalah_core.cli", "worker"], cwd=ROOT, env=env)
             for _ in range(args.workers)
         ]
-        wait_for(lambda: len(redis.Redis.from_url(url).keys("rq:worker:*")) >= args.workers, 30)
+        wait_for(
+            lambda: len(redis.Redis.from_url(url).keys("rq:worker:*")) >= args.workers,
+            30,
+            "workers",
+        )
         # A job pays its searches' budgets up front: a bucket that holds this one.
         app = create_app(
             {
@@ -109,9 +90,7 @@ def run_jobs(items: list[dict[str, object]], args: argparse.Namespace) -> tuple[
             worker.terminate()
         for worker in workers:
             worker.wait(30)
-        server.terminate()
-        server.wait(10)
-        shutil.rmtree(folder, ignore_errors=True)
+        server.close()
 
 
 def run_local(items: list[dict[str, object]], args: argparse.Namespace) -> tuple[float, int]:

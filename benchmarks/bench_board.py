@@ -22,22 +22,17 @@ Prints medians (and min/max) in milliseconds. Loopback only.
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
-import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
 
+from harness import Gunicorn  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
-
-from api.serve import gunicorn_command  # noqa: E402
 
 POSITION = "109101-10-231350-12-n"
 """A mid-game Kalah(6,4) position (the browser tests' own)."""
@@ -45,45 +40,21 @@ QUERY = f"position={POSITION}&rules=kalah"
 MARK = "kalah:first-values"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def start_server() -> tuple[subprocess.Popen[bytes], str, str]:
-    port = free_port()
-    metrics = tempfile.mkdtemp(prefix="kalah-bench-board-")
-    env = {
-        **os.environ,
-        "KALAH_REDIS_URL": "",
-        "KALAH_EGDB_PATH": "off",
-        "KALAH_LIMIT_ANONYMOUS": "1000000/minute",
-        "PROMETHEUS_MULTIPROC_DIR": metrics,
-        "PYTHONPATH": str(ROOT),
-    }
-    process = subprocess.Popen(
-        gunicorn_command("127.0.0.1", port, 1),
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+def start_server() -> tuple[Gunicorn, str]:
+    """gunicorn with one worker and no Redis (tests/harness.py), the position cached."""
+    server = Gunicorn(
+        {
+            "KALAH_REDIS_URL": "",
+            "KALAH_EGDB_PATH": "off",
+            "KALAH_MAX_TIME_MS": "10000",
+            "KALAH_LIMIT_ANONYMOUS": "1000000/minute",
+        },
+        workers=1,
     )
-    base = f"http://127.0.0.1:{port}"
-    import requests
-
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if requests.get(base + "/readyz", timeout=1).status_code == 200:
-                break
-        except requests.RequestException:
-            pass
-        if time.monotonic() > deadline:
-            raise SystemExit("gunicorn did not start")
-        time.sleep(0.1)
-    requests.get(f"{base}/v1/analysis?{QUERY}", timeout=30).raise_for_status()  # now cached
-    return process, base, metrics
+    base = server.start(ready=True)
+    with urllib.request.urlopen(f"{base}/v1/analysis?{QUERY}", timeout=30):
+        pass  # now cached
+    return server, base
 
 
 def first_values_ms(page: object) -> float:
@@ -108,7 +79,7 @@ def main() -> None:
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     args = parser.parse_args()
 
-    process, base, metrics = start_server()
+    server, base = start_server()
     try:
         with sync_playwright() as driver:
             browser = driver.chromium.launch(executable_path=args.chromium)
@@ -157,9 +128,7 @@ def main() -> None:
                 context.close()
             browser.close()
     finally:
-        process.terminate()
-        process.wait(20)
-        shutil.rmtree(metrics, ignore_errors=True)
+        server.close()
 
     print()
     print(describe("first values, cold browser cache", cold))

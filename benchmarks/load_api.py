@@ -37,8 +37,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
 
-from api.serve import gunicorn_command  # noqa: E402
+from harness import Gunicorn, RedisServer  # noqa: E402
+
 from kalah_core import Position, Rules, legal_moves, play  # noqa: E402
 
 UNCACHED_PLIES = (12, 30)
@@ -47,12 +49,6 @@ UNCACHED_SEEDS = (24, 34)
 with that many seeds still in the houses."""
 
 _CONTENT_LENGTH = re.compile(rb"content-length:\s*(\d+)", re.IGNORECASE)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 # ----------------------------------------------------------------------------- the client
@@ -271,66 +267,33 @@ def midgame_positions(
 
 
 class Servers:
+    """A real Redis and gunicorn (tests/harness.py, as the tests run them) on loopback."""
+
     def __init__(self, workers: int, env: dict[str, str] | None = None) -> None:
-        self.tmp = Path(tempfile.mkdtemp(prefix="kalah-load-"))
-        self.redis_port = free_port()
-        self.port = free_port()
-        self.redis = subprocess.Popen(
-            [
-                "redis-server",
-                "--port",
-                str(self.redis_port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                str(self.tmp),
-            ],
-            stdout=subprocess.DEVNULL,
+        self.redis = RedisServer().start()
+        # One client address: the limiter runs (its cost is measured) but never refuses.
+        limit = os.environ.get("KALAH_LIMIT_ANONYMOUS", "1000000000/minute")
+        self.server = Gunicorn(
+            {
+                "KALAH_REDIS_URL": self.redis.url,
+                "KALAH_WORKERS": str(workers),
+                "KALAH_MAX_TIME_MS": os.environ.get("KALAH_MAX_TIME_MS", "10000"),
+                "KALAH_LIMIT_ANONYMOUS": limit,
+                **(env or {}),
+            }
         )
-        env = {
-            **os.environ,
-            "KALAH_REDIS_URL": f"redis://127.0.0.1:{self.redis_port}/0",
-            "KALAH_WORKERS": str(workers),
-            # One client address: the limiter runs (its cost is measured) but never refuses.
-            "KALAH_LIMIT_ANONYMOUS": os.environ.get("KALAH_LIMIT_ANONYMOUS", "1000000000/minute"),
-            "PROMETHEUS_MULTIPROC_DIR": str(self.tmp / "metrics"),
-            "PYTHONPATH": str(ROOT),
-            **(env or {}),
-        }
-        (self.tmp / "metrics").mkdir()
-        self.log = open(self.tmp / "gunicorn.log", "wb")  # noqa: SIM115
-        self.gunicorn = subprocess.Popen(
-            gunicorn_command("127.0.0.1", self.port, None),
-            cwd=ROOT,
-            env=env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-        )
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if Connection(self.port).get("/readyz")[0] == 200:
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline or self.gunicorn.poll() is not None:
-                log = (self.tmp / "gunicorn.log").read_text(errors="replace")[-2000:]
-                self.close()
-                raise RuntimeError(f"the server did not become ready:\n{log}")
-            time.sleep(0.1)
+        self.port = self.server.port
+        try:
+            self.server.start(ready=True)
+        except RuntimeError:
+            self.redis.close()
+            raise
+        assert self.server.process is not None
+        self.gunicorn = self.server.process
 
     def close(self) -> None:
-        if self.gunicorn.poll() is None:
-            self.gunicorn.terminate()
-            self.gunicorn.wait(30)
-        self.redis.terminate()
-        self.redis.wait(10)
-        self.log.close()
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        self.server.close()
+        self.redis.close()
 
 
 def main() -> int:

@@ -189,7 +189,7 @@ def server_memory(servers: Servers) -> dict[str, int]:
     memory = {"master": rss_kib(master)}
     for pid in children:
         memory[f"worker {pid}"] = rss_kib(int(pid))
-    memory["redis"] = rss_kib(servers.redis.pid)
+    memory["redis"] = rss_kib(servers.redis.process.pid)
     return memory
 
 

@@ -577,6 +577,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps({"error": message, "field": error.field}))
         print(f"kalah {args.command}: error: {message}", file=sys.stderr)
         return EXIT_ERROR
+    except BrokenPipeError:
+        # The reader stopped early (``kalah moves start | head -1``): leave without a
+        # traceback, and without a second error when Python flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

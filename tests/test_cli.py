@@ -409,3 +409,15 @@ def test_python_m_kalah_core() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["compact"] == "444444-0-444444-0-s"
+
+
+def test_a_reader_that_stops_early_gets_no_traceback() -> None:
+    script = Path(sys.executable).with_name("kalah")
+    done = subprocess.run(
+        f"'{script}' solve --houses 3 --seeds 3 start | true",  # the reader is gone at once
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stderr == ""

@@ -6,6 +6,7 @@ import contextlib
 import random
 
 import pytest
+import strategies
 from figures import tried
 from hypothesis import given
 from hypothesis import strategies as st
@@ -233,19 +234,8 @@ def test_bad_swaps(text: str, why: str) -> None:
 
 # ----------------------------------------------------------------------------- properties
 
-rules_strategy = st.builds(
-    Rules,
-    houses=st.integers(1, 8),
-    seeds=st.integers(1, 10),
-    capture=st.sampled_from(["nonempty", "always"]),
-    end=st.sampled_from(["either-side-empty", "mover-empty"]),
-    remaining=st.sampled_from(["owner", "empty-side"]),
-    majority=st.booleans(),
-    pie=st.booleans(),
-)
 
-
-@given(rules_strategy, st.randoms(use_true_random=False), st.integers(0, 400))
+@given(strategies.rules(), st.randoms(use_true_random=False), st.integers(0, 400))
 def test_written_games_replay_to_the_same_positions(
     rules: Rules, rng: random.Random, length: int
 ) -> None:

@@ -11,6 +11,7 @@ import pytest
 from figures import tried
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies import json_positions, json_values, positions
 
 from kalah_core import (
     MAX_SEEDS,
@@ -350,22 +351,6 @@ def test_parse_position_bad_json_text(text: str) -> None:
 # ----------------------------------------------------------------------------- properties
 
 
-@st.composite
-def positions(draw: st.DrawFn) -> Position:
-    """Any valid position: 1..8 houses, at most 255 seeds, either side, any pie flag."""
-    houses = draw(st.integers(1, 8))
-    total = draw(st.integers(0, MAX_SEEDS))
-    cuts = sorted(
-        draw(st.lists(st.integers(0, total), min_size=2 * houses + 1, max_size=2 * houses + 1))
-    )
-    counts = [b - a for a, b in zip([0, *cuts], [*cuts, total], strict=True)]
-    counts = draw(st.permutations(counts))
-    south, north = tuple(counts[:houses]), tuple(counts[houses : 2 * houses])
-    swap = draw(st.booleans())
-    stores = (counts[-2], 0 if swap else counts[-1])
-    return Position(south, north, stores, draw(st.sampled_from(Side)), swap)
-
-
 @given(positions())
 def test_compact_round_trip(p: Position) -> None:
     tried("compact notation: format -> parse")
@@ -402,25 +387,7 @@ def test_arbitrary_text_raises_only_kalah_errors(text: str) -> None:
     only_kalah_errors(parse_position, "{" + text, KALAH)
 
 
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=10),
-    lambda inner: (
-        st.lists(inner, max_size=9) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
-    ),
-    max_leaves=20,
-)
-json_positions = st.fixed_dictionaries(
-    {},
-    optional={
-        key: json_values
-        | st.lists(st.integers(-2, 300), max_size=9)
-        | st.sampled_from(["south", "north"])
-        for key in ("south", "north", "stores", "to_move", "swap_available", "other")
-    },
-)
-
-
-@given(json_values | json_positions)
+@given(json_values() | json_positions())
 def test_arbitrary_json_raises_only_kalah_errors(data: object) -> None:
     tried("JSON form: arbitrary values")
     only_kalah_errors(Position.from_json, data)

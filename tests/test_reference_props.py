@@ -9,15 +9,14 @@ identical, and the invariants of the rules must hold. The two game tests togethe
 
 from __future__ import annotations
 
-import itertools
 import random
 
 import pytest
+import strategies
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kalah_core import (
-    MAX_SEEDS,
     PRESETS,
     IllegalMoveError,
     Position,
@@ -32,37 +31,6 @@ from kalah_core import reference as ref
 START_GAMES = 1500
 RANDOM_GAMES = 1500
 MAX_PLIES = 5000  # a safety net; real games are far shorter
-
-rules_strategy = st.builds(
-    Rules,
-    houses=st.integers(1, 8),
-    seeds=st.integers(1, 10),
-    capture=st.sampled_from(["nonempty", "always"]),
-    end=st.sampled_from(["either-side-empty", "mover-empty"]),
-    remaining=st.sampled_from(["owner", "empty-side"]),
-    majority=st.booleans(),
-    pie=st.booleans(),
-)
-
-
-@st.composite
-def random_positions(draw: st.DrawFn) -> tuple[Rules, Position]:
-    """Rules and a valid position under them: random counts, any total up to MAX_SEEDS."""
-    rules = draw(rules_strategy)
-    h = rules.houses
-    total = draw(st.integers(0, MAX_SEEDS))
-    # Cut [0, total] at 2h+1 random points: the 2h+2 counts (houses and stores) in sowing order.
-    cuts = sorted(draw(st.lists(st.integers(0, total), min_size=2 * h + 1, max_size=2 * h + 1)))
-    bounds = [0, *cuts, total]
-    counts = [b - a for a, b in itertools.pairwise(bounds)]
-    draw(st.randoms(use_true_random=False)).shuffle(counts)
-    south, north = tuple(counts[:h]), tuple(counts[h + 1 : 2 * h + 1])
-    stores = (counts[h], counts[2 * h + 1])
-    to_move = draw(st.sampled_from(Side))
-    swap = rules.pie and stores[1] == 0 and draw(st.booleans())
-    position = Position(south, north, stores, to_move, swap)
-    assert position.is_valid(rules)
-    return rules, position
 
 
 def check_end(position: Position, rules: Rules) -> None:
@@ -137,13 +105,13 @@ def play_game(start: Position, rules: Rules, seed: int) -> int:
 
 
 @settings(max_examples=START_GAMES)
-@given(rules=rules_strategy, seed=st.integers(0, 2**32 - 1))
+@given(rules=strategies.rules(), seed=st.integers(0, 2**32 - 1))
 def test_random_games_from_start(rules: Rules, seed: int) -> None:
     play_game(Position.start(rules), rules, seed)
 
 
 @settings(max_examples=RANDOM_GAMES)
-@given(drawn=random_positions(), seed=st.integers(0, 2**32 - 1))
+@given(drawn=strategies.rules_and_positions(), seed=st.integers(0, 2**32 - 1))
 def test_random_games_from_random_positions(drawn: tuple[Rules, Position], seed: int) -> None:
     rules, position = drawn
     for depth in range(3):

@@ -9,6 +9,7 @@ import pytest
 from figures import tried
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies import json_values
 
 from kalah_core import PRESETS, InvalidRulesError, KalahError, Rules
 
@@ -191,21 +192,15 @@ def test_from_json_wrong_type(data: object) -> None:
     assert error.value.field == "rules"
 
 
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
-    ),
-    max_leaves=10,
-)
-
-
 @given(
     st.one_of(
-        json_values,
+        json_values(max_leaves=10, max_list=4, max_text=20),
         st.dictionaries(
             st.sampled_from([*OPTIONS, "preset", "other"]),
-            st.one_of(json_values, st.sampled_from([*TABLE, "owner", "always", "mover-empty"])),
+            st.one_of(
+                json_values(max_leaves=10, max_list=4, max_text=20),
+                st.sampled_from([*TABLE, "owner", "always", "mover-empty"]),
+            ),
         ),
     )
 )

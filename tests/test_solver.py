@@ -11,6 +11,7 @@ from functools import lru_cache
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import small_positions
 
 from kalah_core import Position, Rules, Side, egdb
 from kalah_core import reference as ref
@@ -40,32 +41,6 @@ def brute_move_values(position: Position, rules: Rules) -> dict[Move, int]:
         v = _brute(child, rules)
         values[move] = v if child.to_move is position.to_move and move != "swap" else -v
     return values
-
-
-rules_strategy = st.builds(
-    Rules,
-    houses=st.integers(1, 4),
-    seeds=st.integers(1, 3),
-    capture=st.sampled_from(["nonempty", "always"]),
-    end=st.sampled_from(["either-side-empty", "mover-empty"]),
-    remaining=st.sampled_from(["owner", "empty-side"]),
-    majority=st.booleans(),
-    pie=st.booleans(),
-)
-
-
-@st.composite
-def small_positions(draw: st.DrawFn) -> tuple[Position, Rules]:
-    rules = draw(rules_strategy)
-    h = rules.houses
-    total = draw(st.integers(1, min(11, 3 * h)))
-    cells = [0] * (2 * h)
-    for _ in range(total):
-        cells[draw(st.integers(0, 2 * h - 1))] += 1
-    stores = (draw(st.integers(0, 6)), draw(st.integers(0, 6)))
-    to_move = draw(st.sampled_from([Side.SOUTH, Side.NORTH]))
-    swap = rules.pie and stores[1] == 0 and draw(st.booleans())
-    return Position(tuple(cells[:h]), tuple(cells[h:]), stores, to_move, swap), rules
 
 
 @settings(max_examples=2500)

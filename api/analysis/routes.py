@@ -17,9 +17,9 @@ from .analyser import Analyser
 from .answer import Answer, best_move_of, etag_of
 from .request import AnalysisRequest
 from .schemas import (
-    AnalysisAnswerSchema,
     AnalysisQuerySchema,
     AnalysisRequestSchema,
+    AnalysisSchema,
     BestMoveAnswerSchema,
     BestMoveQuerySchema,
 )
@@ -103,7 +103,7 @@ def _charged(answer: Answer) -> Answer:
 @blp.route("/analysis")
 class Analysis(MethodView):
     @blp.arguments(AnalysisQuerySchema(), location="query", as_kwargs=False, unknown=RAISE)
-    @blp.response(200, AnalysisAnswerSchema, description="The analysis.", headers=CACHE_HEADERS)
+    @blp.response(200, AnalysisSchema, description="The analysis.", headers=CACHE_HEADERS)
     @blp.alt_response(304, description="Not modified (If-None-Match matched the ETag).")
     @document_problems(blp, ERRORS)
     def get(self, args: dict[str, Any]) -> Response:
@@ -117,7 +117,7 @@ class Analysis(MethodView):
         return _answer(answer.body, answer.exact, conditional=True)
 
     @blp.arguments(AnalysisRequestSchema(), as_kwargs=False)
-    @blp.response(200, AnalysisAnswerSchema, description="The analysis.")
+    @blp.response(200, AnalysisSchema, description="The analysis.")
     @document_problems(blp, ERRORS)
     def post(self, data: dict[str, Any]) -> Response:
         """Analyse a position given in the body: JSON form or compact notation, rules as a

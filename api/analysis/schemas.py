@@ -7,7 +7,14 @@ from marshmallow import fields, validate
 
 from kalah_core.rules import PRESETS
 
-from ..schemas import BoardSchema, RulesOptionsSchema, move_field, position_field, rules_field
+from ..schemas import (
+    BoardSchema,
+    RulesOptionsSchema,
+    answer,
+    move_field,
+    position_field,
+    rules_field,
+)
 
 TIME_DOC = (
     "Search time budget in milliseconds; default KALAH_DEFAULT_TIME_MS, at most KALAH_MAX_TIME_MS "
@@ -99,6 +106,7 @@ class BestMoveQuerySchema(_QueryBase):
     time_ms = fields.Integer(validate=validate.Range(min=1), metadata={"description": TIME_DOC})
 
 
+@answer()
 class EffectiveLimitsSchema(ma.Schema):
     time_ms = fields.Integer(
         metadata={"description": "The time budget the search ran (or would run) with."}
@@ -111,6 +119,7 @@ class EffectiveLimitsSchema(ma.Schema):
     )
 
 
+@answer()
 class MoveValueSchema(ma.Schema):
     move = move_field()
     value = fields.Integer(
@@ -138,7 +147,10 @@ class MoveValueSchema(ma.Schema):
     position = fields.String(metadata={"description": "The resulting position, compact notation."})
 
 
-class AnalysisAnswerSchema(ma.Schema):
+@answer()
+class AnalysisSchema(ma.Schema):
+    """An analysis: the value, its exactness and bounds, every legal move's value, the PV."""
+
     cached = fields.Boolean(metadata={"description": "Whether the answer came from the cache."})
     position = fields.String(
         metadata={"description": "The analysed position, canonical compact notation."}
@@ -208,6 +220,7 @@ class AnalysisAnswerSchema(ma.Schema):
     engine = fields.String(metadata={"description": "The engine version that computed the answer."})
 
 
+@answer()
 class BestMoveAnswerSchema(ma.Schema):
     cached = fields.Boolean(metadata={"description": "Whether the answer came from the cache."})
     position = fields.String(metadata={"description": "The position, canonical compact notation."})

@@ -9,7 +9,7 @@ from kalah_core.rules import PRESETS
 
 from ..analysis.schemas import LimitsSchema
 from ..config import BATCH_PAGE_MAX
-from ..schemas import RULES_OBJECT_DOC, RulesField, position_field, rules_field
+from ..schemas import RulesField, answer, position_field, ref, rules_field
 
 RESULT_DOC = {
     "description": "The item's analysis answer (as POST /v1/analysis gives it; `cached` says "
@@ -18,8 +18,8 @@ RESULT_DOC = {
     "while the item's chunk is not finished.",
     "nullable": True,
     "oneOf": [
-        {"$ref": "#/components/schemas/AnalysisAnswer"},
-        {"$ref": "#/components/schemas/Problem"},
+        ref("Analysis"),
+        ref("Problem"),
     ],
 }
 
@@ -31,7 +31,6 @@ class BatchItemSchema(ma.Schema):
             "description": "This item's rules, overriding the batch's: a preset name ("
             + ", ".join(PRESETS)
             + ") or an object of options.",
-            "oneOf": [{"type": "string", "enum": list(PRESETS)}, RULES_OBJECT_DOC],
         }
     )
     limits = fields.Nested(
@@ -63,6 +62,7 @@ class BatchRequestSchema(ma.Schema):
     )
 
 
+@answer()
 class BatchAnswerSchema(ma.Schema):
     results = fields.List(
         fields.Raw(metadata=RESULT_DOC),
@@ -70,11 +70,13 @@ class BatchAnswerSchema(ma.Schema):
     )
 
 
+@answer()
 class ProgressSchema(ma.Schema):
     done = fields.Integer(metadata={"description": "Items answered so far (problems included)."})
     total = fields.Integer(metadata={"description": "Items in the batch."})
 
 
+@answer("location")
 class JobSchema(ma.Schema):
     id = fields.String(metadata={"description": "The job id."})
     status = fields.String(

@@ -10,7 +10,7 @@ from kalah_core.review import JUDGEMENT_DOC
 
 from ..analysis.schemas import DEPTH_DOC, NODES_DOC
 from ..config import MAX_MOVES
-from ..schemas import RulesOptionsSchema, move_field, position_field, rules_field
+from ..schemas import RulesOptionsSchema, answer, move_field, position_field, rules_field
 
 GAME_TIME_DOC = (
     "Search budget for the whole game in milliseconds; default KALAH_DEFAULT_TIME_MS per "
@@ -60,6 +60,7 @@ class GameRequestSchema(ma.Schema):
             raise ma.ValidationError("give exactly one of moves and game", field_name="game")
 
 
+@answer()
 class JudgementCountsSchema(ma.Schema):
     best = fields.Integer(metadata={"description": "Sowings that kept the value (loss 0)."})
     inaccuracy = fields.Integer(metadata={"description": "Sowings that lost 1-2 seeds."})
@@ -67,6 +68,7 @@ class JudgementCountsSchema(ma.Schema):
     blunder = fields.Integer(metadata={"description": "Sowings that lost 6 seeds or more."})
 
 
+@answer()
 class PlayerSummarySchema(ma.Schema):
     sowings = fields.Integer(metadata={"description": "Sowings this player made."})
     total_loss = fields.Integer(metadata={"description": "Seeds lost in all against perfect play."})
@@ -77,11 +79,13 @@ class PlayerSummarySchema(ma.Schema):
     exact = fields.Boolean(metadata={"description": "Whether every loss of this player is exact."})
 
 
+@answer()
 class SummarySchema(ma.Schema):
     south = fields.Nested(PlayerSummarySchema, metadata={"description": "South's summary."})
     north = fields.Nested(PlayerSummarySchema, metadata={"description": "North's summary."})
 
 
+@answer()
 class GameMoveSchema(ma.Schema):
     index = fields.Integer(metadata={"description": "The sowing's index in the game, from 0."})
     mover = fields.String(metadata={"description": "Who sowed: south or north."})
@@ -115,6 +119,7 @@ class GameMoveSchema(ma.Schema):
     captured = fields.Integer(metadata={"description": "Seeds captured by the sowing; 0 if none."})
 
 
+@answer()
 class GameAnswerSchema(ma.Schema):
     rules = fields.Nested(
         RulesOptionsSchema, metadata={"description": "The rules, every option normalized."}

@@ -5,16 +5,21 @@ from __future__ import annotations
 import marshmallow as ma
 from marshmallow import fields
 
+from ..schemas import answer
 
+
+@answer()
 class LiveSchema(ma.Schema):
     status = fields.String(metadata={"description": "Always 'ok' while the process answers."})
 
 
+@answer()
 class CheckSchema(ma.Schema):
     ok = fields.Boolean(metadata={"description": "Whether the check passed."})
     detail = fields.String(metadata={"description": "What was checked, or why it failed."})
 
 
+@answer()
 class ChecksSchema(ma.Schema):
     cache = fields.Nested(
         CheckSchema, metadata={"description": "The answer cache (Redis reachable, or the LRU)."}
@@ -24,6 +29,7 @@ class ChecksSchema(ma.Schema):
     )
 
 
+@answer()
 class ReadySchema(ma.Schema):
     status = fields.String(
         metadata={"description": "'ready'; when not ready the answer is a 503 problem."}

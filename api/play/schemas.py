@@ -8,7 +8,14 @@ from marshmallow import fields, validate
 from kalah_core.finnish import MAX_GAME_LENGTH
 
 from ..config import MAX_MOVES
-from ..schemas import BoardSchema, RulesOptionsSchema, move_field, position_field, rules_field
+from ..schemas import (
+    BoardSchema,
+    RulesOptionsSchema,
+    answer,
+    move_field,
+    position_field,
+    rules_field,
+)
 
 
 class PlayRequestSchema(ma.Schema):
@@ -36,11 +43,13 @@ class PlayRequestSchema(ma.Schema):
             raise ma.ValidationError("give moves or game, not both", field_name="game")
 
 
+@answer()
 class ScoreSchema(ma.Schema):
     south = fields.Integer(metadata={"description": "South's final store."})
     north = fields.Integer(metadata={"description": "North's final store."})
 
 
+@answer()
 class StatusSchema(ma.Schema):
     over = fields.Boolean(metadata={"description": "Whether the game is over."})
     to_move = fields.String(metadata={"description": "The side to move (meaningless once over)."})
@@ -58,6 +67,7 @@ class StatusSchema(ma.Schema):
     )
 
 
+@answer()
 class StepSchema(ma.Schema):
     move = move_field()
     mover = fields.String(metadata={"description": "The side that made the move: south or north."})
@@ -79,6 +89,7 @@ class StepSchema(ma.Schema):
     )
 
 
+@answer()
 class PlayAnswerSchema(ma.Schema):
     rules = fields.Nested(
         RulesOptionsSchema, metadata={"description": "The rules, every option normalized."}

@@ -5,7 +5,10 @@ from __future__ import annotations
 import marshmallow as ma
 from marshmallow import fields
 
+from ..schemas import answer
 
+
+@answer()
 class ProblemTypeSchema(ma.Schema):
     type = fields.String(
         metadata={"description": "The problem type URI, as in a problem's type field."}

@@ -5,9 +5,10 @@ from __future__ import annotations
 import marshmallow as ma
 from marshmallow import fields
 
-from ..schemas import RulesOptionsSchema
+from ..schemas import RulesOptionsSchema, answer
 
 
+@answer()
 class PresetSchema(ma.Schema):
     name = fields.String(metadata={"description": "The preset's name, as given in a rules field."})
     description = fields.String(metadata={"description": "Which rule text the preset plays."})
@@ -16,6 +17,7 @@ class PresetSchema(ma.Schema):
     )
 
 
+@answer()
 class OptionSchema(ma.Schema):
     name = fields.String(
         metadata={"description": "The option's name, as given in a rules object or query."}
@@ -29,6 +31,7 @@ class OptionSchema(ma.Schema):
     default = fields.Raw(metadata={"description": "The value in the default preset (kalah)."})
 
 
+@answer()
 class ServerLimitsSchema(ma.Schema):
     default_time_ms = fields.Integer(
         metadata={"description": "The search budget when a request gives none."}
@@ -84,6 +87,7 @@ class ServerLimitsSchema(ma.Schema):
     )
 
 
+@answer()
 class RateLimitsSchema(ma.Schema):
     tiers = fields.Dict(
         keys=fields.String(),
@@ -101,6 +105,7 @@ class RateLimitsSchema(ma.Schema):
     )
 
 
+@answer()
 class RulesAnswerSchema(ma.Schema):
     default_preset = fields.String(
         metadata={"description": "The preset used when a request names none."}

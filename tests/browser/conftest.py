@@ -6,20 +6,13 @@ A missing browser fails the run: the README's test command installs it."""
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import subprocess
-import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
+from harness import Gunicorn
 from playwright.sync_api import Browser, Page, Playwright, sync_playwright
-
-from api.serve import gunicorn_command
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path(os.environ.get("KALAH_CHROMIUM", "/usr/bin/chromium"))
@@ -27,49 +20,21 @@ ARTIFACTS = Path(os.environ.get("KALAH_TEST_ARTIFACTS", ROOT / "build" / "test-a
 """Where the screenshots go (CI keeps this folder)."""
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="session")
 def base_url() -> Iterator[str]:
-    """gunicorn serving the app (one worker, no Redis) on a free port."""
-    port = _free_port()
-    metrics = tempfile.mkdtemp(prefix="kalah-board-metrics-")
-    env = {
-        **os.environ,
-        "KALAH_REDIS_URL": "",
-        "KALAH_WORKERS": "1",
-        "KALAH_DEFAULT_TIME_MS": "500",  # estimates in half a second: less CPU per test
-        "PROMETHEUS_MULTIPROC_DIR": metrics,
-        "PYTHONPATH": str(ROOT),
-    }
-    process = subprocess.Popen(
-        gunicorn_command("127.0.0.1", port, 1),
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    """gunicorn serving the app (one worker, no Redis) on a free port (tests/harness.py)."""
+    server = Gunicorn(
+        {
+            "KALAH_REDIS_URL": "",
+            "KALAH_MAX_TIME_MS": "10000",
+            "KALAH_DEFAULT_TIME_MS": "500",  # estimates in half a second: less CPU per test
+        },
+        workers=1,
     )
-    base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if requests.get(base + "/readyz", timeout=1).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            if time.monotonic() > deadline or process.poll() is not None:
-                raise RuntimeError("gunicorn did not become ready")
-            time.sleep(0.1)
-        yield base
+        yield server.start(ready=True)
     finally:
-        process.terminate()
-        process.wait(20)
-        shutil.rmtree(metrics, ignore_errors=True)
+        server.close()
 
 
 @pytest.fixture(scope="session")

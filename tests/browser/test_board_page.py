@@ -144,6 +144,7 @@ def test_the_seed_000_review_shows_every_sowing_and_its_loss(page: Any, oracle: 
     assert shown == losses
     assert page.query_selector_all("#chart [data-sowing]").__len__() == 24
     assert "blunder" in page.inner_text("#summary")
+    assert page.inner_text("#game-text") == review.get_json()["annotated"]
     # Click the South blunder: its position and its alternatives, the played move marked.
     blunder = next(
         i for i, m in enumerate(review.get_json()["moves"]) if m["judgement"] == "blunder"
@@ -296,3 +297,21 @@ def test_search_longer_asks_for_four_times_the_budget(page: Any) -> None:
     assert answer["limits"]["time_ms"] == 2000
     assert shown_values(page) == {str(m["move"]): (m["value"], m["exact"]) for m in answer["moves"]}
     assert f"depth {answer['depth']}" in page.inner_text("#search-info")
+
+
+def test_the_line_is_written_as_the_api_writes_it(page: Any, oracle: Flask) -> None:
+    rules = {"preset": "kalah", "houses": 3, "seeds": 3}
+    page.goto("/?position=start&rules=kalah&houses=3&seeds=3")
+    played: list[Any] = []
+    for _ in range(8):  # the best move each time: extra turns, captures, both sides
+        shown_values(page)
+        before = page.url
+        move = page.get_attribute("[data-move].best", "data-move")
+        if move is None:
+            break
+        page.click(f"[data-move='{move}']")
+        page.wait_for_function(f"() => location.href !== {before!r}")
+        played.append(move if move == "swap" else int(move))
+    answer = oracle.test_client().post("/v1/play", json={"rules": rules, "moves": played})
+    assert page.inner_text("#game-text") == answer.get_json()["game"]
+    assert len(page.query_selector_all("#record .sowing")) == len(played)

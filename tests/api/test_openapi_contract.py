@@ -1,0 +1,223 @@
+"""The OpenAPI contract third parties build on: operation ids, named schemas, required answer
+fields, and a client generated with ``openapi-python-client`` from the served spec whose use
+type-checks (mypy, strict) and works against a real server."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from flask.testing import FlaskClient
+
+from kalah_core.rules import PRESETS
+
+if TYPE_CHECKING:
+    from conftest import RedisServer
+
+NAMED = ("Position", "Rules", "PresetName", "Limits", "Move", "MoveValue", "Analysis", "Problem")
+
+USAGE = '''\
+"""A third party's script: every answer field used plainly, rules given as a preset name."""
+
+import sys
+
+from kalah_client import AuthenticatedClient
+from kalah_client.api.analysis import analyse, analyse_query, best_move
+from kalah_client.api.play import play
+from kalah_client.models import (
+    Analysis,
+    AnalysisRequest,
+    BestMoveAnswer,
+    Limits,
+    PlayAnswer,
+    PlayRequest,
+    PositionObject,
+    Problem,
+    RulesOverrides,
+)
+
+
+def main(base_url: str, key: str) -> None:
+    client = AuthenticatedClient(base_url=base_url, token=key)
+
+    small = analyse.sync(
+        client=client,
+        body=AnalysisRequest(position="start", rules=RulesOverrides(houses=3, seeds=3)),
+    )
+    assert isinstance(small, Analysis), small
+    moves: list[tuple[int | str, int, bool, str]] = [
+        (m.move, m.value, m.exact, m.position) for m in small.moves
+    ]
+    print("h3s3", small.value, small.exact, small.lower, small.upper, moves)
+    assert small.exact and small.value == 2 and small.depth is None
+
+    board = PositionObject(south=[1, 0, 2], north=[0, 1, 1], stores=[5, 8])
+    three = RulesOverrides(preset="kalah", houses=3)
+    mid = analyse.sync(
+        client=client,
+        body=AnalysisRequest(position=board, rules=three, limits=Limits(time_ms=2000)),
+    )
+    assert isinstance(mid, Analysis), mid
+    assert mid.board.south == [1, 0, 2] and mid.limits.time_ms == 2000
+    print("board", mid.position, mid.value, mid.best_moves, mid.pv)
+
+    query = analyse_query.sync(client=client, position="start", rules="kalah", houses=3, seeds=3)
+    assert isinstance(query, Analysis) and query.value == small.value and query.cached
+
+    best = best_move.sync(client=client, position="start", rules="kalah-pie", houses=2, seeds=2)
+    assert isinstance(best, BestMoveAnswer), best
+    print("best", best.best_move, best.value, best.exact)
+
+    played = play.sync(client=client, body=PlayRequest(rules="kalah", moves=[3]))
+    assert isinstance(played, PlayAnswer), played
+    assert played.steps[0].extra_turn and played.status.to_move == "south"
+
+    bad = analyse.sync(
+        client=client, body=AnalysisRequest(position="start", rules=RulesOverrides(houses=9))
+    )
+    assert isinstance(bad, Problem) and bad.status == 422, bad
+    print("problem", bad.field, bad.title)
+    assert bad.field == "rules.houses"
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
+'''
+
+CONFIG = """\
+project_name_override: kalah_client
+package_name_override: kalah_client
+literal_enums: true
+post_hooks: []
+"""
+
+
+def operations(spec: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    return [
+        (method, path, operation)
+        for path, item in spec["paths"].items()
+        for method, operation in item.items()
+        if method != "parameters"
+    ]
+
+
+def test_every_operation_has_a_unique_operation_id(client: FlaskClient) -> None:
+    spec = client.get("/openapi.json").get_json()
+    ids = [operation.get("operationId") for _, _, operation in operations(spec)]
+    assert None not in ids and len(set(ids)) == len(ids), ids
+    assert {"analyse", "analyseQuery", "bestMove", "analyseBatch", "analyseGame"} <= set(ids)
+
+
+def _refs(node: Any) -> set[str]:
+    if isinstance(node, dict):
+        found = {node["$ref"].rsplit("/", 1)[1]} if "$ref" in node else set()
+        return found.union(*(_refs(value) for value in node.values()))
+    if isinstance(node, list):
+        return set().union(*(_refs(value) for value in node))
+    return set()
+
+
+def test_shared_vocabulary_is_named_and_referenced(client: FlaskClient) -> None:
+    spec = client.get("/openapi.json").get_json()
+    schemas = spec["components"]["schemas"]
+    assert set(NAMED) <= set(schemas)
+    for name, field in (
+        ("AnalysisRequest", "position"),
+        ("AnalysisRequest", "rules"),
+        ("AnalysisRequest", "limits"),
+        ("PlayRequest", "position"),
+        ("GameRequest", "rules"),
+        ("BatchItem", "position"),
+        ("BatchItem", "rules"),
+        ("Analysis", "moves"),
+    ):
+        assert _refs(schemas[name]["properties"][field]), (name, field)
+    # no position or preset list written out inline: only the named schemas hold them
+    presets = json.dumps(sorted(PRESETS))
+    for name, schema in schemas.items():
+        text = json.dumps(schema, sort_keys=True)
+        assert (presets in text.replace(json.dumps(list(PRESETS)), presets)) == (
+            name == "PresetName"
+        ), name
+        assert ('"swap_available"' in text) == (name in ("PositionObject", "Board")), name
+    # a preset name is accepted wherever rules go
+    assert {"$ref": "#/components/schemas/PresetName"} in schemas["Rules"]["oneOf"]
+
+
+def test_answer_fields_that_are_always_present_are_required(client: FlaskClient) -> None:
+    spec = client.get("/openapi.json").get_json()
+    schemas = spec["components"]["schemas"]
+    answer = client.get("/v1/analysis?position=start&houses=3&seeds=3").get_json()
+    assert sorted(schemas["Analysis"]["required"]) == sorted(answer)
+    assert sorted(schemas["MoveValue"]["required"]) == sorted(answer["moves"][0])
+    assert set(schemas["Problem"]["required"]) == {"type", "title", "status", "detail"}
+
+
+def test_a_generated_client_type_checks_and_works(
+    client: FlaskClient, gunicorn_server: str, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """openapi-python-client from the served spec; a short script using it passes mypy
+    --strict with no error and runs against gunicorn."""
+    spec = tmp_path / "openapi.json"
+    spec.write_text(client.get("/openapi.json").get_data(as_text=True), encoding="utf-8")
+    (tmp_path / "config.yaml").write_text(CONFIG, encoding="utf-8")
+    bin_dir = Path(sys.executable).parent
+    generated = subprocess.run(
+        [
+            str(bin_dir / "openapi-python-client"),
+            "generate",
+            "--path",
+            str(spec),
+            "--config",
+            str(tmp_path / "config.yaml"),
+            "--meta",
+            "none",
+            "--output-path",
+            str(tmp_path / "kalah_client"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert generated.returncode == 0, generated.stdout + generated.stderr
+    # The generator skips only what it cannot express: answers that are not JSON (an image).
+    served = json.loads(spec.read_text(encoding="utf-8"))
+    for method, path in re.findall(r"WARNING parsing (\w+) (\S+) ", generated.stdout):
+        content = served["paths"][path][method.lower()]["responses"]["200"]["content"]
+        assert "application/json" not in content, (method, path, generated.stdout)
+    script = tmp_path / "usage.py"
+    script.write_text(USAGE, encoding="utf-8")
+
+    checked = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "MYPYPATH": str(tmp_path)},
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "Success: no issues found" in checked.stdout
+
+    key = subprocess.run(
+        [str(bin_dir / "kalah"), "keys", "create", "--tier", "premium", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "KALAH_REDIS_URL": redis_server.url},
+    )
+    assert key.returncode == 0, key.stderr
+    ran = subprocess.run(
+        [sys.executable, str(script), gunicorn_server, json.loads(key.stdout)["key"]],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "h3s3 2 True 2 2" in ran.stdout and "problem rules.houses" in ran.stdout
