@@ -172,3 +172,19 @@ def test_the_wheel_without_the_extra_is_the_engine_alone(
         assert refused.stderr.startswith(f"kalah {command[0]}: ")
         assert "pip install 'kalah-core[server]'" in refused.stderr
     assert run(bin_dir / "python", "-c", "import flask", env=env).returncode != 0
+
+
+def test_the_board_and_the_docs_are_served_from_the_wheel(served: str) -> None:
+    import re
+
+    page = requests.get(served + "/", timeout=5)
+    assert page.status_code == 200 and "text/html" in page.headers["Content-Type"]
+    files = re.findall(r'(?:src|href)="(/board/[^"]+)"', page.text)
+    assert any(f.endswith("/js/main.js") for f in files)
+    for url in files:
+        assert requests.get(served + url, timeout=5).status_code == 200, url
+    docs = requests.get(served + "/docs", timeout=5).text
+    for url in re.findall(r'(?:src|href)="(/[^"]+)"', docs):
+        assert requests.get(served + url, timeout=5).status_code == 200, url
+    svg = requests.get(served + "/v1/board.svg", params={"position": "start"}, timeout=5)
+    assert svg.headers["Content-Type"].startswith("image/svg+xml")

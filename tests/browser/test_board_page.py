@@ -315,3 +315,19 @@ def test_the_line_is_written_as_the_api_writes_it(page: Any, oracle: Flask) -> N
     answer = oracle.test_client().post("/v1/play", json={"rules": rules, "moves": played})
     assert page.inner_text("#game-text") == answer.get_json()["game"]
     assert len(page.query_selector_all("#record .sowing")) == len(played)
+
+
+def test_flip_shows_the_board_from_north_and_is_remembered(page: Any) -> None:
+    page.goto("/?position=start&rules=kalah&houses=3&seeds=3")
+    shown_values(page)
+
+    def row_of(house: str) -> float:
+        return float(page.get_attribute(f"[data-house='{house}'] circle", "cy"))
+
+    assert row_of("south-1") > row_of("north-1")  # South at the bottom
+    page.click("#flip")
+    assert page.get_attribute("#flip", "aria-pressed") == "true"
+    assert row_of("north-1") > row_of("south-1")
+    page.reload()
+    shown_values(page)
+    assert row_of("north-1") > row_of("south-1")

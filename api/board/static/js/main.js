@@ -24,7 +24,7 @@ const LOAD_SEARCH = location.search;
  * reviewed game (game: its text). A step is {move, mover, captured, extra_turn, position
  * (after it), review?}. */
 let view = { query: { rules: "kalah" }, start: "start", steps: [], cursor: 0, game: null };
-let flipped = localStorage.getItem("kalah-flipped") === "true";
+let flipped = remembered("kalah-flipped") === "true";
 let info = null;
 let picker = null;
 let reviewState = "none";
@@ -37,6 +37,23 @@ const current = () => positionAt(view.cursor);
 const paramsOf = (position) => ({ position, ...view.query });
 const keyOf = (params) => new URLSearchParams(params).toString();
 const answerFor = (position) => answers.get(keyOf(paramsOf(position))) || null;
+
+/** The browser's storage, which a privacy setting may refuse: the page works without it. */
+function remembered(name) {
+  try {
+    return localStorage.getItem(name);
+  } catch {
+    return null;
+  }
+}
+
+function remember(name, value) {
+  try {
+    localStorage.setItem(name, value);
+  } catch {
+    // not remembered: the board is drawn from South next time
+  }
+}
 
 function snapshot() {
   return { v: 1, ...view };
@@ -253,6 +270,7 @@ function gameOver(board) {
 function renderReview() {
   renderRecord($("record"), view.steps, view.cursor, jump);
   drawChart($("chart"), view.steps, view.cursor, jump);
+  $("chart-caption").hidden = !$("chart").firstChild;
   renderSummary($("summary"), view.game ? view.summary : null);
   const text = view.game && view.annotated ? view.annotated : writeGame(view.steps);
   $("game-text").textContent = text;
@@ -327,7 +345,7 @@ function main() {
   $("redo").addEventListener("click", () => jump(view.cursor + 1));
   $("flip").addEventListener("click", () => {
     flipped = !flipped;
-    localStorage.setItem("kalah-flipped", String(flipped));
+    remember("kalah-flipped", String(flipped));
     $("flip").setAttribute("aria-pressed", String(flipped));
     renderAnswer();
   });
