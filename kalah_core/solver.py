@@ -34,18 +34,7 @@ class MoveValue:
     extra_turn: bool
     captured: int
     position: Position
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "move": self.move,
-            "value": self.value,
-            "exact": self.exact,
-            "lower": self.lower,
-            "upper": self.upper,
-            "extra_turn": self.extra_turn,
-            "captured": self.captured,
-            "position": self.position.to_json(),
-        }
+    """The position the move leads to (its JSON: :func:`kalah_core.answer.move_value_json`)."""
 
 
 @dataclass(frozen=True, slots=True)
