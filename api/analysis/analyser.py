@@ -74,7 +74,9 @@ class Analyser:
     def _make_engine(self, lock: threading.Lock) -> Engine:
         """A new engine with the shipped book and the service's endgame databases (attached
         under ``lock``, which guards its searches)."""
-        engine = Engine(tt_mb=self.settings.tt_mb, book=book.shipped())
+        engine = Engine(
+            tt_mb=self.settings.tt_mb, book=book.shipped(), threads=self.settings.search_threads
+        )
         databases = egdb.service(self.settings.egdb_path, self.settings.egdb_seeds)
         databases.attach_to(engine, lock)
         return engine
