@@ -22,11 +22,11 @@ from werkzeug.exceptions import HTTPException
 from kalah_core import __version__
 from kalah_core.errors import KalahError
 
-from . import metrics
+from . import egdb, metrics
 from .analysis import routes as analysis_routes
 from .analysis.analyser import Analyser
 from .batch import routes as batch_routes
-from .batch.jobs import job_store
+from .batch.embedded_jobs import make_job_store
 from .board import page as board_page
 from .board import routes as board_routes
 from .bounds import init_body_guard
@@ -152,9 +152,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.extensions["kalah"] = Analyser(settings, cache, before_search=reserve_search)
     if settings.state_url:
         check_state_store(make_state_client(settings.state_url, timeout_s=2.0))
-    app.extensions["kalah_jobs"] = (
-        job_store(settings, timeout_s=settings.redis_timeout_s) if settings.state_url else None
-    )
+    app.extensions["kalah_jobs"] = make_job_store(settings)
 
     plugins = [analysis_routes.ConditionalGetPlugin(), RateLimitDocsPlugin(), OperationIds()]
     api = KalahApi(app, spec_kwargs={"extra_plugins": plugins})
@@ -168,6 +166,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
 
     _register_error_handlers(app)
     _register_metrics(app)
+    _start_databases(app, settings)
     _register_callers_and_limits(app, settings)
     init_body_guard(app)
     return app
@@ -187,6 +186,15 @@ def _register_callers_and_limits(app: Flask, settings: Settings) -> None:
     # client's IP (so guessing keys is rate limited), before any body is read.
     init_rate_limits(app, settings, auth)
     init_security(app, settings)
+
+
+def _start_databases(app: Flask, settings: Settings) -> None:
+    """Each worker opens its databases (and in auto mode starts their background builds) at
+    its first request of any kind, not at its first search; nothing waits for them."""
+
+    @app.before_request
+    def start_databases() -> None:
+        egdb.service(settings.egdb_path, settings.egdb_seeds).start()
 
 
 def _register_error_handlers(app: Flask) -> None:

@@ -11,9 +11,10 @@ but overflows the stack in the schema. This hook decodes a JSON body once more b
 (bodies are at most 64 KiB, a batch's 4 MiB: milliseconds) and refuses those, and bodies
 nested more than :data:`MAX_NESTING` levels deep (no valid request nests more than 5).
 
-On a server with a job queue, a batch body above the usual 64 KiB needs an API key (only key
-holders may run jobs): an anonymous caller's large body is refused with a 401 before it is
-read or parsed (without a queue there are no keys, and a batch is answered inline or not).
+On a server with a state store (keys live there), a batch body above the usual 64 KiB needs an
+API key (only key holders may run jobs there): an anonymous caller's large body is refused
+with a 401 before it is read or parsed (without one there are no keys, and the server's own
+processes run anyone's jobs).
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ def init_body_guard(app: Flask) -> None:
     @app.before_request
     def refuse_undecodable_json() -> None:
         if request.endpoint in BODY_LIMITS:
-            if current_caller().key_id is None and current_app.extensions.get("kalah_jobs"):
+            keys_exist = current_app.extensions["kalah"].settings.state_url
+            if current_caller().key_id is None and keys_exist:
                 if (request.content_length or 0) > MAX_BODY_BYTES:
                     _stop_reading()
                     require_key()  # a 401: large batches are jobs, and jobs need a key

@@ -359,7 +359,8 @@ class RedisCache(AnswerCache):
 
 
 def make_cache(settings: Settings, *, max_connections: int) -> AnswerCache:
-    """The answer cache the settings configure: Redis behind an LRU, or the LRU alone."""
+    """The answer cache the settings configure: Redis behind an LRU, or the embedded store
+    shared by every process of the machine (:mod:`api.embedded`)."""
     if settings.redis_url:
         return RedisCache(
             settings.redis_url,
@@ -368,4 +369,13 @@ def make_cache(settings: Settings, *, max_connections: int) -> AnswerCache:
             timeout_s=settings.redis_timeout_s,
             max_connections=max_connections,
         )
-    return MemoryCache(settings.lru_size, settings.cache_ttl_s)
+    from kalah_core.databases import cache_dir
+
+    from .embedded import EmbeddedCache
+
+    return EmbeddedCache(
+        settings.cache_dir or cache_dir() / "answers",
+        size_mb=settings.cache_mb,
+        ttl_s=settings.cache_ttl_s,
+        lru_size=settings.lru_size,
+    )

@@ -66,8 +66,8 @@ def _analysis_answer(args: argparse.Namespace) -> tuple[Position, dict[str, Any]
     from .analysis.request import AnalysisRequest
     from .errors import ApiProblem
 
-    # A one-shot command does not start the server's background database build.
-    os.environ.setdefault("KALAH_EGDB_PATH", "off")
+    # A one-shot command uses the databases there are; it starts no background build.
+    os.environ.setdefault("KALAH_EGDB_SEEDS", "0")
     rules = rules_from_args(args)
     position = position_from_arg(args.position, rules)
     analyser = default_analyser()
@@ -137,7 +137,7 @@ def cmd_analyse_game(args: argparse.Namespace) -> int:
     from .errors import ApiProblem
     from .games.service import review_game
 
-    os.environ.setdefault("KALAH_EGDB_PATH", "off")
+    os.environ.setdefault("KALAH_EGDB_SEEDS", "0")  # the databases there are, no build
     rules = rules_from_args(args)
     start = position_from_arg(args.start, rules)
     try:
@@ -215,7 +215,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     from .batch.remote import run_remote
     from .errors import ApiProblem
 
-    os.environ.setdefault("KALAH_EGDB_PATH", "off")
+    os.environ.setdefault("KALAH_EGDB_SEEDS", "0")  # the databases there are, no build
     rules = rules_from_args(args).to_json()
     limits = {
         name: getattr(args, name)

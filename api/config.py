@@ -53,10 +53,15 @@ class Settings:
     max_time_ms: int = 10000
     max_nodes: int = 1_000_000_000
     egdb_path: str | None = None
+    egdb_seeds: int = 24
+    """Size of the databases built in the background in ``auto`` mode (0: build none)."""
     workers: int = 1
     threads: int = 4
     cache_ttl_s: int = 3600
     lru_size: int = 10000
+    cache_dir: str | None = None
+    """The embedded answer store's folder (default ``answers`` in the cache folder)."""
+    cache_mb: int = 512
     redis_timeout_s: float = 0.25
     batch_max_positions: int = 10000
     batch_inline_max: int = 16
@@ -91,10 +96,13 @@ _VARIABLES: dict[str, tuple[str, type, Any, float | None, float | None]] = {
     "KALAH_MAX_TIME_MS": ("max_time_ms", int, 10000, 1, 600_000),
     "KALAH_MAX_NODES": ("max_nodes", int, 1_000_000_000, 1, None),
     "KALAH_EGDB_PATH": ("egdb_path", str, None, None, None),
+    "KALAH_EGDB_SEEDS": ("egdb_seeds", int, 24, 0, 28),
     "KALAH_WORKERS": ("workers", int, None, 1, 1024),
     "KALAH_THREADS": ("threads", int, 4, 1, 256),
     "KALAH_CACHE_TTL_S": ("cache_ttl_s", int, 3600, 1, None),
     "KALAH_LRU_SIZE": ("lru_size", int, 10000, 1, None),
+    "KALAH_CACHE_DIR": ("cache_dir", str, None, None, None),
+    "KALAH_CACHE_MB": ("cache_mb", int, 512, 1, None),
     "KALAH_REDIS_TIMEOUT_S": ("redis_timeout_s", float, 0.25, 0.001, 60),
     "KALAH_BATCH_MAX_POSITIONS": ("batch_max_positions", int, 10000, 1, 1_000_000),
     "KALAH_BATCH_INLINE_MAX": ("batch_inline_max", int, 16, 0, 1_000_000),

@@ -33,7 +33,7 @@ LATENCY = Histogram(
 )
 CACHE = Counter(
     "kalah_cache_lookups",
-    "Answer cache lookups, by level (memory, redis) and result",
+    "Answer cache lookups, by level (memory, embedded, redis) and result",
     ["level", "result"],
 )
 CACHE_WAITS = Counter(

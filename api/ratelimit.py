@@ -152,14 +152,15 @@ def search_cost(time_ms: float) -> int:
     return math.ceil(time_ms / SEARCH_UNIT_MS) if time_ms > 0 else 0
 
 
-def charge_batch(items: int, budget_units: int) -> None:
+def charge_batch(items: int, budget_units: int, *, need_key: bool = True) -> None:
     """The hook of an endpoint that queues analyses for background workers: it needs an API
-    key (a 401 problem without one) and costs 1 unit per item (bad ones included) plus
-    ``budget_units``, the cost of its searches' budgets, paid up front (a 429 problem if the
-    bucket cannot pay them all)."""
+    key when ``need_key`` (a 401 problem without one) and costs 1 unit per item (bad ones
+    included) plus ``budget_units``, the cost of its searches' budgets, paid up front (a 429
+    problem if the bucket cannot pay them all)."""
     from .keys import require_key
 
-    require_key()
+    if need_key:
+        require_key()
     reserve(items + budget_units)
     charge(items + budget_units)
 

@@ -5,7 +5,8 @@ Positions are written in the compact notation (the JSON form of the analysed pos
 ``board``); values are from the point of view of the side to move; ``moves`` lists every
 legal move best first, each with its own exactness and proven bounds. ``limits`` are the
 budgets the search ran with (``null`` where unbounded) and ``engine`` the engine version,
-which changes whenever an answer could.
+which changes whenever an answer could; ``book`` says when the answer came from the opening
+book (its depth and section), ``null`` otherwise.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ def analysis_json(
         "over": analysis.over,
         "limits": {name: (limits or {}).get(name) for name in ("time_ms", "depth", "nodes")},
         "engine": ENGINE_VERSION,
+        "book": analysis.extra.get("book"),
     }
 
 
@@ -90,4 +92,5 @@ def analysis_from_json(data: Mapping[str, Any]) -> Analysis:
         nodes=data["nodes"],
         time_ms=data["time_ms"],
         over=data["over"],
+        extra={"book": data["book"]} if data.get("book") else {},
     )

@@ -271,7 +271,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def analysis_text(position: Position, analysis: Analysis) -> str:
     if analysis.over:
         return f"{position.compact()}: the game is over, value {analysis.value:+d}"
-    if analysis.exact:
+    book = analysis.extra.get("book")
+    if book:
+        verdict = f"value {analysis.value:+d} (exact: opening book, {book['depth']} sowings)"
+    elif analysis.exact:
         verdict = f"value {analysis.value:+d} (exact)"
     else:
         verdict = (
@@ -302,12 +305,17 @@ def cmd_solve(args: argparse.Namespace) -> int:
     """Solve a position exactly, or give proven bounds and an estimate within the budget."""
     rules = rules_from_args(args)
     position = position_from_arg(args.position, rules)
-    from .egdb import EndgameDatabase
+    from . import book, databases
+    from .egdb import EndgameDatabase, rule_key
 
-    engine = Engine(tt_mb=args.tt_mb)
+    engine = Engine(tt_mb=args.tt_mb, book=None if args.no_book else book.shipped())
     budget_ms = args.time * 1000.0 if args.time else None
-    for path in args.egdb:
-        engine.attach(EndgameDatabase.open(path, rules))
+    if args.egdb:
+        for path in args.egdb:
+            engine.attach(EndgameDatabase.open(path, rules))
+    elif not rules.majority:  # what KALAH_EGDB_PATH finds (the cache folder by default)
+        for database in databases.open_best(key=rule_key(rules)):
+            engine.attach(database)
     analysis = engine.analyse(
         position,
         rules,
@@ -359,12 +367,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_egdb_build(args: argparse.Namespace) -> int:
     """Build the endgame database of every board with at most --seeds seeds in houses."""
+    from .databases import build_dir
     from .egdb import build, default_path
 
     max_seeds: int = args.seeds
     # --seeds is the database's bound here, not the start's seeds (which no database uses).
     rules = rules_from_args(argparse.Namespace(**{**vars(args), "seeds": None}))
-    path = args.output or default_path(rules, max_seeds)
+    path = args.output or default_path(rules, max_seeds, build_dir())
     stats = build(path, rules, max_seeds, progress=not args.quiet, threads=args.threads)
     data = {
         "path": str(stats.path),
@@ -409,6 +418,65 @@ def cmd_egdb_info(args: argparse.Namespace) -> int:
         lines.append("checksum " + ("verified" if data["verified"] else "MISMATCH: damaged file"))
     emit(args, "\n".join(lines), data)
     return EXIT_OK if data.get("verified", True) else EXIT_ERROR
+
+
+# --------------------------------------------------------------------- opening book
+
+
+def cmd_book_build(args: argparse.Namespace) -> int:
+    """Solve every position of the first --depth sowings and add them to the opening book."""
+    import time
+
+    from . import book, databases
+    from .book_build import build_section, merge
+    from .egdb import rule_key
+
+    rules = rules_from_args(args)
+    key = rule_key(rules)
+    found = databases.headers().get(key)
+    paths = args.egdb or ([str(found[0])] if found else [])
+    presets = [name for name, r in PRESETS.items() if book.rule_key_of(r) == key]
+    section = build_section(
+        rules,
+        args.depth,
+        paths,
+        presets=presets,
+        workers=args.workers,
+        tt_mb=args.tt_mb,
+        checkpoint=args.checkpoint,
+        until=time.time() + args.minutes * 60 if args.minutes else None,
+    )
+    path = args.output or book.SHIPPED
+    old = book.Book.load(path) if os.path.exists(path) else book.Book([])
+    if section.key in old.sections:  # keep what an earlier (shallower) build holds
+        section = merge(old.sections[section.key], section)
+    old.sections[section.key] = section
+    old.save(path)
+    size = os.path.getsize(path)
+    emit(
+        args,
+        f"{path}: {section.key}, {len(section):,} positions, every one within "
+        f"{section.depth} sowings (databases: {', '.join(paths) or 'none'}); the book is "
+        f"{size:,} bytes",
+        {**section.info(), "path": str(path), "bytes": size, "databases": paths},
+    )
+    return EXIT_OK
+
+
+def cmd_book_info(args: argparse.Namespace) -> int:
+    """Describe an opening book (the shipped one by default)."""
+    from . import book
+
+    path = args.path or book.SHIPPED
+    loaded = book.Book.load(path)
+    sections = loaded.info()
+    lines = [f"{path}: {os.path.getsize(path):,} bytes"] + [
+        f"{s['rules']} ({', '.join(s['presets'])}): {s['positions']:,} positions, "
+        f"every one within {s['depth']} sowings"
+        for s in sections
+    ]
+    emit(args, "\n".join(lines), {"path": str(path), "sections": sections})
+    return EXIT_OK
 
 
 # --------------------------------------------------------------------- parser and main
@@ -461,7 +529,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="PATH",
-        help="probe this endgame database (built for the same rules; repeatable)",
+        help="probe this endgame database (built for the same rules; repeatable); "
+        "default: the largest for the rules that KALAH_EGDB_PATH finds",
+    )
+    solve.add_argument(
+        "--no-book", action="store_true", help="search even where the opening book knows"
     )
     solve.add_argument(
         "--best-only",
@@ -496,7 +568,12 @@ def build_parser() -> argparse.ArgumentParser:
             action.help = "N: the database holds every board with at most N seeds in houses"
             action.required = True
     egdb_build.add_argument(
-        "-o", "--output", default=None, metavar="PATH", help="default: a name with the rule key"
+        "-o",
+        "--output",
+        default=None,
+        metavar="PATH",
+        help="default: a name with the rule key in the folder of KALAH_EGDB_PATH "
+        "(auto: the cache folder, where every command finds it)",
     )
     egdb_build.add_argument(
         "--threads", type=int, default=None, metavar="T", help="default: every core"
@@ -511,6 +588,44 @@ def build_parser() -> argparse.ArgumentParser:
     egdb_info.add_argument(
         "--verify", action="store_true", help="check the entries against the header's checksum"
     )
+    book = commands.add_parser(
+        "book",
+        help="opening book: build it, describe it",
+        description="The opening book: every move's exact value in every position of the "
+        "first sowings, shipped with the package and consulted before any search.",
+    )
+    book_commands = book.add_subparsers(
+        title="commands", dest="book_command", required=True, metavar="COMMAND"
+    )
+    book_build = add_command(
+        book_commands, "build", cmd_book_build, "add the positions of the first sowings"
+    )
+    book_build.add_argument("--depth", type=int, required=True, metavar="N", help="sowings")
+    book_build.add_argument(
+        "-o", "--output", default=None, metavar="PATH", help="default: the shipped book"
+    )
+    book_build.add_argument(
+        "--egdb",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="endgame database (default: the largest KALAH_EGDB_PATH finds)",
+    )
+    book_build.add_argument("--workers", type=int, default=1, metavar="W", help="processes")
+    book_build.add_argument("--tt-mb", type=int, default=256, metavar="MB")
+    book_build.add_argument(
+        "--checkpoint", default=None, metavar="PATH", help="solved positions, to resume from"
+    )
+    book_build.add_argument(
+        "--minutes",
+        type=float,
+        default=None,
+        metavar="M",
+        help="stop solving after M minutes: keep what was solved (depth: the deepest whole level)",
+    )
+    book_info = add_command(book_commands, "info", cmd_book_info, "describe a book")
+    book_info.add_argument("path", nargs="?", default=None, metavar="PATH")
+
     add_plugin_commands(commands)
 
     return parser

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from ._board import SWAP_CODE
 from ._search import Searcher
+from .book import Book
 from .egdb import EndgameDatabase
 from .game import SWAP, Move, MoveResult, legal_moves, outcome, play
 from .position import Position, Side
@@ -98,8 +99,15 @@ class Engine:
     """A solver with its transposition table, kept warm across analyses (a server keeps one
     per worker). ``analyse`` never runs past its time or node budget by more than a few ms."""
 
-    def __init__(self, tt_mb: int = 64, databases: Sequence[EndgameDatabase] = ()) -> None:
+    def __init__(
+        self,
+        tt_mb: int = 64,
+        databases: Sequence[EndgameDatabase] = (),
+        book: Book | None = None,
+    ) -> None:
         self.tt_mb = tt_mb
+        self.book = book
+        """Probed before any search that is not depth-limited: a hit is exact at once."""
         self.searcher = Searcher(tt_mb)
         self.databases: list[EndgameDatabase] = []
         for database in databases:
@@ -136,6 +144,10 @@ class Engine:
         the value and every optimal move, the others only bounded (cheaper); ``"value"`` the
         value and one optimal move (cheapest: what a best-move query needs)."""
         position.validate(rules)
+        if self.book is not None and depth is None:
+            hit: Analysis | None = self.book.analysis(position, rules, pv_limit)
+            if hit is not None:
+                return hit
         started = time.perf_counter()
         over = outcome(position, rules)
         if over is not None:

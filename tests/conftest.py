@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -10,12 +11,22 @@ from hypothesis import HealthCheck, settings
 # The service builds a default endgame database in the background unless told otherwise; the
 # tests choose explicitly (tests/api/test_api_egdb.py covers that path).
 os.environ.setdefault("KALAH_EGDB_PATH", "off")
+# Without Redis the answers go to an embedded store on disk: the session's own, never the
+# user's cache folder (tests that need a fresh or a shared one set KALAH_CACHE_DIR).
+os.environ.setdefault("KALAH_CACHE_DIR", tempfile.mkdtemp(prefix="kalah-test-answers-"))
 # Tests fire many requests from 127.0.0.1: the rate-limit tests set their own small limits.
 os.environ.setdefault("KALAH_LIMIT_ANONYMOUS", "1000000/minute")
 
 settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("ci", parent=settings.get_profile("default"), print_blob=True)
 settings.load_profile("ci" if os.environ.get("CI") else "default")
+
+
+@pytest.fixture(autouse=True)
+def _own_answer_store(tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's apps share an answer store of the test's own (as one machine's workers
+    do), so no test sees answers an earlier one cached."""
+    monkeypatch.setenv("KALAH_CACHE_DIR", f"{tmp_path}/kalah-answers")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

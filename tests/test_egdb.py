@@ -336,9 +336,10 @@ def test_cli_build_and_info(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 def test_cli_default_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("KALAH_EGDB_PATH", "auto")  # the cache folder, where commands look
     assert main(["egdb", "build", "--seeds", "4", "--houses", "2", "--quiet"]) == 0
-    assert (tmp_path / "kalah-egdb-h2-nonempty-either-owner-n4.egdb").exists()
+    assert (tmp_path / "kalah" / "kalah-egdb-h2-nonempty-either-owner-n4.egdb").exists()
     capsys.readouterr()
 
 

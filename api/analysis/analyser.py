@@ -17,15 +17,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kalah_core import book
 from kalah_core.game import legal_moves, outcome, play
 from kalah_core.position import Position, Side
 from kalah_core.rules import Rules
 from kalah_core.solver import ENGINE_VERSION, Analysis, Engine
 
-from .. import metrics
+from .. import egdb, metrics
 from ..cache import AnswerCache, Entry, Keys
 from ..config import MAX_PV_SOWINGS, Settings
-from ..egdb import attach_databases
 from .answer import Answer, answer_body
 from .request import AnalysisRequest
 
@@ -69,11 +69,11 @@ class Analyser:
             with self._create_lock:
                 state = self._engine
                 if state is None or state.pid != os.getpid():
-                    state = _ProcessEngine(
-                        os.getpid(), Engine(tt_mb=self.settings.tt_mb), threading.Lock()
-                    )
+                    engine = Engine(tt_mb=self.settings.tt_mb, book=book.shipped())
+                    state = _ProcessEngine(os.getpid(), engine, threading.Lock())
                     self._engine = state
-                    attach_databases(state.engine, state.lock, self.settings.egdb_path)
+                    databases = egdb.service(self.settings.egdb_path, self.settings.egdb_seeds)
+                    databases.attach_to(state.engine, state.lock)
         return state
 
     def search(self, request: AnalysisRequest) -> Analysis:

@@ -18,9 +18,17 @@ from kalah_core.solver import Analysis
 
 from .request import AnalysisRequest
 
+CACHED_FLAGS = (b'{"cached":true,', b'{"cached":false,')
+
 
 def etag_of(body: bytes) -> str:
-    """A strong entity tag: the digest of the exact bytes of the representation."""
+    """A strong entity tag of the answer's content: the digest of its bytes without the
+    leading ``cached`` flag, so the first answer and every cached copy of it share one tag
+    (and a revalidation of the first is a 304)."""
+    for flag in CACHED_FLAGS:
+        if body.startswith(flag):
+            body = b"{" + body[len(flag) :]
+            break
     return '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
 
 

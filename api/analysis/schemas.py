@@ -218,6 +218,14 @@ class AnalysisSchema(ma.Schema):
         },
     )
     engine = fields.String(metadata={"description": "The engine version that computed the answer."})
+    book = fields.Dict(
+        allow_none=True,
+        metadata={
+            "description": "When the answer came from the opening book (exact at once, no "
+            "search): the book's `depth` in sowings and the `rules` key of its section; "
+            "null otherwise."
+        },
+    )
 
 
 @answer()

@@ -1,7 +1,8 @@
 """``kalah batch --server URL``: the same batch through a running service's ``/v1/batch``.
 
 The items are sent in pieces (each one ``POST /v1/batch``), the jobs polled for progress, and
-the results fetched as NDJSON, in input order. Standard library HTTP only (the CLI needs no
+the results fetched as NDJSON, in input order. A server without jobs gets pieces small enough
+to answer inline (its limits from ``GET /v1/rules``). Standard library HTTP only (the CLI needs no
 client package).
 """
 
@@ -53,6 +54,36 @@ def _request(
         raise ServerError(f"{url}: {error}") from None
 
 
+def _split(
+    base: str,
+    items: Sequence[Mapping[str, Any]],
+    limits: Mapping[str, Any],
+    piece: int,
+    key: str | None,
+) -> list[list[Mapping[str, Any]]]:
+    """The pieces to send: of ``piece`` items to a server that will run them as jobs; to one
+    that will not (no jobs, or jobs need a key and there is none: ``GET /v1/rules``), pieces
+    it answers inline: at most its ``batch_inline_max`` items whose budgets add up to at most
+    its ``max_time_ms``."""
+    _, _, content = _request(base + "/v1/rules")
+    server = json.loads(content)["limits"]
+    if server.get("batch_jobs", False) and (key or not server.get("batch_jobs_need_key", True)):
+        return [list(items[i : i + piece]) for i in range(0, len(items), piece)]
+    most, budget = max(1, server["batch_inline_max"]), server["max_time_ms"]
+    shared = limits.get("time_ms", server["default_time_ms"])
+    parts: list[list[Mapping[str, Any]]] = [[]]
+    spent = 0
+    for item in items:
+        own = item.get("limits") if isinstance(item, Mapping) else None
+        cost = (own or {}).get("time_ms", shared)
+        if parts[-1] and (len(parts[-1]) >= most or spent + cost > budget):
+            parts.append([])
+            spent = 0
+        parts[-1].append(item)
+        spent += cost
+    return parts if parts[-1] else []
+
+
 def run_remote(
     server: str,
     items: Sequence[Mapping[str, Any]],
@@ -67,8 +98,8 @@ def run_remote(
     (a batch that becomes a job needs one)."""
     base = server.rstrip("/")
     pieces: list[tuple[str | None, list[bytes]]] = []
-    for start in range(0, len(items), piece):
-        body = {"positions": list(items[start : start + piece]), "rules": rules, "limits": limits}
+    for part in _split(base, items, limits, piece, key):
+        body = {"positions": part, "rules": rules, "limits": limits}
         status, headers, content = _request(base + "/v1/batch", body=body, key=key)
         if status == 202:
             pieces.append((base + headers["Location"], []))

@@ -1,8 +1,9 @@
 # mypy: disable-error-code="untyped-decorator"
 """``POST /v1/batch`` and ``GET /v1/jobs/{id}``: thin routes over :mod:`.items` and :mod:`.jobs`.
 
-A small batch is answered inline; a larger one becomes a job for the ``kalah worker``
-processes (202 with ``Location``). Without Redis there is no queue, so only inline batches.
+A small batch is answered inline; a larger one becomes a job (202 with ``Location``) for the
+``kalah worker`` processes on the API's Redis, or without Redis for the server's own
+processes (:mod:`.embedded_jobs`).
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from kalah_core.errors import KalahError
 from ..analysis.analyser import Analyser
 from ..config import BATCH_PAGE_MAX, MAX_BATCH_BODY_BYTES
 from ..errors import ApiProblem, document_problems, problem_object
-from ..keys import current_caller
+from ..keys import Caller, current_caller
 from ..ratelimit import charge_batch, charge_search, search_cost
+from .embedded_jobs import EmbeddedJobStore
 from .items import Batch as ParsedBatch
 from .items import inline_ok, parse_batch
 from .jobs import JobStatus, JobStore
@@ -46,14 +48,13 @@ ERRORS = {
     400: "A malformed body.",
     413: f"The body is above {MAX_BATCH_BODY_BYTES} bytes.",
     422: "A malformed item (field positions.<i>.<field>), invalid shared rules or limits, too "
-    "many positions or too much budget, or (without a job queue) a batch too large to answer "
-    "inline.",
+    "many positions or too much budget.",
     503: "Redis (the job queue) is not reachable.",
 }
 
 JOB_ERRORS = {
-    404: "No such job of this API key: unknown, expired, another key's, or this server has no "
-    "job queue.",
+    404: "No such job of this caller (its API key; without Redis, its address): unknown, "
+    "expired, or another's.",
     422: "A bad offset or limit (1 to 1000).",
     503: "Redis (the job queue) is not reachable.",
 }
@@ -64,8 +65,15 @@ def _analyser() -> Analyser:
     return result
 
 
-def _jobs() -> JobStore | None:
-    store: JobStore | None = current_app.extensions.get("kalah_jobs")
+def _owner(caller: Caller, embedded: bool) -> str | None:
+    """Whose a job is: the API key's; on the embedded store (no keys) the caller's address."""
+    return caller.identity if embedded and caller.key_id is None else caller.key_id
+
+
+def _jobs() -> JobStore | EmbeddedJobStore:
+    store: JobStore | EmbeddedJobStore = current_app.extensions["kalah_jobs"]
+    if isinstance(store, EmbeddedJobStore):
+        store.run_with(_analyser())  # this process runs queued chunks too
     return store
 
 
@@ -119,29 +127,23 @@ class Batch(MethodView):
 
         At most `KALAH_BATCH_INLINE_MAX` items whose budgets add up to at most
         `KALAH_MAX_TIME_MS` are answered inline; a larger batch is a job (202, `Location:
-        /v1/jobs/{id}`) run by `kalah worker` processes. Without Redis there is no job queue
-        and a larger batch is a 422 naming `positions`."""
+        /v1/jobs/{id}`) run by `kalah worker` processes, or without Redis by the server's own
+        processes."""
         settings = _analyser().settings
         batch = parse_batch(settings, data["positions"], data.get("rules"), data.get("limits"))
         if inline_ok(settings, batch):
             return _inline(batch)
         store = _jobs()
-        if store is None:
-            raise ApiProblem(
-                "limit-exceeded",
-                "this server has no job queue (KALAH_REDIS_URL is unset): a batch is answered "
-                f"inline only up to {settings.batch_inline_max} positions and "
-                f"{settings.max_time_ms} ms of search in all; split it",
-                field="positions",
-                max=settings.batch_inline_max,
-            )
-        # A job needs an API key and pays up front: 1 unit per item (bad ones too) and the
-        # cost of every distinct item's search budget, as /v1/analysis would charge it.
-        charge_batch(len(batch.slots), sum(search_cost(t.limits.time_ms) for t in batch.tasks))
-        caller = current_caller()
-        assert caller.key_id is not None  # charge_batch required a key
+        # A job pays up front: 1 unit per item (bad ones too) and the cost of every distinct
+        # item's search budget, as /v1/analysis would charge it. With Redis it needs an API
+        # key (keys live there); without, it belongs to the caller's address.
+        embedded = isinstance(store, EmbeddedJobStore)
+        units = sum(search_cost(t.limits.time_ms) for t in batch.tasks)
+        charge_batch(len(batch.slots), units, need_key=not embedded)
+        owner = _owner(current_caller(), embedded)
+        assert owner is not None  # charge_batch required a key
         try:
-            status = store.create(batch, settings.batch_chunk, owner=caller.key_id)
+            status = store.create(batch, settings.batch_chunk, owner=owner)
         except redis.RedisError as error:
             raise _queue_unreachable(error) from None
         location = url_for("batch.Job", job_id=status.id)
@@ -153,7 +155,9 @@ class Batch(MethodView):
         )
 
 
-def _ndjson(store: JobStore, job_id: str, offset: int, end: int) -> Iterator[bytes]:
+def _ndjson(
+    store: JobStore | EmbeddedJobStore, job_id: str, offset: int, end: int
+) -> Iterator[bytes]:
     for start in range(offset, end, STREAM_PAGE):
         page = store.results(job_id, start, min(STREAM_PAGE, end - start))
         if not page:
@@ -173,19 +177,15 @@ class Job(MethodView):
         (every result from `offset` on unless `limit` is given) and the status is in the
         headers `Kalah-Job-Status` and `Kalah-Job-Progress` (done/total)."""
         store = _jobs()
-        if store is None:
-            raise ApiProblem(
-                "not-found", f"no job {job_id}: this server has no job queue", field="job_id"
-            )
         try:
             status = store.status(job_id)
         except redis.RedisError as error:
             raise _queue_unreachable(error) from None
-        caller = current_caller()
-        if status is None or caller.key_id is None or status.owner != caller.key_id:
-            # Only the key that posted a job reads it; to anyone else it does not exist.
+        owner = _owner(current_caller(), isinstance(store, EmbeddedJobStore))
+        if status is None or owner is None or status.owner != owner:
+            # Only who posted a job reads it; to anyone else it does not exist.
             raise ApiProblem(
-                "not-found", f"no job {job_id} of this API key (unknown or expired)", field="job_id"
+                "not-found", f"no job {job_id} of this caller (unknown or expired)", field="job_id"
             )
         offset = args["offset"]
         limit = args.get("limit")

@@ -34,5 +34,10 @@ class ReadySchema(ma.Schema):
     status = fields.String(
         metadata={"description": "'ready'; when not ready the answer is a 503 problem."}
     )
-    backend = fields.String(metadata={"description": "The cache backend: redis or memory."})
+    backend = fields.String(
+        metadata={
+            "description": "The cache backend: redis, or embedded (one store shared by every "
+            "process of the machine)."
+        }
+    )
     checks = fields.Nested(ChecksSchema, metadata={"description": "Each check and its detail."})

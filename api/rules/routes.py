@@ -1,5 +1,5 @@
 # mypy: disable-error-code="untyped-decorator"
-"""``GET /v1/rules``: presets, options and this server's limits."""
+"""``GET /v1/rules``: presets, options, this server's limits, databases and book."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ from flask import current_app
 from flask.views import MethodView
 from flask_smorest import Blueprint  # type: ignore[import-untyped]
 
+from kalah_core import book
 from kalah_core.finnish import MAX_GAME_LENGTH
 from kalah_core.position import MAX_NOTATION_LENGTH, MAX_SEEDS
 from kalah_core.rules import MAX_HOUSES, MAX_START_SEEDS, OPTION_DOCS, PRESET_DOCS, PRESETS, Rules
 
+from .. import egdb
 from ..config import (
     MAX_BATCH_BODY_BYTES,
     MAX_BODY_BYTES,
@@ -74,7 +76,8 @@ class RulesView(MethodView):
                 "batch_inline_max": settings.batch_inline_max,
                 "batch_max_budget_ms": settings.batch_max_budget_ms,
                 "batch_max_body_bytes": MAX_BATCH_BODY_BYTES,
-                "batch_jobs": bool(settings.state_url),
+                "batch_jobs": True,  # with Redis by kalah worker, else by the server itself
+                "batch_jobs_need_key": bool(settings.state_url),
                 "max_pv_sowings": MAX_PV_SOWINGS,
                 "max_seeds": MAX_SEEDS,
                 "max_notation_length": MAX_NOTATION_LENGTH,
@@ -85,4 +88,6 @@ class RulesView(MethodView):
                 "tiers": {tier: settings.tier_limit(tier) for tier in TIERS},
                 "search_unit_ms": SEARCH_UNIT_MS,
             },
+            "databases": egdb.service(settings.egdb_path, settings.egdb_seeds).status(),
+            "book": book.shipped().info(),
         }

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import marshmallow as ma
-from marshmallow import fields
+from marshmallow import fields, validate
 
 from ..schemas import RulesOptionsSchema, answer
 
@@ -66,9 +66,12 @@ class ServerLimitsSchema(ma.Schema):
     )
     batch_jobs = fields.Boolean(
         metadata={
-            "description": "Whether this server has a job queue (Redis) for batches too large "
-            "to answer inline."
+            "description": "Whether batches too large to answer inline become jobs (always: "
+            "run by kalah worker with Redis, by the server's own processes without)."
         }
+    )
+    batch_jobs_need_key = fields.Boolean(
+        metadata={"description": "Whether a batch job needs an API key (with Redis)."}
     )
     max_pv_sowings = fields.Integer(
         metadata={"description": "The longest principal variation an answer carries, in sowings."}
@@ -106,6 +109,59 @@ class RateLimitsSchema(ma.Schema):
 
 
 @answer()
+class DatabaseSchema(ma.Schema):
+    rules = fields.String(
+        metadata={"description": "The rule key it serves: houses, capture, end, remaining."}
+    )
+    max_seeds = fields.Integer(
+        metadata={"description": "Every board with at most this many seeds in houses."}
+    )
+    path = fields.String(metadata={"description": "Its file on the server."})
+
+
+@answer()
+class DatabaseBuildSchema(ma.Schema):
+    rules = fields.String(metadata={"description": "The rule key."})
+    presets = fields.List(fields.String(), metadata={"description": "The presets it serves."})
+    max_seeds = fields.Integer(metadata={"description": "The size being built."})
+    state = fields.String(
+        validate=validate.OneOf(["queued", "building", "attached", "failed"]),
+        metadata={"description": "queued, building, attached or failed."},
+    )
+    seconds = fields.Float(
+        allow_none=True, metadata={"description": "How long it took to build and attach."}
+    )
+
+
+@answer()
+class DatabasesSchema(ma.Schema):
+    setting = fields.String(
+        metadata={"description": "KALAH_EGDB_PATH: auto (the cache folder), off, or paths."}
+    )
+    build_seeds = fields.Integer(
+        metadata={"description": "Size of the background builds (0: none, outside auto)."}
+    )
+    attached = fields.List(
+        fields.Nested(DatabaseSchema),
+        metadata={"description": "The databases this server's searches probe."},
+    )
+    builds = fields.List(
+        fields.Nested(DatabaseBuildSchema),
+        metadata={"description": "The background builds of auto mode, most used first."},
+    )
+
+
+@answer()
+class BookSectionSchema(ma.Schema):
+    rules = fields.String(metadata={"description": "The rule key the section serves."})
+    presets = fields.List(fields.String(), metadata={"description": "The presets it serves."})
+    depth = fields.Integer(
+        metadata={"description": "Every position within this many sowings of the start."}
+    )
+    positions = fields.Integer(metadata={"description": "Boards held."})
+
+
+@answer()
 class RulesAnswerSchema(ma.Schema):
     default_preset = fields.String(
         metadata={"description": "The preset used when a request names none."}
@@ -121,4 +177,12 @@ class RulesAnswerSchema(ma.Schema):
     )
     rate_limits = fields.Nested(
         RateLimitsSchema, metadata={"description": "This server's rate limits and costs."}
+    )
+    databases = fields.Nested(
+        DatabasesSchema,
+        metadata={"description": "Endgame databases: attached, and building in the background."},
+    )
+    book = fields.List(
+        fields.Nested(BookSectionSchema),
+        metadata={"description": "The opening book's sections: exact answers without search."},
     )

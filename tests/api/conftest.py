@@ -51,9 +51,16 @@ def own_redis() -> Iterator[RedisServer]:
 
 
 @pytest.fixture
-def app() -> Flask:
-    """The app on the embedded default: the in-process LRU, no Redis."""
-    return create_app({"TESTING": True, "KALAH_REDIS_URL": "", "KALAH_MAX_TIME_MS": 5000})
+def app(tmp_path: Path) -> Flask:
+    """The app on the embedded default (no Redis), with an empty answer store of its own."""
+    return create_app(
+        {
+            "TESTING": True,
+            "KALAH_REDIS_URL": "",
+            "KALAH_MAX_TIME_MS": 5000,
+            "KALAH_CACHE_DIR": str(tmp_path / "answers"),
+        }
+    )
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ MIDGAME = "01d120-17-001201-10-n"
 
 ANSWER_FIELDS = {
     "cached",
+    "book",
     "position",
     "board",
     "rules",

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,11 @@ def small_positions(count: int) -> list[dict[str, Any]]:
 
 def post(client: FlaskClient, body: dict[str, Any]) -> Any:
     return client.post("/v1/batch", json=body)
+
+
+def stable(answer: dict[str, Any]) -> dict[str, Any]:
+    """An answer without its ``cached`` flag."""
+    return {k: v for k, v in answer.items() if k != "cached"}
 
 
 def test_inline_results_in_order_with_per_item_overrides_and_problems(client: FlaskClient) -> None:
@@ -118,16 +124,28 @@ def test_limits_on_size_and_budget() -> None:
     assert repeats.status_code == 200, "repeats cost no budget"
 
 
-def test_without_redis_a_large_batch_is_422_with_the_inline_maximum(client: FlaskClient) -> None:
-    response = post(client, {"positions": small_positions(17), "rules": SMALL})
-    assert response.status_code == 422
-    assert response.json["field"] == "positions" and response.json["max"] == 16
-    assert "KALAH_REDIS_URL" in response.json["detail"]
-    # A batch whose budgets add up to more than KALAH_MAX_TIME_MS is not inline either.
-    slow = post(
-        client, {"positions": small_positions(2), "rules": SMALL, "limits": {"time_ms": 4000}}
-    )
-    assert slow.status_code == 422 and slow.json["field"] == "positions"
+def test_without_redis_a_large_batch_is_a_job_of_the_server(client: FlaskClient) -> None:
+    """No queue to run: the app's own process runs the job (gunicorn over HTTP in
+    test_api_embedded_http); the results are the single answers, repeats marked cached."""
+    positions = small_positions(17)
+    for body in (
+        {"positions": positions, "rules": SMALL},
+        # A batch whose budgets add up to more than KALAH_MAX_TIME_MS is not inline either.
+        {"positions": positions[:2], "rules": SMALL, "limits": {"time_ms": 4000}},
+    ):
+        created = post(client, body)
+        assert created.status_code == 202, created.json
+        location = created.headers["Location"]
+        job: dict[str, Any] = {}
+        for _ in range(600):
+            job = client.get(location).json
+            if job["status"] == "finished":
+                break
+            time.sleep(0.05)
+        assert job["progress"] == {"done": len(body["positions"]), "total": len(body["positions"])}
+        for item, result in zip(body["positions"], job["results"], strict=True):
+            single = client.post("/v1/analysis", json={"rules": SMALL, **item}).json
+            assert stable(result) == stable(single)
     assert client.get("/v1/jobs/" + "0" * 32).status_code == 404
 
 

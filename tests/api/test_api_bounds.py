@@ -4,6 +4,7 @@ never a 500; the limits are reported by GET /v1/rules; memory and time stay boun
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -173,7 +174,8 @@ def test_rules_reports_every_limit(client: FlaskClient) -> None:
         "batch_inline_max": 16,
         "batch_max_budget_ms": 10_000_000,
         "batch_max_body_bytes": 4 * 1024 * 1024,
-        "batch_jobs": False,
+        "batch_jobs": True,
+        "batch_jobs_need_key": False,
     }
 
 
@@ -184,20 +186,24 @@ def test_the_lru_is_bounded() -> None:
     assert len(lru) == 50 and lru.get("k999") is not None and lru.get("k0") is None
 
 
-def test_the_answer_cache_of_an_app_is_bounded(client: FlaskClient) -> None:
+def test_the_answer_cache_of_an_app_is_bounded(client: FlaskClient, tmp_path: Path) -> None:
     from flask import current_app
 
     with client.application.app_context():
         analyser = current_app.extensions["kalah"]
         assert analyser.cache.size() == 0
         assert analyser.settings.lru_size == 10000
-    small = create_small_app(lru=3)
+    small = create_small_app(lru=3, store=tmp_path / "answers")
     for houses in range(1, 7):
         small.get(f"{A}?position=start&houses={houses}&seeds=1")
-    assert small.application.extensions["kalah"].cache.size() == 3
+    cache = small.application.extensions["kalah"].cache
+    assert len(cache._memory) == 3  # each process's LRU in front of the store
+    assert cache.size() == 6  # the shared store, bounded in bytes (KALAH_CACHE_MB)
+    assert cache.store.size_limit == 512 * 1024 * 1024
 
 
-def create_small_app(*, lru: int) -> FlaskClient:
+def create_small_app(*, lru: int, store: Path) -> FlaskClient:
     from api import create_app
 
-    return create_app({"TESTING": True, "KALAH_REDIS_URL": "", "KALAH_LRU_SIZE": lru}).test_client()
+    config = {"KALAH_REDIS_URL": "", "KALAH_LRU_SIZE": lru, "KALAH_CACHE_DIR": str(store)}
+    return create_app({"TESTING": True, **config}).test_client()

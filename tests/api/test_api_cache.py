@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -239,10 +239,13 @@ def test_lock_released_after_compute(redis_app: Flask, redis_server: RedisServer
     assert not [k for k in client.scan_iter("*:lock")]
 
 
-def test_threads_hold_no_state_between_apps() -> None:
-    """Two apps in one process never share a cache (tests rely on it)."""
-    a = create_app({"TESTING": True, "KALAH_REDIS_URL": ""})
-    b = create_app({"TESTING": True, "KALAH_REDIS_URL": ""})
-    assert analyse(a, f"position=start&{SMALL}").get_json()["cached"] is False
-    assert analyse(b, f"position=start&{SMALL}").get_json()["cached"] is False
-    assert threading.active_count() >= 1
+def test_apps_share_the_embedded_store_of_their_folder(tmp_path: Path) -> None:
+    """Without Redis, apps (workers) on one store folder share answers; other folders do not."""
+    config = {"TESTING": True, "KALAH_REDIS_URL": ""}
+    a = create_app({**config, "KALAH_CACHE_DIR": str(tmp_path / "one")})
+    b = create_app({**config, "KALAH_CACHE_DIR": str(tmp_path / "one")})
+    c = create_app({**config, "KALAH_CACHE_DIR": str(tmp_path / "two")})
+    first = analyse(a, f"position=start&{SMALL}")
+    second = analyse(b, f"position=start&{SMALL}")
+    assert (first.get_json()["cached"], second.get_json()["cached"]) == (False, True)
+    assert analyse(c, f"position=start&{SMALL}").get_json()["cached"] is False

@@ -1,56 +1,101 @@
-"""The service's endgame databases: a configured file or folder, off, or the default built in
-the background."""
+"""The service's endgame databases: off, a file or a folder, or ``auto``: whatever the cache
+folder holds, and every preset's missing database built in the background once per machine."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from api.egdb import DEFAULT_SEEDS, attach_databases
-from kalah_core import Position, Rules, egdb
+from api import create_app
+from api.egdb import DatabaseService, plan
+from kalah_core import Position, Rules, databases, egdb
 from kalah_core.solver import Engine
 
 
 def test_off_attaches_nothing() -> None:
     engine = Engine(1)
-    attach_databases(engine, threading.Lock(), "off")
+    DatabaseService("off", 24).attach_to(engine, threading.Lock())
     assert engine.databases == []
 
 
 def test_a_file_and_a_folder_are_attached(tmp_path: Path) -> None:
     rules = Rules(houses=3)
+    small = egdb.default_path(rules, 4, tmp_path)
     path = egdb.default_path(rules, 6, tmp_path)
+    egdb.build(small, rules, 4, progress=False)
     egdb.build(path, rules, 6, progress=False)
     for setting in (str(path), str(tmp_path)):
         engine = Engine(1)
-        attach_databases(engine, threading.Lock(), setting)
-        assert [d.path for d in engine.databases] == [path]
+        DatabaseService(setting, 24).attach_to(engine, threading.Lock())
+        assert [d.path for d in engine.databases] == [path]  # the largest of its rules
 
 
-def test_auto_builds_the_default_in_the_background(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_the_plan_covers_every_preset_that_can_have_a_database() -> None:
+    assert [(str(p.key), p.presets) for p in plan()] == [
+        ("h6-nonempty-either-owner", ["kalah", "kalah-pie"]),
+        ("h6-nonempty-mover-owner", ["kalaha"]),
+        ("h6-always-either-owner", ["piet-hein"]),
+    ]
+
+
+def wait_attached(service: DatabaseService, count: int) -> None:
+    deadline = time.monotonic() + 120
+    while len(service.status()["attached"]) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def test_auto_builds_every_preset_once_in_the_background(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    caplog.set_level(logging.INFO, logger="api.egdb")
+    # Two services stand for two worker processes of one machine.
+    services = [DatabaseService("auto", 8), DatabaseService("auto", 8)]
     engine, lock = Engine(16), threading.Lock()
     started = time.monotonic()
-    attach_databases(engine, lock, "auto")
-    assert time.monotonic() - started < 1.0, "start-up does not wait for the build"
-    deadline = time.monotonic() + 120
-    while not engine.databases and time.monotonic() < deadline:
-        time.sleep(0.1)
-    rules = Rules()
-    assert engine.databases and engine.databases[0].max_seeds == DEFAULT_SEEDS
-    assert egdb.default_path(rules, DEFAULT_SEEDS, tmp_path / "kalah").exists()
-    # Same exact answers with and without it.
-    position = Position(
-        (0, 3, 1, 0, 2, 5), (1, 0, 4, 2, 0, 1), (14, 15), Position.start(rules).to_move
+    services[0].attach_to(engine, lock)
+    services[1].start()
+    assert time.monotonic() - started < 1.0, "nothing waits for the builds"
+    for service in services:
+        wait_attached(service, 3)
+        assert {b["state"] for b in service.status()["builds"]} == {"attached"}
+    built = [r for r in caplog.records if "building the endgame database" in r.getMessage()]
+    assert len(built) == 3, "each database is built once"
+    folder = databases.cache_dir()
+    assert folder == tmp_path / "kalah"
+    assert sorted(p.name for p in folder.glob("*.egdb")) == sorted(
+        egdb.default_path(Rules.preset(p.presets[0]), 8).name for p in plan()
     )
+    # The engine got them as they came, and answers the same as without them.
+    assert len(engine.databases) == 3
+    rules = Rules.preset("kalaha")
+    position = Position((0, 3, 1, 0, 2, 0), (1, 0, 2, 2, 0, 1), (14, 13))
     with lock:
         with_db = engine.analyse(position, rules)
     without = Engine(16).analyse(position, rules)
     assert with_db.exact and without.exact
     assert [(m.move, m.value) for m in with_db.moves] == [(m.move, m.value) for m in without.moves]
     assert with_db.nodes < without.nodes
+
+
+def test_rules_report_the_databases_and_the_book(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    rules = Rules(houses=6)
+    egdb.build(egdb.default_path(rules, 6, databases.cache_dir()), rules, 6, progress=False)
+    app = create_app({"TESTING": True, "KALAH_EGDB_PATH": "auto", "KALAH_EGDB_SEEDS": 0})
+    answer = app.test_client().get("/v1/rules").get_json()
+    found = answer["databases"]
+    assert found["setting"] == "auto" and found["build_seeds"] == 0 and found["builds"] == []
+    assert [(d["rules"], d["max_seeds"]) for d in found["attached"]] == [
+        ("h6-nonempty-either-owner", 6)
+    ]
+    assert {s["rules"] for s in answer["book"]} >= {
+        "h6-nonempty-either-owner",
+        "h6-nonempty-mover-owner",
+    }

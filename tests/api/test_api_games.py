@@ -103,7 +103,12 @@ def test_errors_name_the_field(client: FlaskClient, body: dict, status: int, fie
 
 
 def test_budget_too_small_is_labelled_inexact(client: FlaskClient) -> None:
-    body = {"rules": "kalah", "game": "3-", "limits": {"time_ms": 1, "nodes": 50}}
+    # Kalah(6,6): beyond the opening book (which would answer exactly at any budget).
+    body = {
+        "rules": {"preset": "kalah", "seeds": 6},
+        "game": "3-",
+        "limits": {"time_ms": 1, "nodes": 50},
+    }
     data = client.post("/v1/games/analysis", json=body).json
     assert data["exact"] is False and data["moves"][0]["exact"] is False
     assert data["summary"]["south"]["exact"] is False

@@ -76,7 +76,7 @@ def test_every_v1_endpoint_shares_one_bucket_and_health_is_free() -> None:
 
 def test_a_cached_answer_costs_1_and_a_search_1_per_started_100_ms() -> None:
     client = limited_app("1000/minute").test_client()
-    query = "/v1/analysis?position=start&time_ms=350"  # Kalah(6,4) is not solved in 350 ms
+    query = "/v1/analysis?position=start&seeds=6&time_ms=350"  # Kalah(6,6): not in 350 ms
     first = client.get(query)
     searched = first.get_json()["time_ms"]
     cost = int(first.headers["Kalah-Cost"])
@@ -84,24 +84,24 @@ def test_a_cached_answer_costs_1_and_a_search_1_per_started_100_ms() -> None:
     assert cost >= 1 + 3 and cost <= 2 + int(searched // 100) + 1, (cost, searched)
     again = client.get(query)
     assert again.get_json()["cached"] is True and again.headers["Kalah-Cost"] == "1"
-    best = client.get("/v1/best-move?position=start&time_ms=350")
+    best = client.get("/v1/best-move?position=start&seeds=6&time_ms=350")
     assert best.headers["Kalah-Cost"] == "1"  # the same cache entry
     assert int(again.headers["RateLimit-Remaining"]) == 1000 - cost - 1
 
 
 def test_a_search_reserves_its_budget_before_it_runs_and_refunds_the_rest() -> None:
     client = limited_app("10/minute").test_client()
-    refused = client.get("/v1/analysis?position=start&time_ms=1000")  # 1 + 10 > 10
+    refused = client.get("/v1/analysis?position=start&seeds=6&time_ms=1000")  # 1 + 10 > 10
     assert refused.status_code == 429 and "may cost 11 units" in refused.get_json()["detail"]
     assert refused.headers["Kalah-Cost"] == "0" and refused.headers["RateLimit-Remaining"] == "10"
     solved = client.get("/v1/analysis?position=start&rules=kalah&houses=3&seeds=2&time_ms=900")
     assert solved.status_code == 200 and solved.get_json()["exact"] is True
     assert solved.headers["Kalah-Cost"] == "2", "9 units reserved, 8 refunded: it took < 100 ms"
     assert solved.headers["RateLimit-Remaining"] == "8"
-    first = client.get("/v1/analysis?position=start&time_ms=400")  # Kalah(6,4): not in 400 ms
+    first = client.get("/v1/analysis?position=start&seeds=6&time_ms=400")  # not in 400 ms
     assert first.status_code == 200 and first.headers["Kalah-Cost"] == "5", "never above budget"
     assert first.headers["RateLimit-Remaining"] == "3"
-    assert client.get("/v1/analysis?position=start&time_ms=300").status_code == 429
+    assert client.get("/v1/analysis?position=start&seeds=6&time_ms=300").status_code == 429
 
 
 def test_clients_are_limited_separately_by_ip() -> None:

@@ -105,7 +105,8 @@ def test_rules(client: FlaskClient) -> None:
     assert answer["limits"]["batch_max_positions"] == 10000
     assert answer["limits"]["batch_inline_max"] == 16
     assert answer["limits"]["batch_max_body_bytes"] == 4 * 1024 * 1024
-    assert answer["limits"]["batch_jobs"] is False
+    assert answer["limits"]["batch_jobs"] is True  # run by the server itself without Redis
+    assert answer["limits"]["batch_jobs_need_key"] is False
 
 
 def test_livez(client: FlaskClient) -> None:
@@ -117,7 +118,7 @@ def test_readyz_on_the_embedded_default(client: FlaskClient) -> None:
     response = client.get("/readyz")
     assert response.status_code == 200
     answer = response.get_json()
-    assert answer["status"] == "ready" and answer["backend"] == "memory"
+    assert answer["status"] == "ready" and answer["backend"] == "embedded"
     assert answer["checks"]["engine"]["ok"] is True
     assert answer["checks"]["cache"]["ok"] is True
 
@@ -135,7 +136,7 @@ def test_metrics(client: FlaskClient) -> None:
         'kalah_http_requests_total{endpoint="/v1/analysis",method="GET",status="400"}',
         "kalah_http_request_duration_seconds_bucket",
         'kalah_cache_lookups_total{level="memory",result="hit"}',
-        'kalah_cache_lookups_total{level="memory",result="miss"}',
+        'kalah_cache_lookups_total{level="embedded",result="miss"}',
         "kalah_search_nodes_total",
         'kalah_search_duration_seconds_count{kind="exact"}',
         'kalah_analysis_answers_total{cached="true",kind="exact"}',

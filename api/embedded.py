@@ -1,0 +1,134 @@
+"""The embedded answer store: one bounded cache on disk shared by every process of a machine.
+
+Without Redis every gunicorn worker (and ``kalah analyse``) reads and writes one SQLite
+database through ``diskcache``, in ``<cache folder>/answers`` (``KALAH_CACHE_DIR``), beside
+the endgame databases. Why diskcache: SQLite in WAL mode is safe across processes and threads
+with no server to run, survives restarts, and diskcache adds what a cache needs on top —
+a size bound with eviction, per-key expiry, atomic ``add`` for locks — in a well-kept pure
+Python package. LMDB would read faster but has a fixed map size, no expiry and no eviction,
+all of which we would have to write.
+
+- Exact answers never expire (they only leave when the size bound evicts the oldest stored,
+  ``least-recently-stored``: reads never write); heuristic ones expire after
+  ``KALAH_CACHE_TTL_S`` and are replaced only by a deeper one.
+- One search per key across processes: the first to ``add`` the key's lock computes, the
+  others poll for its answer (up to the search budget plus a margin), as with Redis.
+- An in-process LRU of exact answers sits in front (immutable, so never stale).
+- The store is opened per process, after gunicorn forks (SQLite handles do not survive one).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import diskcache
+
+from . import metrics
+from .cache import AnswerCache, Entry, Keys, _Lru
+
+SQLITE_TIMEOUT_S = 5
+"""How long a writer waits for SQLite's lock before diskcache gives up (a miss then)."""
+
+
+class EmbeddedCache(AnswerCache):
+    """diskcache on the local disk, shared by every process; an LRU of exact entries in front."""
+
+    backend = "embedded"
+
+    def __init__(
+        self, directory: str | os.PathLike[str], *, size_mb: int, ttl_s: float, lru_size: int
+    ) -> None:
+        self.directory = Path(directory)
+        self.size_limit = size_mb * 1024 * 1024
+        self.ttl_s = ttl_s
+        self._memory = _Lru(lru_size)
+        self._store: tuple[int, diskcache.Cache] | None = None
+        self._open_lock = threading.Lock()
+
+    @property
+    def store(self) -> diskcache.Cache:
+        """This process's handle (a forked child opens its own)."""
+        opened = self._store
+        if opened is None or opened[0] != os.getpid():
+            with self._open_lock:
+                opened = self._store
+                if opened is None or opened[0] != os.getpid():
+                    self.directory.mkdir(parents=True, exist_ok=True)
+                    cache = diskcache.Cache(
+                        str(self.directory),
+                        size_limit=self.size_limit,
+                        eviction_policy="least-recently-stored",
+                        timeout=SQLITE_TIMEOUT_S,
+                    )
+                    opened = self._store = (os.getpid(), cache)
+        return opened[1]
+
+    def lookup(self, keys: Keys) -> tuple[Entry | None, str]:
+        entry = self._memory.get(keys.exact)
+        if entry is not None:
+            return entry, "memory"
+        store = self.store
+        raw: Any = store.get(keys.exact)
+        if raw is not None:
+            entry = Entry.decode(raw)
+            self._memory.put(keys.exact, entry, None)
+            return entry, "embedded"
+        raw = store.get(keys.limits)
+        return (Entry.decode(raw) if raw is not None else None), "embedded"
+
+    def put(self, keys: Keys, entry: Entry) -> None:
+        store = self.store
+        if entry.exact:
+            self._memory.put(keys.exact, entry, None)
+            store.set(keys.exact, entry.encode())
+            return
+        with store.transact():  # replace a live heuristic entry only by a deeper one
+            old: Any = store.get(keys.limits)
+            if old is not None and (Entry.decode(old).depth or 0) > (entry.depth or 0):
+                return
+            store.set(keys.limits, entry.encode(), expire=self.ttl_s)
+
+    def ping(self) -> tuple[bool, str]:
+        try:
+            count = len(self.store)
+        except Exception as error:  # reported by /readyz, never raised
+            return False, f"embedded store {self.directory} unusable: {error}"
+        return True, f"embedded store {self.directory}: {count} entries"
+
+    def size(self) -> int | None:
+        return len(self.store)
+
+    @contextmanager
+    def _single_flight(self, keys: Keys, wait_s: float) -> Iterator[Entry | None]:
+        store = self.store
+        token = f"{secrets.token_hex(8)}-{os.getpid()}"
+        deadline = time.monotonic() + wait_s
+        pause = 0.002
+        holder = False
+        while True:
+            if store.add(keys.lock, token, expire=wait_s):
+                holder = True
+                break
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+            entry = self.get(keys)
+            if entry is not None:
+                metrics.CACHE_WAITS.inc()
+                yield entry
+                return
+            if time.monotonic() > deadline:
+                break  # the holder is too slow (or died): compute ourselves
+        try:
+            yield self.get(keys) if holder else None  # stored between our miss and the lock?
+        finally:
+            if holder:
+                with store.transact():
+                    if store.get(keys.lock) == token:
+                        store.delete(keys.lock)

@@ -1,0 +1,138 @@
+"""The opening book: built small here and checked against the engine move by move; the
+shipped book against the published values and the engine."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from kalah_core import SWAP, Position, Rules, legal_moves, play
+from kalah_core.book import Book, BookError, shipped
+from kalah_core.book_build import build_section
+from kalah_core.solver import Engine
+
+SMALL_RULES = [
+    Rules(houses=4, seeds=2),
+    Rules(houses=4, seeds=2, pie=True),
+    Rules(houses=4, seeds=2, capture="always", end="mover-empty"),
+    Rules(houses=3, seeds=3, remaining="empty-side", pie=True),
+]
+DEPTH = 4
+
+
+def positions_within(rules: Rules, depth: int) -> list[Position]:
+    """Every position reachable in at most ``depth`` moves (swaps included), game not over."""
+    found = {Position.start(rules)}
+    level = set(found)
+    for _ in range(depth):
+        level = {
+            result.after
+            for position in level
+            for move in legal_moves(position, rules)
+            if not (result := play(position, rules, move)).over
+        } - found
+        found |= level
+    return sorted(found, key=lambda p: p.compact())
+
+
+@pytest.fixture(scope="module")
+def small_book() -> Book:
+    sections = {}
+    for rules in SMALL_RULES:
+        section = build_section(rules, DEPTH, [], presets=["test"])
+        sections[section.key] = section
+    return Book.from_bytes(Book(list(sections.values())).to_bytes())  # through the format
+
+
+@pytest.mark.parametrize("rules", SMALL_RULES, ids=lambda r: r.key)
+def test_every_book_position_has_the_engines_move_values(small_book: Book, rules: Rules) -> None:
+    engine = Engine(tt_mb=8)
+    held = 0
+    for position in positions_within(rules, DEPTH):
+        values = small_book.move_values(position, rules)
+        if values is None:
+            continue
+        held += 1
+        analysis = engine.analyse(position, rules)
+        assert analysis.exact
+        assert values == {m.move: m.value for m in analysis.moves}, position.compact()
+    # Everything within DEPTH sowings is held (a swap is no sowing: a little more under pie).
+    assert held >= len(positions_within(Rules(**{**rules.to_json(), "pie": False}), DEPTH))
+
+
+def test_pie_positions_include_the_swap(small_book: Book) -> None:
+    rules = SMALL_RULES[1]
+    position = play(Position.start(rules), rules, 1).after  # North may swap now
+    values = small_book.move_values(position, rules)
+    assert values is not None and SWAP in values
+
+
+def test_a_book_hit_is_exact_instant_and_labelled(small_book: Book) -> None:
+    rules = SMALL_RULES[0]
+    analysis = Engine(tt_mb=8, book=small_book).analyse(Position.start(rules), rules)
+    searched = Engine(tt_mb=8).analyse(Position.start(rules), rules)
+    assert analysis.exact and analysis.nodes == 0
+    assert analysis.extra["book"] == {"depth": DEPTH, "rules": "h4-nonempty-either-owner"}
+    assert (analysis.value, analysis.best_moves) == (searched.value, searched.best_moves)
+    assert analysis.pv and analysis.pv[0][0] in analysis.best_moves
+
+
+def test_outside_the_book_the_engine_searches(small_book: Book) -> None:
+    rules = SMALL_RULES[0]
+    engine = Engine(tt_mb=8, book=small_book)
+    far = Position((0, 1, 0, 2), (1, 0, 0, 1), (6, 5))
+    assert small_book.move_values(far, rules) is None
+    analysis = engine.analyse(far, rules)
+    assert analysis.exact and "book" not in analysis.extra
+    # Depth-limited searches are not answered from the book.
+    start = engine.analyse(Position.start(rules), rules, depth=2)
+    assert "book" not in start.extra
+
+
+def test_damaged_books_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "book.bin"
+    path.write_bytes(b"not a book")
+    with pytest.raises(BookError):
+        Book.load(path)
+
+
+# -- the shipped book -------------------------------------------------------------------------
+
+
+def test_the_shipped_book_gives_the_published_values() -> None:
+    book = shipped()
+    for preset, value in (("kalah", 8), ("kalah-pie", None), ("kalaha", None)):
+        rules = Rules.preset(preset)
+        assert book.move_values(Position.start(rules), rules) is not None, preset
+        analysis = Engine(tt_mb=1, book=book).analyse(Position.start(rules), rules)
+        assert analysis.exact and "book" in analysis.extra, preset
+        if value is not None:
+            assert analysis.value == value  # Rawlings: Kalah(6,4) = +8
+
+
+@pytest.mark.slow
+def test_shipped_book_positions_match_the_engine() -> None:
+    """A sample of random lines to the book's depth: each last position's every move by a
+    full search (minutes without a database: ``--run-slow``)."""
+    book = shipped()
+    rng = random.Random(14)
+    engine = Engine(tt_mb=64)
+    checked = 0
+    for preset in ("kalah", "kalaha"):
+        rules = Rules.preset(preset)
+        depth = book.sections[next(k for k in book.sections if k.end == rules.end)].depth
+        for _ in range(3):
+            position = Position.start(rules)
+            for _ in range(depth):
+                result = play(position, rules, rng.choice(legal_moves(position, rules)))
+                if result.over:
+                    break
+                position = result.after
+            values = book.move_values(position, rules)
+            assert values is not None, position.compact()
+            analysis = engine.analyse(position, rules)
+            assert values == {m.move: m.value for m in analysis.moves}, position.compact()
+            checked += 1
+    assert checked == 6
