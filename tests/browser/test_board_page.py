@@ -125,6 +125,8 @@ def test_keyboard_plays_a_house_with_visible_focus(page: Any) -> None:
     )
     page.wait_for_selector("[data-house='north-1'][role=button]")
     page.focus("[data-house='north-1']")
+    shown_values(page)  # the redraw with the values keeps the focus where it was
+    assert page.evaluate("() => document.activeElement.dataset.house") == "north-1"
     outline = page.eval_on_selector(
         "[data-house='north-1'] circle", "c => getComputedStyle(c).strokeWidth"
     )

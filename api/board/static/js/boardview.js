@@ -2,7 +2,7 @@
 // numbered from each player's own left, North's store on the left. The mover's playable
 // houses are buttons (click, Enter, Space) and carry their value in a chip beside them.
 
-import { s } from "./dom.js";
+import { replaceKeepingFocus, s } from "./dom.js";
 import { result, valueText, valueWords } from "./format.js";
 
 const CELL = 64;
@@ -61,7 +61,7 @@ export function drawBoard(container, board, { flipped = false, values = new Map(
     const y = moverOnTop ? PAD + 3 : boardTop + 2 * CELL + LABEL + 1;
     svg.append(swapButton(x, y, swap, played === "swap", onPlay));
   }
-  container.replaceChildren(svg);
+  replaceKeepingFocus(container, svg, "data-house");
 }
 
 function houseGroup(x, y, count, side, house, { info, played, onPlay, mover }) {
@@ -97,6 +97,7 @@ function houseGroup(x, y, count, side, house, { info, played, onPlay, mover }) {
 function swapButton(x, y, info, played, onPlay) {
   const group = s("g", {
     class: `house swap${played ? " played" : ""}`,
+    "data-house": "swap",
     role: "button",
     tabindex: 0,
     "aria-label": `Swap sides (pie rule): ${valueWords(info.value, info.exact)}${info.best ? ", best" : ""}`,

@@ -22,3 +22,13 @@ export function h(tag, attrs, children) {
 export function s(tag, attrs, children) {
   return build(document.createElementNS(SVG_NS, tag), attrs, children);
 }
+
+/** Replace `container`'s content, then focus the new element whose `attribute` has the value
+ * of the one that had the focus: a redraw when values arrive must not throw a keyboard user
+ * back to the top of the page. */
+export function replaceKeepingFocus(container, content, attribute) {
+  const focused = container.contains(document.activeElement) ? document.activeElement.closest(`[${attribute}]`) : null;
+  const value = focused?.getAttribute(attribute);
+  container.replaceChildren(content);
+  if (value) container.querySelector(`[${attribute}="${CSS.escape(value)}"]`)?.focus();
+}

@@ -2,7 +2,7 @@
 // scrapers lives here. Each legal move of the shown position gets exactly one element with
 // data-move (house number or "swap"), data-value (integer, for the mover) and data-exact.
 
-import { h } from "./dom.js";
+import { h, replaceKeepingFocus } from "./dom.js";
 import { boundsText, result, sideName, signed, valueText, valueWords } from "./format.js";
 
 export function renderMoveValues(list, answer, { played = null, onPlay, state = "idle" } = {}) {
@@ -17,7 +17,8 @@ export function renderMoveValues(list, answer, { played = null, onPlay, state = 
     return;
   }
   const best = new Set(answer.best_moves.map(String));
-  list.replaceChildren(
+  const items = document.createDocumentFragment();
+  items.append(
     ...answer.moves.map((move) => {
       const isBest = best.has(String(move.move));
       const classes = ["mv", move.exact ? "exact" : "estimate", result(move.value)];
@@ -51,6 +52,7 @@ export function renderMoveValues(list, answer, { played = null, onPlay, state = 
       ]);
     }),
   );
+  replaceKeepingFocus(list, items, "data-move");
 }
 
 /** One line on the search behind the answer: exact or estimated, depth, nodes, time. */
