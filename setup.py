@@ -20,8 +20,9 @@ DIRECTIVES = {
     "embedsignature": True,
 }
 
-# The endgame database builder runs on every core with OpenMP (gcc's libgomp).
-OPENMP = {"_egdb": ["-fopenmp"]}
+# The endgame database builder and the parallel search run on every core with OpenMP
+# (gcc's libgomp).
+OPENMP = {"_egdb": ["-fopenmp"], "_search": ["-fopenmp"]}
 
 extensions = [
     Extension(

@@ -49,6 +49,8 @@ class Settings:
     """The state store (API keys, jobs, rate-limit counters); unset: the Redis of
     ``redis_url``. It must never evict (checked at start) and should persist."""
     tt_mb: int = 64
+    search_threads: int = 1
+    """Threads of each search; 1 because gunicorn already runs a worker per core."""
     default_time_ms: int = 1000
     max_time_ms: int = 10000
     max_nodes: int = 1_000_000_000
@@ -92,6 +94,7 @@ _VARIABLES: dict[str, tuple[str, type, Any, float | None, float | None]] = {
     "KALAH_REDIS_URL": ("redis_url", str, None, None, None),
     "KALAH_STATE_REDIS_URL": ("state_redis_url", str, None, None, None),
     "KALAH_TT_MB": ("tt_mb", int, 64, 1, 65536),
+    "KALAH_SEARCH_THREADS": ("search_threads", int, 1, 1, 64),
     "KALAH_DEFAULT_TIME_MS": ("default_time_ms", int, 1000, 1, None),
     "KALAH_MAX_TIME_MS": ("max_time_ms", int, 10000, 1, 600_000),
     "KALAH_MAX_NODES": ("max_nodes", int, 1_000_000_000, 1, None),

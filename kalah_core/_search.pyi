@@ -8,6 +8,8 @@ class Searcher:
     size_bytes: int
     etc_min_seeds: int
     eval_kind: int
+    threads: int
+    smp: int
     def __init__(self, tt_mb: int = 64) -> None: ...
     def clear(self) -> None: ...
     def add_database(

@@ -12,7 +12,9 @@ The hot path (``exact``, ``heuristic``) runs without the GIL on C structs only.
 """
 
 from libc.stdint cimport uint64_t, int64_t
-from libc.stdlib cimport abs
+from libc.stdlib cimport abs, calloc, free
+from libc.string cimport memset
+from cython.parallel cimport parallel, threadid
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 from kalah_core._egdb cimport EGDB, EndgameTable, egdb_probe, egdb_rank
@@ -22,8 +24,21 @@ from kalah_core._board cimport (
 )
 from kalah_core._table cimport (
     Table, Probe, TT_PROVEN as PROVEN, TT_NO_MOVE as NO_MOVE, TT_RULES_SALT, TT_STORE_MUL,
-    fmix, tt_probe, __builtin_prefetch, tt_store, tt_prefetch, tt_init, tt_free, tt_clear,
+    fmix, tt_probe, tt_load, tt_store_word, __builtin_prefetch, tt_store, tt_prefetch, tt_init, tt_free, tt_clear,
 )
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    static inline int64_t atomic_add(int64_t* p, int64_t v) {
+        return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+    }
+    static inline int atomic_load_int(const int* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+    static inline void atomic_store_int(int* p, int v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+    """
+    int64_t atomic_add(int64_t* p, int64_t v) noexcept nogil
+    int atomic_load_int(const int* p) noexcept nogil
+    void atomic_store_int(int* p, int v) noexcept nogil
 
 cdef extern from *:
     """
@@ -52,9 +67,24 @@ cdef enum:
     GAIN_WEIGHT = 16
     # Debug builds check exact()'s answers against a plain minimax below this many seeds.
     DEBUG_VERIFY_SEEDS = 7
+    BUSY_SLOTS = 1 << 14     # the parallel search's set of nodes being searched
+    MAX_THREADS = 64
+    SMP_LAZY = 1
+    SMP_ABDADA = 2
+    DEFER_MIN_SEEDS = 12     # ABDADA defers at nodes with this many seeds or more in houses
+    DEFER_ABOVE_DB = 4       # ... or this many more than the endgame database holds
+
+ctypedef struct Shared:
+    int stop                 # a thread has the answer: the others stop
+    int defer                # simplified ABDADA: defer children another thread is searching
+    int defer_min_seeds      # ... at nodes with at least this many seeds in houses
+    int64_t nodes            # every thread's nodes, counted CHECK_EVERY + 1 at a time
+    uint64_t busy[BUSY_SLOTS] # hashes of nodes being searched (a lossy set)
 
 ctypedef struct Search:
     CRules r
+    Shared* shared           # NULL in a search on one thread
+    int perturb              # Lazy SMP helper k > 0: its own move order at some nodes
     Table* tt
     int keyed_on_store       # majority: the mover's store is part of the key
     uint64_t salt            # the rule key mixed into every hash: one table serves all rules
@@ -78,10 +108,38 @@ cdef inline int64_t now_ns() noexcept nogil:
 cdef inline void count_node(Search* s) noexcept nogil:
     s.nodes += 1
     if (s.nodes & CHECK_EVERY) == 0:
-        if s.node_limit and s.nodes >= s.node_limit:
+        check_budget(s)
+
+cdef void check_budget(Search* s) noexcept nogil:
+    cdef int64_t total = s.nodes
+    if s.shared != NULL:
+        total = atomic_add(&s.shared.nodes, CHECK_EVERY + 1) + CHECK_EVERY + 1
+        if atomic_load_int(&s.shared.stop):
             s.aborted = 1
-        elif s.deadline_ns and now_ns() >= s.deadline_ns:
-            s.aborted = 1
+            return
+    if s.node_limit and total >= s.node_limit:
+        s.aborted = 1
+    elif s.deadline_ns and now_ns() >= s.deadline_ns:
+        s.aborted = 1
+
+# ---------------------------------------------------------------------------------------------
+# Threads of one search: each its own Search struct (counters, budget flag), sharing the
+# table, a stop flag and the set of nodes being searched.
+# ---------------------------------------------------------------------------------------------
+
+cdef inline int busy_slot(uint64_t h) noexcept nogil:
+    return <int>((h >> 40) & (BUSY_SLOTS - 1))   # bits the table's bucket index does not use
+
+cdef inline bint is_busy(Shared* sh, uint64_t h) noexcept nogil:
+    return tt_load(&sh.busy[busy_slot(h)]) == h
+
+cdef inline void set_busy(Shared* sh, uint64_t h) noexcept nogil:
+    if h:
+        tt_store_word(&sh.busy[busy_slot(h)], h)
+
+cdef inline void clear_busy(Shared* sh, uint64_t h) noexcept nogil:
+    if h and tt_load(&sh.busy[busy_slot(h)]) == h:
+        tt_store_word(&sh.busy[busy_slot(h)], 0)
 
 cdef inline uint64_t hash_of(const Search* s, const Board* b) noexcept nogil:
     cdef uint64_t x = fmix(b.me ^ fmix(b.opp + s.salt))
@@ -182,6 +240,13 @@ cdef inline int gen_children(const Search* s, const Board* b, int skip, Child* k
             order[j + 1] = order[j]
             j -= 1
         order[j + 1] = t
+    if s.perturb and n > 2 and not kids[order[0]].over and not kids[order[1]].over:
+        # A Lazy SMP helper: at some nodes (a different half for each helper) try the
+        # second move first, so that the threads' searches part ways.
+        if ((b.me * <uint64_t>0x9e3779b97f4a7c15 + b.opp) >> (60 - s.perturb)) & 1:
+            t = order[0]
+            order[0] = order[1]
+            order[1] = t
     return n
 
 # ---------------------------------------------------------------------------------------------
@@ -214,8 +279,8 @@ cdef int exact_node(Search* s, const Board* b, int alpha, int beta, uint64_t h) 
     cdef int d = b.my_store - b.opp_store
     cdef int rest = seeds_in(b.me) + seeds_in(b.opp)
     cdef int lo = d - rest, hi = d + rest        # futility: every seed left goes one way
-    cdef int n = 0, k, v, best = -INF, best_move = NO_MOVE, a = alpha, first = NO_MOVE
-    cdef int use_table = h != 0
+    cdef int n = 0, k, i, v, best = -INF, best_move = NO_MOVE, a = alpha, first = NO_MOVE
+    cdef int use_table = h != 0, may_defer, deferred
     cdef int64_t nodes_before = s.nodes
     cdef Probe p, q
     cdef Child kids[MAX_CHILDREN]
@@ -279,23 +344,55 @@ cdef int exact_node(Search* s, const Board* b, int alpha, int beta, uint64_t h) 
                     if v >= beta:
                         store(s, h, v - d, hi - d, kids[k].move, PROVEN, 1)
                         return v
+        # Parallel searches leave for later the children another thread is searching now
+        # (simplified ABDADA): their bounds will likely be in the table by then.
+        may_defer = s.shared != NULL and s.shared.defer and rest >= s.shared.defer_min_seeds
+        deferred = 0
         for k in range(n):
-            if kids[order[k]].upper <= a:
+            i = order[k]
+            if kids[i].upper <= a:
                 # Proven unable to raise alpha: its bound stands in for its value.
-                if kids[order[k]].upper > best:
-                    best = kids[order[k]].upper
-                    best_move = kids[order[k]].move
+                if kids[i].upper > best:
+                    best = kids[i].upper
+                    best_move = kids[i].move
                 continue
-            v = exact_child(s, &kids[order[k]], a, beta)
+            if may_defer:
+                if best > -INF and kids[i].hash and is_busy(s.shared, kids[i].hash):
+                    order[deferred] = i      # slots already read: deferred <= k
+                    deferred += 1
+                    continue
+                set_busy(s.shared, kids[i].hash)
+                v = exact_child(s, &kids[i], a, beta)
+                clear_busy(s.shared, kids[i].hash)
+            else:
+                v = exact_child(s, &kids[i], a, beta)
             if s.aborted:
                 return 0
             if v > best:
                 best = v
-                best_move = kids[order[k]].move
+                best_move = kids[i].move
                 if v > a:
                     a = v
                     if a >= beta:
                         break
+        if a < beta:
+            for k in range(deferred):
+                i = order[k]
+                if kids[i].upper <= a:
+                    if kids[i].upper > best:
+                        best = kids[i].upper
+                        best_move = kids[i].move
+                    continue
+                v = exact_child(s, &kids[i], a, beta)
+                if s.aborted:
+                    return 0
+                if v > best:
+                    best = v
+                    best_move = kids[i].move
+                    if v > a:
+                        a = v
+                        if a >= beta:
+                            break
     if use_table:
         if best <= alpha:
             hi = best
@@ -442,6 +539,10 @@ cdef class Searcher:
 
     cdef Search s
     cdef Table table
+    cdef Shared* shared              # state shared by the threads of a parallel search
+    cdef Search* helpers             # threads 1..threads-1 (thread 0 searches with s)
+    cdef int _threads
+    cdef int _smp                    # SMP_LAZY, SMP_ABDADA or both
     cdef readonly size_t size_bytes
     cdef object _rules_key
     cdef EndgameTable _table         # the database mapped for the current rules, kept alive
@@ -458,9 +559,87 @@ cdef class Searcher:
         self._databases = {}
         self.s.db = NULL
         self.s.db_max_seeds = -1
+        self.threads = 1
+        self._smp = SMP_ABDADA
 
     def __dealloc__(self):
         tt_free(&self.table)
+        free(self.helpers)
+        free(self.shared)
+
+    property threads:
+        """Threads of every exact search (one proof on many cores, sharing the table)."""
+        def __get__(self):
+            return self._threads
+        def __set__(self, int n):
+            cdef Search* helpers
+            if n < 1 or n > MAX_THREADS:
+                raise ValueError(f"threads must be 1..{MAX_THREADS}")
+            if n > 1 and self.shared == NULL:
+                self.shared = <Shared*>calloc(1, sizeof(Shared))
+                if self.shared == NULL:
+                    raise MemoryError()
+            helpers = <Search*>calloc(n, sizeof(Search))
+            if helpers == NULL:
+                raise MemoryError()
+            free(self.helpers)
+            self.helpers = helpers
+            self._threads = n
+
+    property smp:
+        """How the threads share a proof: 1 Lazy SMP (helpers order some nodes their own way),
+        2 simplified ABDADA (every thread defers the children another is searching), 3 both."""
+        def __get__(self):
+            return self._smp
+        def __set__(self, int mode):
+            if mode not in (SMP_LAZY, SMP_ABDADA, SMP_LAZY | SMP_ABDADA):
+                raise ValueError("smp must be 1, 2 or 3")
+            self._smp = mode
+
+    cdef int run_exact(self, const Board* b, int alpha, int beta, uint64_t h) noexcept nogil:
+        """exact() on every thread of the searcher. The first thread to finish has the answer
+        (any finished thread's is valid: the table holds proven bounds only) and stops the
+        others; their nodes are added to s.nodes. s.aborted is set only when none finished."""
+        cdef int n = self._threads, t, v, answer = 0, found = 0
+        cdef int results[MAX_THREADS]
+        cdef int finished[MAX_THREADS]
+        cdef Search* w
+        cdef Search* main = &self.s
+        cdef Search* helpers = self.helpers
+        cdef Shared* sh = self.shared
+        if n == 1:
+            return exact(main, b, alpha, beta, h)
+        sh.stop = 0
+        sh.nodes = main.nodes
+        sh.defer = (self._smp & SMP_ABDADA) != 0
+        sh.defer_min_seeds = self.s.db_max_seeds + DEFER_ABOVE_DB if self.s.db != NULL \
+            else DEFER_MIN_SEEDS
+        memset(sh.busy, 0, sizeof(sh.busy))
+        main.shared = sh
+        for t in range(1, n):
+            helpers[t] = main[0]
+            helpers[t].nodes = 0
+            helpers[t].aborted = 0
+            helpers[t].perturb = t if self._smp & SMP_LAZY else 0
+        for t in range(n):
+            finished[t] = 0
+        with parallel(num_threads=n):
+            t = threadid()
+            w = main if t == 0 else &helpers[t]
+            v = exact(w, b, alpha, beta, h)
+            if not w.aborted:
+                results[t] = v
+                finished[t] = 1
+                atomic_store_int(&sh.stop, 1)
+        main.shared = NULL
+        for t in range(1, n):
+            main.nodes += helpers[t].nodes
+        for t in range(n):
+            if finished[t] and not found:
+                answer = results[t]
+                found = 1
+        main.aborted = 0 if found else 1
+        return answer
 
     def clear(self):
         """Empty the table (free when it is already empty)."""
@@ -551,7 +730,7 @@ cdef class Searcher:
         with nogil:
             while lower < upper:
                 beta = g + 1 if g == lower else g
-                v = exact(&self.s, &b, beta - 1, beta, root_hash)
+                v = self.run_exact(&b, beta - 1, beta, root_hash)
                 if self.s.aborted:
                     break
                 if v < beta:
@@ -568,7 +747,7 @@ cdef class Searcher:
         cdef int v
         cdef uint64_t h = self._hash(&b)
         with nogil:
-            v = exact(&self.s, &b, alpha, beta, h)
+            v = self.run_exact(&b, alpha, beta, h)
         if self.s.aborted:
             return None
         return v
@@ -580,7 +759,7 @@ cdef class Searcher:
         cdef int v
         cdef uint64_t h = self._hash(&b)
         with nogil:
-            v = exact(&self.s, &b, beta - 1, beta, h)
+            v = self.run_exact(&b, beta - 1, beta, h)
         if self.s.aborted:
             return None
         return v >= beta

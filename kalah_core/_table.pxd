@@ -53,10 +53,11 @@ cdef extern from *:
     """
     /* Relaxed atomic loads and stores: every thread sees whole 64-bit words, and the compiler
        reads an entry's words exactly once (no locks, no fences: torn entries fail the check). */
-    static inline unsigned long long tt_load(const unsigned long long* p) {
+    #include <stdint.h>
+    static inline uint64_t tt_load(const uint64_t* p) {
         return __atomic_load_n(p, __ATOMIC_RELAXED);
     }
-    static inline void tt_store_word(unsigned long long* p, unsigned long long v) {
+    static inline void tt_store_word(uint64_t* p, uint64_t v) {
         __atomic_store_n(p, v, __ATOMIC_RELAXED);
     }
     /* Hash constants: Murmur3's finaliser multipliers; odd salts from the fractional digits

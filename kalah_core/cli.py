@@ -36,7 +36,7 @@ from .errors import InvalidRulesError, KalahError
 from .game import Game, legal_moves, outcome, play
 from .position import Position, Side, parse_position
 from .rules import OPTION_DOCS, PRESET_DOCS, PRESETS, Rules
-from .solver import Analysis, Engine
+from .solver import MAX_THREADS, Analysis, Engine
 
 EXIT_OK = 0
 EXIT_ERROR = 2
@@ -308,7 +308,11 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from . import book, databases
     from .egdb import EndgameDatabase, rule_key
 
-    engine = Engine(tt_mb=args.tt_mb, book=None if args.no_book else book.shipped())
+    engine = Engine(
+        tt_mb=args.tt_mb,
+        book=None if args.no_book else book.shipped(),
+        threads=args.threads or len(os.sched_getaffinity(0)),
+    )
     budget_ms = args.time * 1000.0 if args.time else None
     if args.egdb:
         for path in args.egdb:
@@ -322,7 +326,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         time_ms=budget_ms,
         nodes=args.nodes,
         depth=args.depth,
-        prove="optimal" if args.best_only else "all",
+        prove=args.prove or ("optimal" if args.best_only else "all"),
     )
     time_ms = None if budget_ms is None else round(budget_ms)
     limits = {"time_ms": time_ms, "depth": args.depth, "nodes": args.nodes}
@@ -541,6 +545,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="prove the value and every optimal move; other moves only get an upper bound",
     )
     solve.add_argument(
+        "--prove",
+        choices=("value", "optimal", "all"),
+        default=None,
+        help="how much to prove: the value and one optimal move, the value and every optimal "
+        "move (as --best-only), or every move's value (the default)",
+    )
+    solve.add_argument(
+        "--threads",
+        type=_thread_count,
+        default=None,
+        metavar="T",
+        help="cores for the proof (default: every core this process may use)",
+    )
+    solve.add_argument(
         "--tt-mb",
         type=int,
         default=256,
@@ -655,6 +673,12 @@ def _unavailable(name: str, reason: str) -> Command:
         return EXIT_ERROR
 
     return run
+
+
+def _thread_count(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= MAX_THREADS:
+        raise argparse.ArgumentTypeError(f"expected 1..{MAX_THREADS} threads, got {text!r}")
+    return int(text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

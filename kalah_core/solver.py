@@ -34,18 +34,7 @@ class MoveValue:
     extra_turn: bool
     captured: int
     position: Position
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "move": self.move,
-            "value": self.value,
-            "exact": self.exact,
-            "lower": self.lower,
-            "upper": self.upper,
-            "extra_turn": self.extra_turn,
-            "captured": self.captured,
-            "position": self.position.to_json(),
-        }
+    """The position the move leads to (its JSON: :func:`kalah_core.answer.move_value_json`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,18 +86,23 @@ class _Line:
 
 class Engine:
     """A solver with its transposition table, kept warm across analyses (a server keeps one
-    per worker). ``analyse`` never runs past its time or node budget by more than a few ms."""
+    per worker). ``analyse`` never runs past its time or node budget by more than a few ms.
+    ``threads``: the cores every exact search runs on, sharing the table (one proof, the same
+    proven values as one thread)."""
 
     def __init__(
         self,
         tt_mb: int = 64,
         databases: Sequence[EndgameDatabase] = (),
         book: Book | None = None,
+        *,
+        threads: int = 1,
     ) -> None:
         self.tt_mb = tt_mb
         self.book = book
         """Probed before any search that is not depth-limited: a hit is exact at once."""
         self.searcher = Searcher(tt_mb)
+        self.searcher.threads = threads
         self.databases: list[EndgameDatabase] = []
         for database in databases:
             self.attach(database)
@@ -121,6 +115,14 @@ class Engine:
             (key.houses, key.capture, key.end, key.remaining), database.table, database.max_seeds
         )
         self.databases.append(database)
+
+    @property
+    def threads(self) -> int:
+        return self.searcher.threads
+
+    @threads.setter
+    def threads(self, threads: int) -> None:
+        self.searcher.threads = threads
 
     def clear(self) -> None:
         self.searcher.clear()
@@ -174,6 +176,19 @@ class Engine:
             else:
                 root = self._solve_root(position, rules, lines, every_optimal=prove == "optimal")
             if s.aborted and not all(ln.exact for ln in lines):
+                proven = max(max(ln.lower for ln in lines), root[0])
+                if proven < min(max(ln.upper for ln in lines), root[1]):
+                    # The value is not proven: a share of the budget buys proven bounds.
+                    spent = (time.perf_counter() - started) * 1000.0
+                    keep = 1.0 - EXACT_SHARE - BOUNDS_SHARE  # for the fallback's estimate
+                    root = self._bisect_root(
+                        position,
+                        rules,
+                        lines,
+                        root,
+                        max((time_ms or 0.0) * (1.0 - keep) - spent, 0.01) if time_ms else 0.0,
+                        max(int((nodes or 0) * (1.0 - keep)) - s.nodes, 1) if nodes else 0,
+                    )
                 spent = (time.perf_counter() - started) * 1000.0
                 s.set_budget(
                     max((time_ms or 0.0) - spent, 0.01) if time_ms else 0.0,
@@ -187,7 +202,7 @@ class Engine:
         lower = max(max(ln.lower for ln in lines), root[0])
         upper = min(max(ln.upper for ln in lines), root[1])
         exact = lower == upper
-        value = lower if exact else lines[0].value
+        value = lower if exact else min(max(lines[0].value, lower), upper)
         if exact:
             best = [ln.result.move for ln in lines if ln.exact and ln.value == value]
         else:
@@ -270,6 +285,68 @@ class Engine:
             if (line.lower >= low or self._reaches(line, rules, low)) and not s.aborted:
                 line.lower = line.upper = low
                 found = True
+        return low, high
+
+    def _bisect_root(
+        self,
+        position: Position,
+        rules: Rules,
+        lines: list[_Line],
+        root: tuple[int, int],
+        time_ms: float,
+        nodes: int,
+    ) -> tuple[int, int]:
+        """Proven bounds on the root value within a budget, by null-window tests far from the
+        estimate: a test near a bound is cheap, one near the value may take hours (as MTD(f)'s
+        first). Each side gallops from its bound towards the estimate and past it: the step
+        doubles after a test that succeeds and halves after one that runs out of its share of
+        the budget; a side whose smallest step ran out stops. Returns the root bounds; every
+        root move's upper bound is capped by them."""
+        s = self.searcher
+        total = rules.total_seeds
+        rest = sum(position.south) + sum(position.north)
+        mine = position.store(position.to_move) - position.store(position.to_move.other)
+        low = max(root[0], max(ln.lower for ln in lines), -abs(mine) - rest)
+        high = min(root[1], max(ln.upper for ln in lines), abs(mine) + rest)
+        estimate = min(max(max(ln.value for ln in lines), low), high)
+        started = time.perf_counter()
+        nodes_end = s.nodes + nodes if nodes else 0
+        # Values have the parity of the seeds in the game: steps of 2 skip no value.
+        step = {
+            "low": max(2, (estimate - low) // BISECT_FIRST),
+            "high": max(2, (high - estimate) // BISECT_FIRST),
+        }
+        sides = ["low", "high"]
+        while low < high and sides:
+            left_ms = time_ms - (time.perf_counter() - started) * 1000.0 if time_ms else 0.0
+            left_nodes = nodes_end - s.nodes if nodes else 0
+            if (time_ms and left_ms <= 0) or (nodes and left_nodes <= 0):
+                break
+            side = sides[0]
+            sides.append(sides.pop(0))
+            # A test of value >= beta raises the lower bound when it holds, lowers the upper
+            # bound when it fails.
+            beta = low + step["low"] if side == "low" else high + 1 - step["high"]
+            beta += (beta - total) % 2
+            beta = min(max(beta, low + 1), high)
+            share = len(sides) + 1
+            s.set_budget(
+                left_ms / share if time_ms else 0.0, max(1, left_nodes // share) if nodes else 0
+            )
+            v = s.probe(position, rules, beta - 1, beta)
+            if v is None:
+                if step[side] <= 2:
+                    sides.remove(side)
+                step[side] //= 2
+            else:
+                if v >= beta:
+                    low = v
+                else:
+                    high = v
+                if (v >= beta) == (side == "low"):
+                    step[side] *= 2
+        for line in lines:
+            line.upper = min(line.upper, high)
         return low, high
 
     def _solve(self, line: _Line, rules: Rules) -> None:
@@ -402,9 +479,13 @@ class Engine:
         return None
 
 
+MAX_THREADS = 64  # threads of one search (the compiled search's limit)
 HEURISTIC_MAX_DEPTH = 60
 INFINITE = 1 << 20
-EXACT_SHARE = 0.75  # of a budget for the exact search; the rest improves the fallback estimate
+EXACT_SHARE = 0.75  # of a budget for the exact search
+BOUNDS_SHARE = 0.15  # for proven bounds when the exact search did not prove the value; the rest
+#                      improves the fallback estimate
+BISECT_FIRST = 8  # the first bounds test on a side: 1/8 of the way from its bound to the estimate
 ESTIMATE_NODES = 20_000  # deepen the estimates until they cost about this much per depth
 
 

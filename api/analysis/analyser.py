@@ -69,7 +69,11 @@ class Analyser:
             with self._create_lock:
                 state = self._engine
                 if state is None or state.pid != os.getpid():
-                    engine = Engine(tt_mb=self.settings.tt_mb, book=book.shipped())
+                    engine = Engine(
+                        tt_mb=self.settings.tt_mb,
+                        book=book.shipped(),
+                        threads=self.settings.search_threads,
+                    )
                     state = _ProcessEngine(os.getpid(), engine, threading.Lock())
                     self._engine = state
                     databases = egdb.service(self.settings.egdb_path, self.settings.egdb_seeds)

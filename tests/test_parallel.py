@@ -1,0 +1,91 @@
+"""One proof on several threads sharing the table: the same proven values as one thread.
+
+Positions come from fixed-seed random playouts under rules that take every path of the search
+(both capture rules, the pie rule, ``majority``), mid-game, with enough seeds left that the
+threads defer one another's subtrees (simplified ABDADA) and part ways (Lazy SMP)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from kalah_core import Position, Rules
+from kalah_core.game import legal_moves, outcome, play
+from kalah_core.position import parse_position
+from kalah_core.solver import Engine
+
+RULES = [
+    Rules(houses=4, seeds=4),
+    Rules(houses=4, seeds=4, capture="always"),
+    Rules.preset("kalah-pie", houses=4, seeds=3),
+    Rules.preset("kalah-ru", houses=4, seeds=3),
+    Rules.preset("kalaha", houses=4, seeds=4),
+]
+
+
+def playout_positions(rules: Rules, count: int, seed: int) -> list[Position]:
+    """``count`` positions a few random sowings into the game, none over."""
+    rng = random.Random(seed)
+    found: list[Position] = []
+    while len(found) < count:
+        position = parse_position("start", rules)
+        for _ in range(rng.randrange(2, 9)):
+            if outcome(position, rules) is not None:
+                break
+            position = play(position, rules, rng.choice(legal_moves(position, rules))).after
+        if outcome(position, rules) is None:
+            found.append(position)
+    return found
+
+
+CASES = [(rules, p) for i, rules in enumerate(RULES) for p in playout_positions(rules, 6, i)]
+SERIAL = Engine(tt_mb=16)
+PARALLEL = Engine(tt_mb=16, threads=2)
+
+
+def move_values(engine: Engine, position: Position, rules: Rules) -> dict[object, int]:
+    if engine is SERIAL and (rules, position) in _serial:
+        return _serial[rules, position]
+    engine.clear()
+    analysis = engine.analyse(position, rules)
+    assert analysis.exact and all(m.exact for m in analysis.moves)
+    values: dict[object, int] = {m.move: m.value for m in analysis.moves}
+    if engine is SERIAL:
+        _serial[rules, position] = values
+    return values
+
+
+_serial: dict[tuple[Rules, Position], dict[object, int]] = {}
+
+
+@pytest.mark.parametrize("smp", [1, 2, 3], ids=["lazy", "abdada", "both"])
+def test_parallel_values_equal_serial(smp: int) -> None:
+    PARALLEL.searcher.smp = smp
+    for rules, position in CASES:
+        expected = move_values(SERIAL, position, rules)
+        assert move_values(PARALLEL, position, rules) == expected, (rules, position.compact())
+
+
+def test_parallel_value_only_proofs_and_budgets() -> None:
+    PARALLEL.searcher.smp = 2
+    for rules, position in CASES[::3]:
+        SERIAL.clear()
+        value = SERIAL.analyse(position, rules, prove="value").value
+        PARALLEL.clear()
+        answer = PARALLEL.analyse(position, rules, prove="value")
+        assert (answer.value, answer.exact) == (value, True)
+        PARALLEL.clear()
+        budgeted = PARALLEL.analyse(position, rules, nodes=2000)  # proven bounds, not more
+        assert budgeted.lower <= value <= budgeted.upper
+        assert budgeted.nodes < 2000 + 4 * 1024  # each thread stops within a check interval
+
+
+def test_thread_count_is_checked() -> None:
+    for bad in (0, 65):
+        with pytest.raises(ValueError, match="threads"):
+            Engine(tt_mb=1, threads=bad)
+    engine = Engine(tt_mb=1, threads=3)
+    assert engine.threads == 3
+    engine.threads = 1
+    assert engine.searcher.threads == 1
