@@ -28,7 +28,13 @@ from .embedded_jobs import EmbeddedJobStore
 from .items import Batch as ParsedBatch
 from .items import inline_ok, parse_batch
 from .jobs import JobStatus, JobStore
-from .schemas import BatchAnswerSchema, BatchRequestSchema, JobQuerySchema, JobSchema
+from .schemas import (
+    BatchAnswerSchema,
+    BatchRequestSchema,
+    JobAcceptedSchema,
+    JobQuerySchema,
+    JobSchema,
+)
 
 blp = Blueprint(
     "batch",
@@ -114,7 +120,7 @@ class Batch(MethodView):
     @blp.response(200, BatchAnswerSchema, description="A small batch, answered inline.")
     @blp.alt_response(
         202,
-        schema=JobSchema,
+        schema=JobAcceptedSchema,
         description="A large batch became a job: poll the URL in Location (GET /v1/jobs/{id}).",
         headers={"Location": {"description": "/v1/jobs/{id}", "schema": {"type": "string"}}},
     )

@@ -76,8 +76,9 @@ class ProgressSchema(ma.Schema):
     total = fields.Integer(metadata={"description": "Items in the batch."})
 
 
-@answer("location")
-class JobSchema(ma.Schema):
+class JobStatusSchema(ma.Schema):
+    """What every answer about a job says (the fields both job answers share)."""
+
     id = fields.String(metadata={"description": "The job id."})
     status = fields.String(
         validate=validate.OneOf(["queued", "running", "finished", "failed"]),
@@ -90,6 +91,19 @@ class JobSchema(ma.Schema):
     error = fields.String(
         allow_none=True, metadata={"description": "Why the job failed; null otherwise."}
     )
+
+
+@answer()
+class JobAcceptedSchema(JobStatusSchema):
+    """The 202 answer of POST /v1/batch: the new job's status and where to poll it."""
+
+    location = fields.String(metadata={"description": "The job's URL (as in the Location header)."})
+
+
+@answer()
+class JobSchema(JobStatusSchema):
+    """GET /v1/jobs/{id}: the job's status and a page of its results."""
+
     offset = fields.Integer(metadata={"description": "Index of the first result of this page."})
     limit = fields.Integer(metadata={"description": "Most results in this page."})
     next = fields.String(
@@ -99,12 +113,6 @@ class JobSchema(ma.Schema):
     results = fields.List(
         fields.Raw(metadata=RESULT_DOC),
         metadata={"description": "This page's results, in input order."},
-    )
-    location = fields.String(
-        metadata={
-            "description": "In the 202 answer of POST /v1/batch: the job's URL (as in "
-            "the Location header)."
-        }
     )
 
 
