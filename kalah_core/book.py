@@ -40,7 +40,7 @@ from typing import Any
 
 from .egdb import RuleKey
 from .errors import KalahError
-from .game import SWAP, Move, MoveResult, legal_moves, play
+from .game import SWAP, Move, MoveResult, group_turns, legal_moves, play
 from .position import Position, Side
 from .rules import Rules
 
@@ -269,12 +269,7 @@ class Book:
             if result.over:
                 break
             node = result.after
-        turns: list[list[Move]] = []
-        for i, result in enumerate(line):
-            if i == 0 or result.mover is not line[i - 1].mover or result.move == SWAP:
-                turns.append([])
-            turns[-1].append(result.move)
-        return turns
+        return group_turns(line)
 
 
 def move_order(move: Move) -> int:

@@ -6,6 +6,7 @@ A move is a house number ``1..houses`` counted from the mover's own left, or ``"
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -69,6 +70,17 @@ def play(position: Position, rules: Rules, move: Move) -> MoveResult:
     code = _to_code(position, rules, move)
     after, extra, captured, over = _board.play_move(position, rules, code)
     return MoveResult(_from_code(code), position.to_move, position, after, extra, captured, over)
+
+
+def group_turns(line: Sequence[MoveResult]) -> list[list[Move]]:
+    """The moves of ``line`` grouped by turns: a turn goes on while its mover keeps the move
+    (extra turns); a swap is a turn of its own."""
+    turns: list[list[Move]] = []
+    for i, result in enumerate(line):
+        if i == 0 or result.mover is not line[i - 1].mover or result.move == SWAP:
+            turns.append([])
+        turns[-1].append(result.move)
+    return turns
 
 
 def _to_code(position: Position, rules: Rules, move: object) -> int:

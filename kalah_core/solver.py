@@ -17,7 +17,7 @@ from ._board import SWAP_CODE
 from ._search import Searcher
 from .book import Book
 from .egdb import EndgameDatabase
-from .game import SWAP, Move, MoveResult, legal_moves, outcome, play
+from .game import SWAP, Move, MoveResult, group_turns, legal_moves, outcome, play
 from .position import Position, Side
 from .rules import Rules
 
@@ -438,12 +438,7 @@ class Engine:
                 result = play(node, rules, move)
             line.append(result)
             node = result.after
-        turns: list[list[Move]] = []
-        for i, result in enumerate(line):
-            if i == 0 or result.mover is not line[i - 1].mover or result.move == SWAP:
-                turns.append([])
-            turns[-1].append(result.move)
-        return turns
+        return group_turns(line)
 
     def _proven_step(
         self, node: Position, rules: Rules, value: int
