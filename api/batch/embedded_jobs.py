@@ -23,7 +23,6 @@ import os
 import threading
 import time
 import uuid
-from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -85,11 +84,8 @@ class EmbeddedJobStore:
 
     def create(self, batch: Batch, chunk_size: int, owner: str) -> JobStatus:
         job_id = uuid.uuid4().hex
-        tasks = batch.tasks
-        order = sorted(range(len(tasks)), key=lambda k: (tasks[k].rules.key, tasks[k].key))
-        chunks = [order[i : i + chunk_size] for i in range(0, len(order), chunk_size)]
-        per_task = Counter(slot.task for slot in batch.slots if slot.task is not None)
-        problems = sum(1 for slot in batch.slots if slot.task is None)
+        chunks = batch.chunks(chunk_size)
+        problems = batch.problems
         status = "queued" if chunks else "finished"
         meta = {
             "status": status,
@@ -109,9 +105,8 @@ class EmbeddedJobStore:
             store.set(f"job:{job_id}:meta", meta, expire=ttl)
             store.set(f"job:{job_id}:items", slots, expire=ttl)
             for n, chunk in enumerate(chunks):
-                body = [{"t": k, **tasks[k].to_json()} for k in chunk]
-                count = sum(per_task[k] for k in chunk)
-                store.set(f"job:{job_id}:chunk:{n}", {"tasks": body, "slots": count}, expire=ttl)
+                body = {"tasks": chunk.tasks, "slots": chunk.slots}
+                store.set(f"job:{job_id}:chunk:{n}", body, expire=ttl)
             queue: list[list[Any]] = store.get(QUEUE, [])
             store.set(QUEUE, queue + [[job_id, n] for n in range(len(chunks))])
         return JobStatus(job_id, status, problems, len(batch.slots), None, owner)

@@ -9,6 +9,7 @@ becomes a problem object in that item's slot, named ``positions.<i>.<field>``.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +52,34 @@ class Batch:
     def budget_ms(self) -> int:
         """The search time the batch may take in all (repeats cost nothing)."""
         return sum(task.limits.time_ms for task in self.tasks)
+
+    @property
+    def problems(self) -> int:
+        """Slots answered by a problem object, done before any search."""
+        return sum(1 for slot in self.slots if slot.task is None)
+
+    def chunks(self, chunk_size: int) -> list[Chunk]:
+        """The distinct tasks cut into chunks of ``chunk_size`` for the job runners, sorted by
+        rules then position so one chunk keeps one warm table."""
+        tasks = self.tasks
+        order = sorted(range(len(tasks)), key=lambda k: (tasks[k].rules.key, tasks[k].key))
+        per_task = Counter(slot.task for slot in self.slots if slot.task is not None)
+        return [
+            Chunk(
+                [{"t": k, **tasks[k].to_json()} for k in part],
+                sum(per_task[k] for k in part),
+            )
+            for part in (order[i : i + chunk_size] for i in range(0, len(order), chunk_size))
+        ]
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A job's unit of work: its tasks as JSON (each with its index ``t``) and how many of
+    the batch's slots they answer."""
+
+    tasks: list[dict[str, Any]]
+    slots: int
 
 
 def parse_batch(

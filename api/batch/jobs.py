@@ -27,7 +27,6 @@ import logging
 import threading
 import time
 import uuid
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -219,11 +218,8 @@ class JobStore:
     def create(self, batch: Batch, chunk_size: int, owner: str) -> JobStatus:
         """A new job of ``owner`` (an API key id), its chunks waiting for the workers."""
         job = JobKeys(uuid.uuid4().hex)
-        tasks = batch.tasks
-        order = sorted(range(len(tasks)), key=lambda k: (tasks[k].rules.key, tasks[k].key))
-        chunks = [order[i : i + chunk_size] for i in range(0, len(order), chunk_size)]
-        per_task = Counter(slot.task for slot in batch.slots if slot.task is not None)
-        problems = sum(1 for slot in batch.slots if slot.task is None)
+        chunks = batch.chunks(chunk_size)
+        problems = batch.problems
         status = "queued" if chunks else "finished"
         pipe = self.redis.pipeline(transaction=True)
         pipe.hset(
@@ -246,9 +242,8 @@ class JobStore:
         for start in range(0, len(encoded), 1000):
             pipe.rpush(job.items, *encoded[start : start + 1000])
         for n, chunk in enumerate(chunks):
-            body = [{"t": k, **tasks[k].to_json()} for k in chunk]
-            pipe.set(job.chunk(n), json.dumps(body), ex=self.ttl_s)
-            pipe.hset(job.chunk_items, str(n), sum(per_task[k] for k in chunk))
+            pipe.set(job.chunk(n), json.dumps(chunk.tasks), ex=self.ttl_s)
+            pipe.hset(job.chunk_items, str(n), chunk.slots)
         for key in (job.meta, job.items, job.chunk_items):
             pipe.expire(key, self.ttl_s)
         if chunks:
