@@ -55,8 +55,9 @@ class Settings:
     max_time_ms: int = 10000
     max_nodes: int = 1_000_000_000
     egdb_path: str | None = None
-    egdb_seeds: int = 24
-    """Size of the databases built in the background in ``auto`` mode (0: build none)."""
+    egdb_seeds: int | None = None
+    """Size of the databases built in the background in ``auto`` mode (0: build none; None:
+    ``auto``, sized for the machine by :func:`api.egdb.choose_sizes`)."""
     workers: int = 1
     threads: int = 16
     engines: int = 6
@@ -99,7 +100,12 @@ class Settings:
         return str(getattr(self, f"limit_{tier}"))
 
 
+class AutoInt:
+    """The type (a tag in the table below) of a variable that is ``auto`` (None) or an int."""
+
+
 # variable name -> (attribute, type, default, minimum, maximum)
+
 _VARIABLES: dict[str, tuple[str, type, Any, float | None, float | None]] = {
     "KALAH_REDIS_URL": ("redis_url", str, None, None, None),
     "KALAH_STATE_REDIS_URL": ("state_redis_url", str, None, None, None),
@@ -109,7 +115,7 @@ _VARIABLES: dict[str, tuple[str, type, Any, float | None, float | None]] = {
     "KALAH_MAX_TIME_MS": ("max_time_ms", int, 10000, 1, 600_000),
     "KALAH_MAX_NODES": ("max_nodes", int, 1_000_000_000, 1, None),
     "KALAH_EGDB_PATH": ("egdb_path", str, None, None, None),
-    "KALAH_EGDB_SEEDS": ("egdb_seeds", int, 24, 0, 28),
+    "KALAH_EGDB_SEEDS": ("egdb_seeds", AutoInt, None, 0, 30),
     "KALAH_WORKERS": ("workers", int, None, 1, 1024),
     "KALAH_THREADS": ("threads", int, 16, 1, 256),
     "KALAH_ENGINES": ("engines", int, 6, 1, 64),
@@ -147,10 +153,14 @@ def load_settings(
         if raw is None or raw == "":
             values[attribute] = _default_workers() if name == "KALAH_WORKERS" else default
             continue
+        if kind is AutoInt and raw == "auto":
+            values[attribute] = None
+            continue
         try:
-            value = kind(raw)
+            value = (int if kind is AutoInt else kind)(raw)
         except (TypeError, ValueError):
-            raise ValueError(f"{name}={raw!r}: expected {kind.__name__}") from None
+            expected = "auto or int" if kind is AutoInt else kind.__name__
+            raise ValueError(f"{name}={raw!r}: expected {expected}") from None
         if (low is not None and value < low) or (high is not None and value > high):
             raise ValueError(f"{name}={raw!r}: expected {low}..{high if high is not None else ''}")
         values[attribute] = value

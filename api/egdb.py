@@ -4,9 +4,15 @@ Each process attaches, at its engine's creation, the largest database of each ru
 ``KALAH_EGDB_PATH`` finds. In ``auto`` mode (the default) the service also builds, in the
 background and once per machine, the databases of every preset's rule key that can have one
 and is still missing, most used first (``kalah``/``kalah-pie``, ``kalaha``, ``piet-hein``;
-``kalah-ru``'s ``majority`` can have none), each of ``KALAH_EGDB_SEEDS`` seeds (24: 1.25 GB,
-about a minute on two cores; 0: build none), and attaches each as it is ready. Answers are
-the same without them, only slower; readiness does not wait.
+``kalah-ru``'s ``majority`` can have none), and attaches each as it is ready. Answers are the
+same without them, only slower; readiness does not wait.
+
+Sizes (``KALAH_EGDB_SEEDS``): a number builds every key at that size (0: build none);
+``auto`` (the default, :func:`choose_sizes`) gives the most used key, ``kalah``'s, the largest
+of ``SIZES`` the machine affords (28 seeds: 5.6 GB of disk and of memory while it builds,
+5-6 minutes on two idle cores, and it proves the ``kalah`` start in a quarter of a second and
+the positions of the first sowings within the default budget) and the others 24 seeds
+(1.25 GB, about a minute each).
 
 Once per machine: a build holds an exclusive ``flock`` on ``<cache>/egdb-build.lock``; every
 other process waits for it, then finds the file. The build runs in a child process at nice 10
@@ -18,6 +24,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -41,29 +48,82 @@ class Planned:
 
     key: RuleKey
     presets: list[str]
+    seeds: int = 0
     state: str = "queued"  # queued, building, attached, failed
     seconds: float | None = None
 
 
-def plan() -> list[Planned]:
-    """Every preset's rule key that can have a database, in the order of PRESETS."""
+SIZES = (28, 26, 24, 22, 20, 16)
+"""Sizes ``auto`` tries for the most used key, largest first. 30 seeds (11 GB, ~10 minutes,
+11 GB of memory) is more than "a few minutes" of build on two cores."""
+OTHERS = 24
+"""Size of every other key in ``auto`` (at most the first's)."""
+MEMORY_SHARE = 0.5
+"""A build holds its whole table in memory: at most this share of the physical memory."""
+DISK_SHARE = 0.5
+"""Every planned file together: at most this share of the free disk."""
+
+
+def plan(seeds: int | None = None, folder: Path | None = None) -> list[Planned]:
+    """Every preset's rule key that can have a database, in the order of PRESETS, each with
+    its size: ``seeds``, or in ``auto`` (None) :func:`choose_sizes` for this machine."""
     planned: dict[RuleKey, Planned] = {}
     for name, rules in PRESETS.items():
         if rules.majority:
             continue
         key = egdb.rule_key(rules)
         planned.setdefault(key, Planned(key, [])).presets.append(name)
-    return list(planned.values())
+    items = list(planned.values())
+    if seeds is None:
+        sizes = choose_sizes(
+            [item.key for item in items], physical_memory(), free_disk(folder or Path("."))
+        )
+    else:
+        sizes = [seeds] * len(items)
+    for item, size in zip(items, sizes, strict=True):
+        item.seeds = size
+    return items
+
+
+def choose_sizes(keys: list[RuleKey], memory: int, disk: int) -> list[int]:
+    """``auto``'s size of each key (most used first), for ``memory`` bytes available and
+    ``disk`` bytes free: the first key the largest of ``SIZES`` whose build fits in
+    ``MEMORY_SHARE`` of the memory, with every file in ``DISK_SHARE`` of the disk, the others
+    ``OTHERS`` seeds (or the first's size, if smaller); 0 (none) when not even the smallest
+    fits."""
+    for first in SIZES:
+        sizes = [first] + [min(OTHERS, first)] * (len(keys) - 1)
+        largest = max(egdb.entry_count(k.houses, s) for k, s in zip(keys, sizes, strict=True))
+        total = sum(egdb.entry_count(k.houses, s) for k, s in zip(keys, sizes, strict=True))
+        if largest <= memory * MEMORY_SHARE and total <= disk * DISK_SHARE:
+            return sizes
+    return [0] * len(keys)
+
+
+def physical_memory() -> int:
+    """Bytes of physical memory: not what is free now, so that every worker of a machine,
+    whenever it starts (a build in progress holds gigabytes), plans the same sizes."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def free_disk(folder: Path) -> int:
+    """Free bytes on the file system of ``folder`` (or of its nearest existing parent)."""
+    for place in (folder, *folder.parents):
+        if place.exists():
+            return shutil.disk_usage(place).free
+    return 0  # pragma: no cover - "/" exists
 
 
 class DatabaseService:
     """This process's databases and the engines that probe them (one per process)."""
 
-    def __init__(self, setting: str | None, seeds: int) -> None:
+    def __init__(self, setting: str | None, seeds: int | None) -> None:
+        """``seeds``: the size of every background build (0: none), None: ``auto``."""
         self.setting = databases.setting(setting)
-        self.seeds = seeds
         self.attached: dict[RuleKey, EndgameDatabase] = {}
-        self.plan = plan() if self.setting == "auto" and seeds > 0 else []
+        self.plan: list[Planned] = []
+        if self.setting == "auto" and seeds != 0:
+            self.plan = [p for p in plan(seeds, databases.build_dir(self.setting)) if p.seeds]
         self._engines: list[tuple[Engine, threading.Lock]] = []
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -80,7 +140,7 @@ class DatabaseService:
                 self.attached[database.key] = database
                 log.info("endgame database %s found", database)
             for item in self.plan:
-                if self._enough(item.key):
+                if self._enough(item):
                     item.state = "attached"
             if any(i.state == "queued" for i in self.plan):
                 self._thread = threading.Thread(
@@ -110,7 +170,7 @@ class DatabaseService:
                 {
                     "rules": str(item.key),
                     "presets": item.presets,
-                    "max_seeds": self.seeds,
+                    "max_seeds": item.seeds,
                     "state": item.state,
                     "seconds": item.seconds,
                 }
@@ -118,14 +178,14 @@ class DatabaseService:
             ]
         return {
             "setting": self.setting,
-            "build_seeds": self.seeds if self.plan else 0,
+            "build_seeds": max((item.seeds for item in self.plan), default=0),
             "attached": attached,
             "builds": builds,
         }
 
-    def _enough(self, key: RuleKey) -> bool:
-        database = self.attached.get(key)
-        return database is not None and database.max_seeds >= self.seeds
+    def _enough(self, item: Planned) -> bool:
+        database = self.attached.get(item.key)
+        return database is not None and database.max_seeds >= item.seeds
 
     def _build_missing(self) -> None:
         folder = databases.build_dir(self.setting)
@@ -133,12 +193,12 @@ class DatabaseService:
             if item.state != "queued":
                 continue
             rules = PRESETS[item.presets[0]]
-            path = egdb.default_path(rules, self.seeds, folder)
+            path = egdb.default_path(rules, item.seeds, folder)
             item.state = "building"
             started = time.perf_counter()
             try:
                 if not path.exists():
-                    _build_once(folder, path, item.presets[0], self.seeds)
+                    _build_once(folder, path, item.presets[0], item.seeds)
                 database = EndgameDatabase.open(path, rules)
             except Exception:  # the service answers without it, only slower
                 log.exception("endgame database %s not available", path)
@@ -178,11 +238,11 @@ def _build_once(folder: Path, path: Path, preset: str, seeds: int) -> None:
         )
 
 
-_SERVICES: dict[tuple[int, str, int], DatabaseService] = {}
+_SERVICES: dict[tuple[int, str, int | None], DatabaseService] = {}
 _SERVICES_LOCK = threading.Lock()
 
 
-def service(setting: str | None, seeds: int) -> DatabaseService:
+def service(setting: str | None, seeds: int | None) -> DatabaseService:
     """This process's database service for these settings (a forked worker makes its own)."""
     key = (os.getpid(), databases.setting(setting), seeds)
     found = _SERVICES.get(key)

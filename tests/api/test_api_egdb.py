@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from api import create_app
-from api.egdb import DatabaseService, plan
+from api.config import load_settings
+from api.egdb import DatabaseService, choose_sizes, plan
 from kalah_core import Position, Rules, databases, egdb
 from kalah_core.solver import Engine
 
@@ -35,11 +36,42 @@ def test_a_file_and_a_folder_are_attached(tmp_path: Path) -> None:
 
 
 def test_the_plan_covers_every_preset_that_can_have_a_database() -> None:
-    assert [(str(p.key), p.presets) for p in plan()] == [
+    assert [(str(p.key), p.presets) for p in plan(24)] == [
         ("h6-nonempty-either-owner", ["kalah", "kalah-pie"]),
         ("h6-nonempty-mover-owner", ["kalaha"]),
         ("h6-always-either-owner", ["piet-hein"]),
     ]
+
+
+GB = 10**9
+KEYS = [p.key for p in plan(24)]
+
+
+@pytest.mark.parametrize(
+    ("memory", "disk", "sizes"),
+    [
+        (24 * 2**30, 76 * GB, [28, 24, 24]),  # this project's machine: 5.6 GB of 12.9, 8.1 of 38
+        (256 * 2**30, 10_000 * GB, [28, 24, 24]),  # 30 seeds would take ~10 min: not "auto"
+        (8 * 2**30, 76 * GB, [26, 24, 24]),  # 28 seeds (5.6 GB) is more than half of 8 GiB
+        (2 * 2**30, 76 * GB, [22, 22, 22]),  # 24 seeds (1.25 GB) too: every key at 22
+        (24 * 2**30, 10 * GB, [24, 24, 24]),  # 28+24+24 (8.1 GB), 26+24+24 (5.2) > 5 GB
+        (2**20, 76 * GB, [0, 0, 0]),  # not even 16 seeds: none
+    ],
+)
+def test_auto_sizes_the_databases_for_the_machine(memory: int, disk: int, sizes: list[int]) -> None:
+    assert choose_sizes(KEYS, memory, disk) == sizes
+
+
+def test_a_number_sizes_every_database_and_0_builds_none() -> None:
+    assert [p.seeds for p in plan(26)] == [26, 26, 26]
+    assert DatabaseService("auto", 0).plan == []
+    assert [p.seeds for p in DatabaseService("off", None).plan] == []
+    assert load_settings(environ={}).egdb_seeds is None  # auto is the default
+    assert load_settings(environ={"KALAH_EGDB_SEEDS": "auto"}).egdb_seeds is None
+    assert load_settings(environ={"KALAH_EGDB_SEEDS": "20"}).egdb_seeds == 20
+    for bad in ("big", "31", "-1"):
+        with pytest.raises(ValueError, match="KALAH_EGDB_SEEDS"):
+            load_settings(environ={"KALAH_EGDB_SEEDS": bad})
 
 
 def wait_attached(service: DatabaseService, count: int) -> None:
@@ -68,7 +100,7 @@ def test_auto_builds_every_preset_once_in_the_background(
     folder = databases.cache_dir()
     assert folder == tmp_path / "kalah"
     assert sorted(p.name for p in folder.glob("*.egdb")) == sorted(
-        egdb.default_path(Rules.preset(p.presets[0]), 8).name for p in plan()
+        egdb.default_path(Rules.preset(p.presets[0]), 8).name for p in plan(8)
     )
     # The engine got them as they came, and answers the same as without them.
     assert len(engine.databases) == 3
