@@ -6,11 +6,14 @@ five is random; fixed seed): one position per game in each phase, after 0-10, 10
 sowings. Each is analysed as ``/v1/analysis`` does (every move's value, ``time_ms`` budget,
 a warm engine whose table is cleared between positions) by:
 
-- before: the old default, the 16-seed database of the ``kalah`` rules only, no book;
+- before: the databases of ``--before`` (e.g. the old default, the 16-seed database of the
+  ``kalah`` rules only) and the book of ``--before-book`` (none by default);
 - after: the largest database of each preset's rules in ``--after`` (the cache folder by
-  default: what the server builds, 24 seeds) and the shipped opening book.
+  default: what the server builds) and the book of ``--after-book`` (the shipped one).
 
     python benchmarks/bench_exact.py --before OLD.egdb  # e.g. the old 16-seed kalah database
+    git show OLD:kalah_core/data/book.bin > old-book.bin  # an earlier state, book included
+    python benchmarks/bench_exact.py --before k-24.egdb k2-24.egdb --before-book old-book.bin
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import time
 from collections.abc import Sequence
 
 from kalah_core import Position, Rules, databases, legal_moves, play
-from kalah_core.book import shipped
+from kalah_core.book import Book, shipped
 from kalah_core.egdb import EndgameDatabase
 from kalah_core.solver import Engine
 
@@ -76,17 +79,23 @@ def run(engine: Engine, positions: Sequence[Position], rules: Rules, time_ms: in
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", nargs="*", default=[], help="database files of 'before'")
+    parser.add_argument("--before-book", help="opening book file of 'before' (default: none)")
     parser.add_argument("--after", default="auto", help="KALAH_EGDB_PATH value of 'after'")
+    parser.add_argument("--after-book", help="opening book file of 'after' (default: shipped)")
     parser.add_argument("--games", type=int, default=8, help="games per preset")
     parser.add_argument("--time-ms", type=int, default=1000)
     parser.add_argument("--presets", nargs="*", default=list(PRESETS))
     parser.add_argument("--seed", type=int, default=14)
     args = parser.parse_args()
 
-    before = Engine(tt_mb=64, databases=[EndgameDatabase.open_any(p) for p in args.before])
-    after = Engine(tt_mb=64, databases=databases.open_best(args.after), book=shipped())
-    print(f"before: {[str(d.path) for d in before.databases]}, no book")
-    print(f"after:  {[str(d.path) for d in after.databases]}, book {shipped().info()}")
+    old_book = Book.load(args.before_book) if args.before_book else None
+    new_book = Book.load(args.after_book) if args.after_book else shipped()
+    before = Engine(
+        tt_mb=64, databases=[EndgameDatabase.open_any(p) for p in args.before], book=old_book
+    )
+    after = Engine(tt_mb=64, databases=databases.open_best(args.after), book=new_book)
+    print(f"before: {[str(d.path) for d in before.databases]}, book {old_book and old_book.info()}")
+    print(f"after:  {[str(d.path) for d in after.databases]}, book {new_book.info()}")
     print(f"{args.games} self-play games per preset, {args.time_ms} ms per position\n")
     print(
         f"{'preset':<10} {'sowings':>8} {'n':>3}  {'exact before':>12}  {'exact after':>11}  "

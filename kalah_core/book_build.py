@@ -1,14 +1,22 @@
 """Building the opening book (``kalah book build``): see :mod:`kalah_core.book`.
 
 For a rule set and a depth N: every board reachable from the start in at most N sowings
-(deduplicated in the mover's frame, games already over left out). The boards first reached at
-N sowings are solved by the engine, every move exactly (``prove="all"``, no budget), on
-``workers`` processes each with its own engine and the endgame databases (mapped once, shared).
-Every shallower board's moves lead to boards within N sowings, so their values follow from
-the records already made, deepest first, without a search.
+(deduplicated in the mover's frame, games already over left out), solved by the engine with
+no budget on ``workers`` processes, each with its own engine (its table warm from one board
+to its neighbours) and the endgame databases (mapped once, shared). Two passes over the
+boards first reached at N sowings, the frontier:
 
-Solved boards are appended to a checkpoint file as they come, so an interrupted build resumes
-where it stopped.
+1. their values (``prove="value"``, about 2.5 times cheaper than every move's). Every
+   shallower board's moves lead to boards within N sowings, so every move's value of every
+   board within N - 1 sowings follows from them, deepest first, without a search;
+2. every move's value of each frontier board (``prove="all"``), the hardest first (by the
+   nodes of pass 1): a board the book does not hold is searched at probe time, and the easy
+   ones are proven within the default budget with the databases.
+
+Stopped at a deadline, the book holds whatever is whole: after pass 1, depth N - 1 and the
+frontier boards solved so far. Solved boards are appended to checkpoint files as they come
+(``PATH`` for pass 2, ``PATH.values`` for pass 1), so an interrupted build resumes where it
+stopped.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator, Sequence
+from functools import partial
 from multiprocessing import get_context
 from pathlib import Path
 from typing import BinaryIO, TextIO
@@ -59,8 +68,11 @@ def levels(rules: Rules, depth: int) -> list[list[bytes]]:
     return found
 
 
-def derive(key: bytes, rules: Rules, known: dict[bytes, bytes]) -> bytes:
-    """The gains of a board whose every move leads to a known board (or ends the game)."""
+def derive(
+    key: bytes, rules: Rules, known: dict[bytes, bytes], values: dict[bytes, int] | None = None
+) -> bytes:
+    """The gains of a board whose every move leads to a known board (its gains in ``known``,
+    or its value in ``values``) or ends the game."""
     position = board_position(key)
     me = position.to_move
     gains = []
@@ -74,7 +86,11 @@ def derive(key: bytes, rules: Rules, known: dict[bytes, bytes]) -> bytes:
             gains.append(after.store(me) - after.store(me.other))
             continue
         mover = after.to_move
-        child = max(g for g in _signed(known[board_key(after)]) if g != NO_MOVE)
+        board = board_key(after)
+        if values is not None and board not in known:
+            child = values[board]
+        else:
+            child = max(g for g in _signed(known[board]) if g != NO_MOVE)
         child += after.store(mover) - after.store(mover.other)
         gains.append(child if result.extra_turn else -child)
     return _pack(gains)
@@ -103,31 +119,37 @@ def _init_worker(rules: Rules, databases: Sequence[str], tt_mb: int) -> None:
     _WORKER["rules"] = rules
 
 
-def _solve_chunk(keys: list[bytes]) -> list[tuple[bytes, bytes]]:
-    from .solver import Engine
+def _solve_chunk(keys: list[bytes], value_only: bool = False) -> list[tuple[bytes, bytes]]:
+    """Records of ``keys``: every move's gain, or (``value_only``) the board's value as one
+    signed byte and the search's nodes as 4 little-endian bytes."""
+    from .solver import Engine, Prove
 
     engine = _WORKER["engine"]
     rules = _WORKER["rules"]
     assert isinstance(engine, Engine) and isinstance(rules, Rules)
     out = []
     for key in keys:
-        analysis = engine.analyse(board_position(key), rules, prove="all")
+        prove: Prove = "value" if value_only else "all"
+        analysis = engine.analyse(board_position(key), rules, prove=prove)
         if not analysis.exact:  # pragma: no cover - an unbounded search always proves
             raise RuntimeError(f"book: {key.hex()} not solved")
+        if value_only:
+            out.append((key, _pack([analysis.value]) + analysis.nodes.to_bytes(4, "little")))
+            continue
         by_house = {m.move: m.value for m in analysis.moves}
         gains = [by_house.get(house, NO_MOVE) for house in range(1, rules.houses + 1)]
         out.append((key, _pack(gains)))
     return out
 
 
-def _read_checkpoint(path: Path, width: int) -> dict[bytes, bytes]:
+def _read_checkpoint(path: Path | None, width: int, key_width: int) -> dict[bytes, bytes]:
     done: dict[bytes, bytes] = {}
-    if path.exists():
+    if path is not None and path.exists():
         raw = path.read_bytes()
         whole = len(raw) - len(raw) % width  # a torn last record is dropped
         for i in range(0, whole, width):
             record = raw[i : i + width]
-            done[record[: 2 * width // 3]] = record[2 * width // 3 :]
+            done[record[:key_width]] = record[key_width:]
     return done
 
 
@@ -153,41 +175,60 @@ def build_section(
     stream = stream or sys.stderr
     found = levels(base, depth)
     frontier = found[-1]
-    width = 3 * base.houses
-    done: dict[bytes, bytes] = {}
+    board = 2 * base.houses
     ckpt = Path(checkpoint) if checkpoint else None
-    if ckpt is not None:
-        done = _read_checkpoint(ckpt, width)
-    todo = [k for k in frontier if k not in done]
+    values_ckpt = ckpt.with_name(ckpt.name + ".values") if ckpt is not None else None
+    done = _read_checkpoint(ckpt, board + base.houses, board)
+    solved = _read_checkpoint(values_ckpt, board + 5, board)  # value byte, nodes
     stream.write(
-        f"book {key}: {sum(map(len, found)):,} boards within {depth} sowings; "
-        f"{len(frontier):,} to solve ({len(frontier) - len(todo):,} from the checkpoint)\n"
+        f"book {key}: {sum(map(len, found)):,} boards within {depth} sowings, "
+        f"{len(frontier):,} at {depth}: {len(solved):,} values and {len(done):,} with every "
+        "move from the checkpoint\n"
     )
     started = time.perf_counter()
     paths = [os.fspath(p) for p in databases]
-    with _Checkpoint(ckpt) as append:
-        if workers <= 1:
-            _init_worker(base, paths, tt_mb)
-            results: Iterator[list[tuple[bytes, bytes]]] = map(_solve_chunk, _chunks(todo))
-            _collect(results, done, append, len(todo), started, until, stream)
-        else:
+
+    def run(
+        todo: list[bytes], value_only: bool, into: dict[bytes, bytes], path: Path | None
+    ) -> bool:
+        label = "values" if value_only else "every move"
+        solve = partial(_solve_chunk, value_only=value_only)
+        with _Checkpoint(path) as append:
+            if workers <= 1:
+                _init_worker(base, paths, tt_mb)
+                results: Iterator[list[tuple[bytes, bytes]]] = map(solve, _chunks(todo))
+                return _collect(results, into, append, len(todo), until, stream, label)
             ctx = get_context("fork")
             with ctx.Pool(workers, _init_worker, (base, paths, tt_mb)) as pool:
-                results = pool.imap(_solve_chunk, _chunks(todo))
-                _collect(results, done, append, len(todo), started, until, stream)
+                results = pool.imap(solve, _chunks(todo))
+                return _collect(results, into, append, len(todo), until, stream, label)
+
+    # Pass 1: the frontier's values (those with every move solved already have theirs).
+    todo = [k for k in frontier if k not in done and k not in solved]
+    finished = run(todo, True, solved, values_ckpt) if todo else True
+    # Pass 2: every move of the frontier, the boards whose value cost most nodes first.
+    if finished:
+
+        def cost(k: bytes) -> int:
+            return -int.from_bytes(solved[k][1:], "little") if k in solved else 0
+
+        todo = sorted((k for k in frontier if k not in done), key=cost)
+        if todo:
+            run(todo, False, done, ckpt)
+    values = {k: _signed(v[:1])[0] for k, v in solved.items()}
     for level in reversed(found[:-1]):
-        for board in level:
+        for parent in level:
             try:
-                done[board] = derive(board, base, done)
+                done[parent] = derive(parent, base, done, values)
             except KeyError:  # a move leads to a board not solved in time
                 continue
-    held = [board for level in found for board in level if board in done]
+    held = {b for level in found for b in level if b in done}
     whole = next(
         (d - 1 for d, level in enumerate(found) if any(b not in done for b in level)), depth
     )
-    data = b"".join(board + done[board] for board in sorted(set(held)))
+    data = b"".join(b + done[b] for b in sorted(held))
     stream.write(
-        f"book {key}: {len(set(held)):,} boards, whole to {whole} sowings, "
+        f"book {key}: {len(held):,} boards, whole to {whole} sowings, "
         f"in {time.perf_counter() - started:.0f} s\n"
     )
     return Section(key, whole, tuple(presets), data)
@@ -237,16 +278,18 @@ def _collect(
     done: dict[bytes, bytes],
     append: _Checkpoint,
     total: int,
-    started: float,
     until: float | None,
     stream: TextIO,
-) -> None:
+    label: str,
+) -> bool:
+    """Store the solved records as they come; False when stopped at the deadline."""
     count = 0
     shown = 0.0
+    started = time.perf_counter()
     for records in results:
         if until is not None and time.time() > until:
-            stream.write(f"  stopped at the deadline: {count:,}/{total:,} solved\n")
-            return
+            stream.write(f"  stopped at the deadline: {count:,}/{total:,} solved ({label})\n")
+            return False
         append(records)
         done.update(records)
         count += len(records)
@@ -256,7 +299,8 @@ def _collect(
             rate = count / max(now - started, 1e-9)
             eta = (total - count) / rate if rate else 0.0
             stream.write(
-                f"  {count:,}/{total:,} solved, {rate:.1f}/s, "
+                f"  {label}: {count:,}/{total:,} solved, {rate:.1f}/s, "
                 f"{now - started:.0f} s elapsed, ETA {eta:.0f} s\n"
             )
             stream.flush()
+    return True

@@ -4,13 +4,14 @@ shipped book against the published values and the engine."""
 from __future__ import annotations
 
 import random
+import time
 from pathlib import Path
 
 import pytest
 
 from kalah_core import SWAP, Position, Rules, legal_moves, play
 from kalah_core.book import Book, BookError, shipped
-from kalah_core.book_build import build_section
+from kalah_core.book_build import build_section, derive, levels
 from kalah_core.solver import Engine
 
 SMALL_RULES = [
@@ -91,6 +92,24 @@ def test_outside_the_book_the_engine_searches(small_book: Book) -> None:
     assert "book" not in start.extra
 
 
+def test_an_interrupted_build_resumes_from_its_checkpoints(tmp_path: Path) -> None:
+    rules = SMALL_RULES[0]
+    ckpt = tmp_path / "book.ckpt"
+    full = build_section(rules, DEPTH, [], checkpoint=ckpt)
+    assert full.depth == DEPTH and (tmp_path / "book.ckpt.values").exists()
+    # Lose pass 2 (every move of the frontier) and stop it at once: the frontier's values
+    # from pass 1 still give every move of every board within DEPTH - 1 sowings.
+    ckpt.unlink()
+    shallower = build_section(rules, DEPTH, [], checkpoint=ckpt, until=time.time() - 1)
+    within = {b for level in levels(rules, DEPTH - 1) for b in level}
+    assert shallower.depth == DEPTH - 1
+    assert {shallower[i] for i in range(len(shallower))} == within
+    for board in within:
+        assert shallower.gains(board) == full.gains(board)
+    # Resumed without a deadline: the same book as the uninterrupted build.
+    assert build_section(rules, DEPTH, [], checkpoint=ckpt) == full
+
+
 def test_damaged_books_are_refused(tmp_path: Path) -> None:
     path = tmp_path / "book.bin"
     path.write_bytes(b"not a book")
@@ -110,6 +129,22 @@ def test_the_shipped_book_gives_the_published_values() -> None:
         assert analysis.exact and "book" in analysis.extra, preset
         if value is not None:
             assert analysis.value == value  # Rawlings: Kalah(6,4) = +8
+
+
+def test_the_shipped_book_holds_every_board_to_its_depth_consistently() -> None:
+    """Every board within a section's depth is held, and every board above the deepest level
+    has the values its moves' boards give (the engine check of the deepest is ``slow``)."""
+    book = shipped()
+    for section in book.sections.values():
+        rules = Rules.preset(section.presets[0]).replace(pie=False)
+        found = levels(rules, section.depth)
+        width, board_bytes = section.width, 2 * section.key.houses
+        rows = (section.data[i : i + width] for i in range(0, len(section.data), width))
+        gains = {row[:board_bytes]: row[board_bytes:] for row in rows}
+        assert all(board in gains for level in found for board in level), section.key
+        for level in found[:-1]:
+            for board in level:
+                assert derive(board, rules, gains) == gains[board], (section.key, board.hex())
 
 
 @pytest.mark.slow
