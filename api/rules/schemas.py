@@ -139,7 +139,10 @@ class DatabasesSchema(ma.Schema):
         metadata={"description": "KALAH_EGDB_PATH: auto (the cache folder), off, or paths."}
     )
     build_seeds = fields.Integer(
-        metadata={"description": "Size of the background builds (0: none, outside auto)."}
+        metadata={
+            "description": "Size of the largest background build (0: none, outside auto); "
+            "each build's size is in builds."
+        }
     )
     attached = fields.List(
         fields.Nested(DatabaseSchema),
