@@ -3,6 +3,7 @@ folder holds, and every preset's missing database built in the background once p
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import threading
 import time
@@ -12,7 +13,7 @@ import pytest
 
 from api import create_app
 from api.config import load_settings
-from api.egdb import DatabaseService, choose_sizes, plan
+from api.egdb import LOCK_NAME, DatabaseService, _build_once, choose_sizes, plan
 from kalah_core import Position, Rules, databases, egdb
 from kalah_core.solver import Engine
 
@@ -112,6 +113,23 @@ def test_auto_builds_every_preset_once_in_the_background(
     assert with_db.exact and without.exact
     assert [(m.move, m.value) for m in with_db.moves] == [(m.move, m.value) for m in without.moves]
     assert with_db.nodes < without.nodes
+
+
+def test_a_waiting_build_stops_waiting_once_its_file_is_there(tmp_path: Path) -> None:
+    path = tmp_path / "kalah-egdb-h6-nonempty-either-owner-n4.egdb"
+    done = threading.Event()
+
+    def build() -> None:
+        _build_once(tmp_path, path, "kalah", 4)
+        done.set()
+
+    with open(tmp_path / LOCK_NAME, "a") as held:  # another process building another file
+        fcntl.flock(held, fcntl.LOCK_EX)
+        threading.Thread(target=build, daemon=True).start()
+        assert not done.wait(0.5), "it waits while the file is missing"
+        path.write_bytes(b"built by the holder")
+        assert done.wait(5), "and returns once it is there, the lock still held"
+    assert path.read_bytes() == b"built by the holder"
 
 
 def test_rules_report_the_databases_and_the_book(
