@@ -10,9 +10,8 @@ same without them, only slower; readiness does not wait.
 Sizes (``KALAH_EGDB_SEEDS``): a number builds every key at that size (0: build none);
 ``auto`` (the default, :func:`choose_sizes`) gives the most used key, ``kalah``'s, the largest
 of ``SIZES`` the machine affords (28 seeds: 5.6 GB of disk and of memory while it builds,
-5-6 minutes on two idle cores, and it proves the ``kalah`` start in a quarter of a second and
-the positions of the first sowings within the default budget) and the others 24 seeds
-(1.25 GB, about a minute each).
+5-6 minutes on two idle cores; every move of a position 6 sowings deep with 5.9 times fewer
+nodes than with 24 seeds) and the others 24 seeds (1.25 GB, about a minute each).
 
 Once per machine: a build holds an exclusive ``flock`` on ``<cache>/egdb-build.lock``; every
 other process waits for it, then finds the file. The build runs in a child process at nice 10
