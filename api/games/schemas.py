@@ -14,7 +14,9 @@ from ..schemas import RulesOptionsSchema, answer, move_field, position_field, ru
 
 GAME_TIME_DOC = (
     "Search budget for the whole game in milliseconds; default KALAH_DEFAULT_TIME_MS per "
-    "sowing, at most KALAH_MAX_TIME_MS in all (a larger value is a 422). Positions are analysed "
+    "sowing, at most KALAH_MAX_TIME_MS in all (a larger value is a 422), at least 5 per distinct "
+    "position (a smaller value is a 422). A review still running after twice its budget and a "
+    "second is stopped with a 503. Positions are analysed "
     "from the last to the first, each with an equal share of what is left, so the quick late "
     "positions leave their time to the early ones."
 )
