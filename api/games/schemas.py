@@ -9,7 +9,7 @@ from kalah_core.finnish import MAX_GAME_LENGTH
 from kalah_core.review import JUDGEMENT_DOC
 
 from ..analysis.schemas import DEPTH_DOC, NODES_DOC
-from ..config import MAX_MOVES
+from ..config import MAX_DEPTH, MAX_MOVES
 from ..schemas import RulesOptionsSchema, answer, move_field, position_field, rules_field
 
 GAME_TIME_DOC = (
@@ -30,7 +30,7 @@ class GameLimitsSchema(ma.Schema):
     depth = fields.Integer(
         strict=True,
         validate=validate.Range(min=1),
-        metadata={"description": DEPTH_DOC + " Per position."},
+        metadata={"description": DEPTH_DOC + " Per position.", "maximum": MAX_DEPTH},
     )
     nodes = fields.Integer(
         strict=True,
