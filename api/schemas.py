@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import marshmallow as ma
 from marshmallow import fields, validate
 
+from kalah_core.position import COMPACT_PATTERN
 from kalah_core.rules import OPTION_DOCS, PRESETS
 
 MAX_POSITION_TEXT = 1024
@@ -123,7 +124,13 @@ POSITION_DOC = {
     "444444-0-444444-0-s: south houses, south store, north houses, north store, side to move "
     "s/n with 'p' while the pie swap is pending), or the JSON form.",
     "oneOf": [
-        {"type": "string", "maxLength": MAX_POSITION_TEXT, "example": "444444-0-444444-0-s"},
+        {
+            "type": "string",
+            "maxLength": MAX_POSITION_TEXT,
+            # 'start', the compact notation or JSON text (surrounding spaces ignored)
+            "pattern": rf"^\s*(start|{COMPACT_PATTERN}|\{{[\s\S]*)\s*$",
+            "example": "444444-0-444444-0-s",
+        },
         ref("PositionObject"),
     ],
 }
