@@ -9,6 +9,7 @@ from kalah_core.rules import PRESETS
 
 from ..config import MAX_DEPTH
 from ..schemas import (
+    POSITION_PATTERN,
     BoardSchema,
     RulesOptionsSchema,
     answer,
@@ -61,7 +62,10 @@ class _QueryBase(ma.Schema):
     position = fields.String(
         required=True,
         validate=validate.Length(min=1, max=1024),
-        metadata={"description": "'start' or the compact notation, e.g. 444444-0-444444-0-s."},
+        metadata={
+            "description": "'start' or the compact notation, e.g. 444444-0-444444-0-s.",
+            "pattern": POSITION_PATTERN,
+        },
     )
     rules = fields.String(
         load_default="kalah",
