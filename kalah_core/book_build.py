@@ -192,6 +192,9 @@ def build_section(
         todo: list[bytes], value_only: bool, into: dict[bytes, bytes], path: Path | None
     ) -> bool:
         label = "values" if value_only else "every move"
+        if until is not None and time.time() > until:  # no worker started for nothing
+            stream.write(f"  stopped at the deadline: 0/{len(todo):,} solved ({label})\n")
+            return False
         solve = partial(_solve_chunk, value_only=value_only)
         with _Checkpoint(path) as append:
             if workers <= 1:
@@ -216,12 +219,19 @@ def build_section(
         if todo:
             run(todo, False, done, ckpt)
     values = {k: _signed(v[:1])[0] for k, v in solved.items()}
-    for level in reversed(found[:-1]):
-        for parent in level:
+    # Deepest first, repeated while it adds boards: a move may lead to a board first reached
+    # at the same or a shallower level (a transposition), derived only on a later sweep.
+    missing = [b for level in reversed(found[:-1]) for b in level if b not in done]
+    while missing:
+        left = []
+        for parent in missing:
             try:
                 done[parent] = derive(parent, base, done, values)
-            except KeyError:  # a move leads to a board not solved in time
-                continue
+            except KeyError:  # a move leads to a board not solved (or derived) yet
+                left.append(parent)
+        if len(left) == len(missing):
+            break
+        missing = left
     held = {b for level in found for b in level if b in done}
     whole = next(
         (d - 1 for d, level in enumerate(found) if any(b not in done for b in level)), depth
