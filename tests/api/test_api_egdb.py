@@ -36,6 +36,18 @@ def test_a_file_and_a_folder_are_attached(tmp_path: Path) -> None:
         assert [d.path for d in engine.databases] == [path]  # the largest of its rules
 
 
+def test_attached_databases_are_read_into_the_page_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rules = Rules(houses=3)
+    path = egdb.default_path(rules, 6, tmp_path)
+    egdb.build(path, rules, 6, progress=False)
+    warmed: list[Path] = []
+    monkeypatch.setattr(egdb.EndgameDatabase, "preload", lambda self: warmed.append(self.path))
+    DatabaseService(str(tmp_path), 0).start()
+    assert warmed == [path]
+
+
 def test_the_plan_covers_every_preset_that_can_have_a_database() -> None:
     assert [(str(p.key), p.presets) for p in plan(24)] == [
         ("h6-nonempty-either-owner", ["kalah", "kalah-pie"]),
