@@ -42,6 +42,7 @@ from .ratelimit import COSTS_DOC, RateLimitDocsPlugin, init_rate_limits, reserve
 from .rules import routes as rules_routes
 from .schemas import COMPONENTS, ProblemSchema, component_ref
 from .security import init_security
+from .spec_limits import ServerLimitsPlugin
 from .state import check_state_store, make_state_client
 
 RESOURCES = (
@@ -154,7 +155,12 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         check_state_store(make_state_client(settings.state_url, timeout_s=2.0))
     app.extensions["kalah_jobs"] = make_job_store(settings)
 
-    plugins = [analysis_routes.ConditionalGetPlugin(), RateLimitDocsPlugin(), OperationIds()]
+    plugins = [
+        analysis_routes.ConditionalGetPlugin(),
+        RateLimitDocsPlugin(),
+        OperationIds(),
+        ServerLimitsPlugin(settings),
+    ]
     api = KalahApi(app, spec_kwargs={"extra_plugins": plugins})
     for name, component in COMPONENTS.items():
         api.spec.components.schema(name, component)

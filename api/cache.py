@@ -12,7 +12,8 @@ uncached key compute once:
 - :class:`MemoryCache`, a bounded in-process LRU: the embedded default when no Redis URL is
   configured (one process computes a key once; gunicorn workers do not share it).
 - :class:`RedisCache`: Redis shared by every worker and replica, with a lock per key
-  (``SET NX PX``; others wait and read, or compute if the holder dies), in front of it a
+  (``SET NX PX``; others wait and read; a dead holder's lock is taken over at once, or lapses
+  within a short renewed lease: :mod:`api.lease`), in front of it a
   small in-process LRU of exact results (immutable, so never stale). Every Redis failure is
   a miss: the request is computed and answered, Redis is skipped for a short back-off, then
   tried again on the next request or health check; there is no permanent failure state.
@@ -21,8 +22,6 @@ uncached key compute once:
 from __future__ import annotations
 
 import logging
-import os
-import secrets
 import threading
 import time
 from collections import OrderedDict
@@ -32,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from . import metrics
+from .lease import LEASE_S, holder_dead, owner_token, renewing
 
 if TYPE_CHECKING:
     from .analysis.request import AnalysisRequest
@@ -222,6 +222,11 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 """
 
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
+
 
 class RedisCache(AnswerCache):
     """Redis shared by all workers, with an in-process LRU of exact entries in front."""
@@ -253,6 +258,7 @@ class RedisCache(AnswerCache):
         self.client = redis.Redis(connection_pool=pool, retry=Retry(NoBackoff(), 0))
         self._put_heuristic = self.client.register_script(_PUT_HEURISTIC)
         self._release = self.client.register_script(_RELEASE)
+        self._renew = self.client.register_script(_RENEW)
         self._down_until = 0.0
         self._last_error = ""
         self._healthy = True
@@ -325,14 +331,14 @@ class RedisCache(AnswerCache):
 
     @contextmanager
     def _single_flight(self, keys: Keys, wait_s: float) -> Iterator[Entry | None]:
-        token = secrets.token_hex(8) + f"-{os.getpid()}"
-        lock_ms = max(1, int(wait_s * 1000))  # the holder's lease: its search budget + margin
+        token = owner_token()
+        lease_ms = int(LEASE_S * 1000)  # renewed while the holder searches (api.lease)
         deadline = time.monotonic() + wait_s + 0.25
         pause = 0.002
         holder = False
         while self._available():
             try:
-                if self.client.set(keys.lock, token, nx=True, px=lock_ms):
+                if self.client.set(keys.lock, token, nx=True, px=lease_ms):
                     holder = True
                     break
                 time.sleep(pause)
@@ -344,18 +350,24 @@ class RedisCache(AnswerCache):
                     return
                 if time.monotonic() > deadline:
                     break  # the holder is too slow: compute ourselves
+                held_by = cast(bytes | None, self.client.get(keys.lock))
+                if held_by is not None and holder_dead(held_by):  # killed here: take over
+                    self._release(keys=[keys.lock], args=[held_by])
             except self._redis_errors as error:
                 self._failed(error)
                 break
+        if not holder:
+            yield None
+            return
         try:
-            # The holder may have stored it between our miss and the lock.
-            yield self.get(keys) if holder else None
+            with renewing(lambda: self._renew(keys=[keys.lock], args=[token, lease_ms]), keys.lock):
+                # The holder may have stored it between our miss and the lock.
+                yield self.get(keys)
         finally:
-            if holder:
-                try:
-                    self._release(keys=[keys.lock], args=[token])
-                except self._redis_errors as error:
-                    self._failed(error)
+            try:
+                self._release(keys=[keys.lock], args=[token])
+            except self._redis_errors as error:
+                self._failed(error)
 
 
 def make_cache(settings: Settings, *, max_connections: int) -> AnswerCache:

@@ -63,6 +63,9 @@ class Settings:
     """Engines per worker process: searches that run at once (the last kept for short ones);
     at most ``threads - 2`` (see engine_slots)."""
 
+    long_nice: int = 10
+    """How much lower the CPU priority of long searches is (their threads' nice value)."""
+
     def engine_slots(self) -> tuple[int, int]:
         """(engines, searches that may wait for one) per worker: engines leave two threads
         free, waiting searches one, so a health check always finds a thread."""
@@ -113,6 +116,7 @@ _VARIABLES: dict[str, tuple[str, type, Any, float | None, float | None]] = {
     "KALAH_WORKERS": ("workers", int, None, 1, 1024),
     "KALAH_THREADS": ("threads", int, 16, 1, 256),
     "KALAH_ENGINES": ("engines", int, 6, 1, 64),
+    "KALAH_LONG_NICE": ("long_nice", int, 10, 0, 19),
     "KALAH_CACHE_TTL_S": ("cache_ttl_s", int, 3600, 1, None),
     "KALAH_LRU_SIZE": ("lru_size", int, 10000, 1, None),
     "KALAH_CACHE_DIR": ("cache_dir", str, None, None, None),

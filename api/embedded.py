@@ -12,7 +12,8 @@ all of which we would have to write.
   ``least-recently-stored``: reads never write); heuristic ones expire after
   ``KALAH_CACHE_TTL_S`` and are replaced only by a deeper one.
 - One search per key across processes: the first to ``add`` the key's lock computes, the
-  others poll for its answer (up to the search budget plus a margin), as with Redis.
+  others poll for its answer (up to the search budget plus a margin), as with Redis; a dead
+  holder's lock is taken over at once or lapses within a short renewed lease (:mod:`api.lease`).
 - An in-process LRU of exact answers sits in front (immutable, so never stale).
 - The store is opened per process, after gunicorn forks (SQLite handles do not survive one).
 """
@@ -20,7 +21,6 @@ all of which we would have to write.
 from __future__ import annotations
 
 import os
-import secrets
 import threading
 import time
 from collections.abc import Iterator
@@ -32,6 +32,7 @@ import diskcache
 
 from . import metrics
 from .cache import AnswerCache, Entry, Keys, _Lru
+from .lease import LEASE_S, holder_dead, owner_token, renewing
 
 SQLITE_TIMEOUT_S = 5
 """How long a writer waits for SQLite's lock before diskcache gives up (a miss then)."""
@@ -108,12 +109,12 @@ class EmbeddedCache(AnswerCache):
     @contextmanager
     def _single_flight(self, keys: Keys, wait_s: float) -> Iterator[Entry | None]:
         store = self.store
-        token = f"{secrets.token_hex(8)}-{os.getpid()}"
+        token = owner_token()
         deadline = time.monotonic() + wait_s
         pause = 0.002
         holder = False
         while True:
-            if store.add(keys.lock, token, expire=wait_s):
+            if store.add(keys.lock, token, expire=LEASE_S):  # renewed while we search
                 holder = True
                 break
             time.sleep(pause)
@@ -124,11 +125,27 @@ class EmbeddedCache(AnswerCache):
                 yield entry
                 return
             if time.monotonic() > deadline:
-                break  # the holder is too slow (or died): compute ourselves
+                break  # the holder is too slow: compute ourselves
+            held_by: Any = store.get(keys.lock)
+            if holder_dead(held_by):  # killed on this machine: take its lock over at once
+                self._release(store, keys.lock, held_by)
+        if not holder:
+            yield None
+            return
+
+        def renew() -> None:
+            with store.transact():
+                if store.get(keys.lock) == token:
+                    store.touch(keys.lock, expire=LEASE_S)
+
         try:
-            yield self.get(keys) if holder else None  # stored between our miss and the lock?
+            with renewing(renew, keys.lock):
+                yield self.get(keys)  # stored between our miss and the lock?
         finally:
-            if holder:
-                with store.transact():
-                    if store.get(keys.lock) == token:
-                        store.delete(keys.lock)
+            self._release(store, keys.lock, token)
+
+    @staticmethod
+    def _release(store: diskcache.Cache, lock: str, token: str) -> None:
+        with store.transact():
+            if store.get(lock) == token:
+                store.delete(lock)

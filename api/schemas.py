@@ -13,7 +13,8 @@ from typing import Any, TypeVar
 import marshmallow as ma
 from marshmallow import fields, validate
 
-from kalah_core.rules import OPTION_DOCS, PRESETS
+from kalah_core.position import COMPACT_PATTERN, MAX_SEEDS
+from kalah_core.rules import MAX_HOUSES, OPTION_DOCS, PRESETS
 
 MAX_POSITION_TEXT = 1024
 """Longest position text accepted (the compact notation is at most 64 characters; the rest is
@@ -32,17 +33,21 @@ BOARD_DOC = {
     "properties": {
         "south": {
             "type": "array",
-            "items": {"type": "integer", "minimum": 0},
+            "items": {"type": "integer", "minimum": 0, "maximum": MAX_SEEDS},
+            "minItems": 1,
+            "maxItems": MAX_HOUSES,
             "description": "South's houses.",
         },
         "north": {
             "type": "array",
-            "items": {"type": "integer", "minimum": 0},
+            "items": {"type": "integer", "minimum": 0, "maximum": MAX_SEEDS},
+            "minItems": 1,
+            "maxItems": MAX_HOUSES,
             "description": "North's houses.",
         },
         "stores": {
             "type": "array",
-            "items": {"type": "integer", "minimum": 0},
+            "items": {"type": "integer", "minimum": 0, "maximum": MAX_SEEDS},
             "minItems": 2,
             "maxItems": 2,
             "description": "The stores: [south, north]; default [0, 0].",
@@ -118,12 +123,20 @@ MOVE_DOC = {
 }
 
 
+POSITION_PATTERN = rf"^\s*(start|{COMPACT_PATTERN}|\{{[\s\S]*)\s*$"
+"""A position as text: 'start', the compact notation or JSON text (surrounding spaces ignored)."""
+
 POSITION_DOC = {
     "description": "A position: 'start' (the rules' start), the compact notation (e.g. "
     "444444-0-444444-0-s: south houses, south store, north houses, north store, side to move "
     "s/n with 'p' while the pie swap is pending), or the JSON form.",
     "oneOf": [
-        {"type": "string", "maxLength": MAX_POSITION_TEXT, "example": "444444-0-444444-0-s"},
+        {
+            "type": "string",
+            "maxLength": MAX_POSITION_TEXT,
+            "pattern": POSITION_PATTERN,
+            "example": "444444-0-444444-0-s",
+        },
         ref("PositionObject"),
     ],
 }

@@ -185,12 +185,12 @@ class Book:
     def move_values(self, position: Position, rules: Rules) -> dict[Move, int] | None:
         """Every legal move's exact value for the player to move, or None when the book does
         not hold ``position`` (or the game is over there)."""
-        if position.swap_available and rules.pie and position.to_move is Side.SOUTH:
-            return self._first_turn(position, rules)
         key = rule_key_of(rules)
         section = self.sections.get(key) if key is not None else None
         if section is None or position.houses != section.key.houses:
-            return None
+            return None  # checked first: an answer from the book names its section
+        if position.swap_available and rules.pie and position.to_move is Side.SOUTH:
+            return self._first_turn(position, rules)
         gains = section.gains(board_key(position))
         if gains is None:
             return None

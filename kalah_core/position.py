@@ -38,6 +38,8 @@ _DIGIT_VALUE = {c: i for i, c in enumerate(DIGITS)}
 _COMPACT = re.compile(
     r"([0-9a-zA-Z~]+)-(0|[1-9][0-9]{0,2})-([0-9a-zA-Z~]+)-(0|[1-9][0-9]{0,2})-([sn])(p?)"
 )
+COMPACT_PATTERN = _COMPACT.pattern
+"""The compact notation's shape as a regular expression (also valid in JSON Schema)."""
 
 
 class Side(enum.StrEnum):

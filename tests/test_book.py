@@ -69,6 +69,16 @@ def test_pie_positions_include_the_swap(small_book: Book) -> None:
     assert values is not None and SWAP in values
 
 
+def test_a_pie_start_of_rules_the_book_lacks_is_searched() -> None:
+    """South's first turn under pie was answered from the game ends alone when the book had no
+    section for the rules, then failed looking the section up (a 500 schemathesis found)."""
+    rules = Rules(houses=1, seeds=1, capture="always", end="mover-empty", pie=True)
+    start = Position.start(rules)
+    assert shipped().move_values(start, rules) is None
+    analysis = Engine(tt_mb=1, book=shipped()).analyse(start, rules)
+    assert analysis.exact and "book" not in analysis.extra
+
+
 def test_a_book_hit_is_exact_instant_and_labelled(small_book: Book) -> None:
     rules = SMALL_RULES[0]
     analysis = Engine(tt_mb=8, book=small_book).analyse(Position.start(rules), rules)

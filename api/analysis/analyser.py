@@ -67,6 +67,7 @@ class Analyser:
                         waiting=waiting,
                         make=self._make_engine,
                         short_ms=settings.default_time_ms,
+                        long_nice=settings.long_nice,
                     )
                     state = self._pool = (os.getpid(), pool)
         return state[1]
@@ -85,7 +86,8 @@ class Analyser:
         """Search with one of this process's engines (no cache); raises EnginesBusy (a 503)
         when none is free within the request's own budget."""
         limits = request.limits
-        with self.engines().engine(limits.time_ms) as engine:
+
+        def run(engine: Engine) -> tuple[Analysis, float]:
             started = time.perf_counter()
             analysis = engine.analyse(
                 request.position,
@@ -95,6 +97,9 @@ class Analyser:
                 nodes=limits.nodes,
                 pv_limit=MAX_PV_SOWINGS,
             )
+            return analysis, started
+
+        analysis, started = self.engines().search(limits.time_ms, run)
         metrics.SEARCH_SECONDS.labels("exact" if analysis.exact else "heuristic").observe(
             time.perf_counter() - started
         )

@@ -12,6 +12,9 @@ without the GIL) and a cheap request is never held behind others' long searches.
   once with :class:`EnginesBusy` (a 503 problem with ``Retry-After``), and few wait
   (searching and waiting threads are at most ``KALAH_THREADS - 1``), so a worker's threads
   never all search or wait: its health checks and cached answers keep being served.
+- Long searches run at a lower CPU priority than short ones (:class:`LowPriority`: their own
+  threads at ``KALAH_LONG_NICE``, 10 by default), so on busy cores the kernel gives a short
+  search and the health checks the CPU first while the long ones take what is left.
 - Making an engine takes 0.2-0.4 s (its table's pages are touched up front), seconds on busy
   cores: two are made when a gunicorn worker starts (:meth:`EnginePool.prepare`); short
   searches make no more and wait for a busy one instead; a long search makes a new one
@@ -20,16 +23,24 @@ without the GIL) and a cheap request is never held behind others' long searches.
 
 from __future__ import annotations
 
+import logging
 import math
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from kalah_core.solver import Engine
 
 from ..errors import ApiProblem
+
+log = logging.getLogger("api.engines")
+
+T = TypeVar("T")
 
 EAGER = 2
 """Engines made before they are needed (a gunicorn worker at start), and the most a short
@@ -51,6 +62,30 @@ class EnginesBusy(ApiProblem):
             field=None,
             headers={"Retry-After": str(retry)},
         )
+
+
+class LowPriority:
+    """Threads whose CPU priority is lowered by ``nice`` (Linux schedules threads, and each has
+    its own nice value), on which long searches run while their request thread waits: a
+    thread cannot raise its priority back without privileges, so these threads stay low and
+    only run long searches (an OpenMP search's helper threads inherit the value)."""
+
+    def __init__(self, threads: int, nice: int) -> None:
+        self.nice = nice
+        self._threads = ThreadPoolExecutor(
+            max(1, threads), thread_name_prefix="long-search", initializer=self._lower
+        )
+
+    def _lower(self) -> None:
+        try:
+            me = threading.get_native_id()
+            lowered = min(19, os.getpriority(os.PRIO_PROCESS, me) + self.nice)
+            os.setpriority(os.PRIO_PROCESS, me, lowered)
+        except (AttributeError, OSError) as error:  # not Linux: the same priority as the rest
+            log.warning("long searches run at normal priority: %s", error)
+
+    def run(self, work: Callable[[], T]) -> T:
+        return self._threads.submit(work).result()
 
 
 @dataclass(eq=False, slots=True)
@@ -75,6 +110,7 @@ class EnginePool:
         waiting: int,
         make: Callable[[threading.Lock], Engine],
         short_ms: int,
+        long_nice: int = 0,
     ) -> None:
         self.size = size
         self.max_waiting = waiting
@@ -86,6 +122,7 @@ class EnginePool:
         self._created = 0
         self._waiting = 0
         self._changed = threading.Condition()
+        self._low = LowPriority(self._long_cap(), long_nice) if long_nice > 0 else None
 
     def _long_cap(self) -> int:
         return max(1, self.size - 1)
@@ -153,6 +190,15 @@ class EnginePool:
                 self._busy.remove(slot)
                 self._free.append(slot)
                 self._changed.notify_all()
+
+    def search(self, budget_ms: int, work: Callable[[Engine], T]) -> T:
+        """Run ``work`` with an engine for a search of ``budget_ms``: a long one on a
+        low-priority thread (:class:`LowPriority`), a short one on the caller's."""
+        long = budget_ms > self.short_ms and self.size > 1
+        with self.engine(budget_ms) as engine:
+            if long and self._low is not None:
+                return self._low.run(lambda: work(engine))
+            return work(engine)
 
     def _equip(self, slot: Slot) -> None:
         slot.engine = self.make(slot.lock)

@@ -7,7 +7,9 @@ from marshmallow import fields, validate
 
 from kalah_core.rules import PRESETS
 
+from ..config import MAX_DEPTH
 from ..schemas import (
+    POSITION_PATTERN,
     BoardSchema,
     RulesOptionsSchema,
     answer,
@@ -20,7 +22,9 @@ TIME_DOC = (
     "Search time budget in milliseconds; default KALAH_DEFAULT_TIME_MS, at most KALAH_MAX_TIME_MS "
     "(see GET /v1/rules for this server's values; above it is a 422)."
 )
-DEPTH_DOC = "Search only this many sowings deep (a heuristic value unless proven); at most 100."
+DEPTH_DOC = (
+    f"Search only this many sowings deep (a heuristic value unless proven); at most {MAX_DEPTH}."
+)
 NODES_DOC = "Node budget of the search; at most KALAH_MAX_NODES."
 
 
@@ -29,8 +33,12 @@ class LimitsSchema(ma.Schema):
     time_ms = fields.Integer(
         strict=True, validate=validate.Range(min=1), metadata={"description": TIME_DOC}
     )
+    # The maximum is documented here and checked by Limits.checked (a limit-exceeded problem
+    # with its max, like the other budgets), not by marshmallow.
     depth = fields.Integer(
-        strict=True, validate=validate.Range(min=1), metadata={"description": DEPTH_DOC}
+        strict=True,
+        validate=validate.Range(min=1),
+        metadata={"description": DEPTH_DOC, "maximum": MAX_DEPTH},
     )
     nodes = fields.Integer(
         strict=True, validate=validate.Range(min=1), metadata={"description": NODES_DOC}
@@ -54,7 +62,10 @@ class _QueryBase(ma.Schema):
     position = fields.String(
         required=True,
         validate=validate.Length(min=1, max=1024),
-        metadata={"description": "'start' or the compact notation, e.g. 444444-0-444444-0-s."},
+        metadata={
+            "description": "'start' or the compact notation, e.g. 444444-0-444444-0-s.",
+            "pattern": POSITION_PATTERN,
+        },
     )
     rules = fields.String(
         load_default="kalah",
@@ -98,7 +109,9 @@ RULE_PARAMETERS = ("houses", "seeds", "capture", "end", "remaining", "majority",
 
 class AnalysisQuerySchema(_QueryBase):
     time_ms = fields.Integer(validate=validate.Range(min=1), metadata={"description": TIME_DOC})
-    depth = fields.Integer(validate=validate.Range(min=1), metadata={"description": DEPTH_DOC})
+    depth = fields.Integer(
+        validate=validate.Range(min=1), metadata={"description": DEPTH_DOC, "maximum": MAX_DEPTH}
+    )
     nodes = fields.Integer(validate=validate.Range(min=1), metadata={"description": NODES_DOC})
 
 

@@ -191,6 +191,10 @@ class EmbeddedJobStore:
             store.set(f"job:{job_id}:meta", meta, expire=ttl)
         return True
 
+    def stalled(self) -> str | None:
+        """Never: the server's own processes run these jobs."""
+        return None
+
     def pending(self) -> bool:
         return bool(self.store.get(QUEUE)) or bool(self.store.get(LEASES))
 

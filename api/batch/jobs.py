@@ -48,6 +48,11 @@ QUEUE = "kalah-batch"
 FAIR_PREFIX = "kalah:v1:fair:"
 RING = FAIR_PREFIX + "ring"
 """Owners with waiting chunks, served round-robin (see the module docstring)."""
+WORKERS = "kalah:v1:workers"
+"""The batch workers alive: each worker's name, scored by its last beat (Redis's clock, ms)."""
+WORKER_BEAT_S = 1.0
+WORKER_STALE_S = 10.0
+"""A worker that has not beaten for this long is dead (or cut off): it runs no job."""
 LEASE_MS = 5000
 HEARTBEAT_S = 1.0
 REAP_EVERY_S = 1.0
@@ -128,6 +133,24 @@ if redis.call('SISMEMBER', KEYS[3], ARGV[1]) == 1 then
   return 0
 end
 return redis.call('SREM', KEYS[1], ARGV[1])
+"""
+
+
+# A worker's beat on Redis's clock, dropping the workers silent too long.
+# KEYS: workers; ARGV: name, stale ms.
+_BEAT = """
+local now = redis.call('TIME')
+local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ms - tonumber(ARGV[2]))
+redis.call('ZADD', KEYS[1], ms, ARGV[1])
+return 1
+"""
+
+# The workers that beat within the stale time. KEYS: workers; ARGV: stale ms.
+_ALIVE = """
+local now = redis.call('TIME')
+local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+return redis.call('ZCOUNT', KEYS[1], ms - tonumber(ARGV[1]), '+inf')
 """
 
 
@@ -212,6 +235,8 @@ class JobStore:
         self._renew = self.redis.register_script(_RENEW)
         self._complete = self.redis.register_script(_COMPLETE)
         self._reap = self.redis.register_script(_REAP)
+        self._beat = self.redis.register_script(_BEAT)
+        self._alive = self.redis.register_script(_ALIVE)
 
     # -- creating a job (the API) ------------------------------------------------------------
 
@@ -422,6 +447,33 @@ class JobStore:
                 pipe.execute()
                 requeued += len(lost)
         return requeued
+
+    # -- who runs jobs (workers beat; the API and /readyz read) -----------------------------
+
+    def beat(self, worker: str) -> None:
+        """Worker ``worker`` is alive (every :data:`WORKER_BEAT_S`)."""
+        self._beat(keys=[WORKERS], args=[worker, int(WORKER_STALE_S * 1000)])
+
+    def leave(self, worker: str) -> None:
+        """Worker ``worker`` stops (a clean exit; a dead one goes stale)."""
+        self.redis.zrem(WORKERS, worker)
+
+    def workers(self) -> int:
+        """How many workers beat within the last :data:`WORKER_STALE_S`."""
+        return int(cast(int, self._alive(keys=[WORKERS], args=[int(WORKER_STALE_S * 1000)])))
+
+    def unfinished(self) -> int:
+        """How many jobs have chunks not yet finished."""
+        return int(self.redis.scard(ACTIVE))
+
+    def stalled(self) -> str | None:
+        """Why queued jobs cannot run now (no worker alive), or None."""
+        if self.workers():
+            return None
+        return (
+            f"no batch worker has reported in the last {WORKER_STALE_S:.0f} s: jobs wait until "
+            "one runs (kalah worker)"
+        )
 
     def fail(self, job_id: str, error: str) -> None:
         job = JobKeys(job_id)

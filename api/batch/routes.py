@@ -105,13 +105,23 @@ def _queue_unreachable(error: Exception) -> ApiProblem:
     return ApiProblem("not-ready", "the job queue is not reachable; try again later")
 
 
-def _job_json(status: JobStatus) -> dict[str, Any]:
+def _job_json(status: JobStatus, store: JobStore | EmbeddedJobStore) -> dict[str, Any]:
     return {
         "id": status.id,
         "status": status.status,
         "progress": {"done": status.done, "total": status.total},
         "error": status.error,
+        "warning": _stalled(store) if status.status in ("queued", "running") else None,
     }
+
+
+def _stalled(store: JobStore | EmbeddedJobStore) -> str | None:
+    """Why the job cannot advance now (no batch worker alive), or None."""
+    try:
+        return store.stalled()
+    except redis.RedisError as error:  # the answer's other fields came through: say so
+        log.warning("could not count the batch workers: %s", error)
+        return None
 
 
 @blp.route("/batch")
@@ -154,7 +164,7 @@ class Batch(MethodView):
             raise _queue_unreachable(error) from None
         location = url_for("batch.Job", job_id=status.id)
         return Response(
-            json.dumps({**_job_json(status), "location": location}),
+            json.dumps({**_job_json(status, store), "location": location}),
             status=202,
             mimetype="application/json",
             headers={"Location": location},
@@ -222,6 +232,6 @@ class Job(MethodView):
             if following < status.total
             else None
         )
-        head = {**_job_json(status), "offset": offset, "limit": limit, "next": next_url}
+        head = {**_job_json(status, store), "offset": offset, "limit": limit, "next": next_url}
         body = json.dumps(head)[:-1].encode() + b',"results":[' + b",".join(page) + b"]}"
         return Response(body, status=200, mimetype="application/json")

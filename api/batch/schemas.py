@@ -91,6 +91,13 @@ class JobStatusSchema(ma.Schema):
     error = fields.String(
         allow_none=True, metadata={"description": "Why the job failed; null otherwise."}
     )
+    warning = fields.String(
+        allow_none=True,
+        metadata={
+            "description": "Why a queued or running job cannot advance now (no batch worker "
+            "has reported recently: it waits until one runs); null otherwise."
+        },
+    )
 
 
 @answer()

@@ -5,12 +5,14 @@ engine, its transposition table and the memory-mapped endgame databases stay war
 chunk to the next. Each task goes through :meth:`Analyser.analyse`, the code path of
 ``/v1/analysis`` with the same cache (Redis, shared with the API): a position the cache or
 another worker already answered is not searched again. A thread re-queues the chunks of dead
-workers (:meth:`JobStore.reap`). Any number of workers on any number of machines may join by
-pointing ``KALAH_REDIS_URL`` at the same Redis.
+workers (:meth:`JobStore.reap`) and beats every second (:meth:`JobStore.beat`: ``/readyz``
+and the jobs' answers say when no worker is alive). Any number of workers on any number of
+machines may join by pointing ``KALAH_REDIS_URL`` at the same Redis.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
@@ -28,7 +30,7 @@ from ..cache import make_cache
 from ..config import Settings, load_settings
 from ..errors import ApiProblem, problem_object
 from ..state import check_state_store, make_state_client
-from .jobs import REAP_EVERY_S, JobStore, job_store
+from .jobs import REAP_EVERY_S, WORKER_BEAT_S, JobStore, job_store
 
 log = logging.getLogger("api.batch.worker")
 
@@ -94,9 +96,18 @@ def run_worker(*, burst: bool = False, name: str | None = None) -> int:
     with analyser.engines().engine(analyser.settings.default_time_ms):
         pass
     stop = threading.Event()
+    me = f"{socket.gethostname()}:{os.getpid()}"
+
+    def beat() -> None:
+        try:
+            store.beat(me)  # /readyz and the jobs' answers count the workers alive
+        except redis.RedisError as error:  # a Redis hiccup: the next beat tries again
+            log.warning("worker heartbeat failed: %s", error)
 
     def reaper() -> None:
-        while not stop.wait(REAP_EVERY_S):
+        beat()
+        while not stop.wait(min(REAP_EVERY_S, WORKER_BEAT_S)):
+            beat()
             try:
                 store.reap()
             except Exception:  # a Redis hiccup: try again next round
@@ -124,4 +135,6 @@ def run_worker(*, burst: bool = False, name: str | None = None) -> int:
                 pause = min(2 * pause, OUTAGE_PAUSE_MAX_S)
     finally:
         stop.set()
+        with contextlib.suppress(redis.RedisError):  # else it goes stale by itself
+            store.leave(me)
     return 0  # pragma: no cover - the loop returns

@@ -27,7 +27,8 @@ ERRORS = {
     413: "The body is too large.",
     422: "Invalid rules or position, an illegal move (field game or moves.<index>), or a "
     "budget above the server's maximum.",
-    503: "The engine is not available.",
+    503: "The engine is not available, or the review ran past twice its budget and a second "
+    "(a busy server; see Retry-After).",
 }
 
 

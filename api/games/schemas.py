@@ -9,12 +9,14 @@ from kalah_core.finnish import MAX_GAME_LENGTH
 from kalah_core.review import JUDGEMENT_DOC
 
 from ..analysis.schemas import DEPTH_DOC, NODES_DOC
-from ..config import MAX_MOVES
+from ..config import MAX_DEPTH, MAX_MOVES
 from ..schemas import RulesOptionsSchema, answer, move_field, position_field, rules_field
 
 GAME_TIME_DOC = (
     "Search budget for the whole game in milliseconds; default KALAH_DEFAULT_TIME_MS per "
-    "sowing, at most KALAH_MAX_TIME_MS in all (a larger value is a 422). Positions are analysed "
+    "sowing, at most KALAH_MAX_TIME_MS in all (a larger value is a 422), at least 5 per distinct "
+    "position (a smaller value is a 422). A review still running after twice its budget and a "
+    "second is stopped with a 503. Positions are analysed "
     "from the last to the first, each with an equal share of what is left, so the quick late "
     "positions leave their time to the early ones."
 )
@@ -28,7 +30,7 @@ class GameLimitsSchema(ma.Schema):
     depth = fields.Integer(
         strict=True,
         validate=validate.Range(min=1),
-        metadata={"description": DEPTH_DOC + " Per position."},
+        metadata={"description": DEPTH_DOC + " Per position.", "maximum": MAX_DEPTH},
     )
     nodes = fields.Integer(
         strict=True,

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import redis
 from flask import Response, current_app
 from flask.views import MethodView
 from flask_smorest import Blueprint  # type: ignore[import-untyped]
 
 from .. import metrics
+from ..batch.embedded_jobs import EmbeddedJobStore
 from ..errors import PROBLEMS, TYPE_PREFIX, problem_response
 from ..schemas import ProblemSchema
 from .schemas import LiveSchema, ReadySchema
@@ -29,7 +31,12 @@ class Live(MethodView):
 
 @blp.route("/readyz")
 class Ready(MethodView):
-    @blp.response(200, ReadySchema, description="Ready: every check passed.")
+    @blp.response(
+        200,
+        ReadySchema,
+        description="Ready: the cache and engine checks passed (status ready, or degraded "
+        "when batch jobs cannot run: see checks.jobs).",
+    )
     @blp.alt_response(
         503,
         schema=ProblemSchema,
@@ -40,16 +47,22 @@ class Ready(MethodView):
         """Readiness: Redis reachable (when configured) and the engine self-test passed.
 
         The service still answers analyses while Redis is down (by computing); this says so,
-        and becomes ready again by itself when Redis is back."""
+        and becomes ready again by itself when Redis is back. When batch jobs cannot run (no
+        `kalah worker` has reported recently, or the job queue is unreachable) the answer is
+        still 200, since analyses are served, with status `degraded` and the `jobs` check
+        saying why."""
         analyser = current_app.extensions["kalah"]
         cache_ok, cache_detail = analyser.cache.ping()
         engine_ok, engine_detail = analyser.self_test()
+        jobs_ok, jobs_detail = _jobs_check()
         checks = {
             "cache": {"ok": cache_ok, "detail": cache_detail},
             "engine": {"ok": engine_ok, "detail": engine_detail},
+            "jobs": {"ok": jobs_ok, "detail": jobs_detail},
         }
         if cache_ok and engine_ok:
-            return {"status": "ready", "backend": analyser.cache.backend, "checks": checks}
+            status = "ready" if jobs_ok else "degraded"
+            return {"status": status, "backend": analyser.cache.backend, "checks": checks}
         failed = ", ".join(name for name, check in checks.items() if not check["ok"])
         problem = PROBLEMS["not-ready"]
         return problem_response(
@@ -61,6 +74,21 @@ class Ready(MethodView):
             checks=checks,
             headers={"Retry-After": "1"},
         )
+
+
+def _jobs_check() -> tuple[bool, str]:
+    """Whether batch jobs can run now: a worker alive (Redis), or this server's processes."""
+    store = current_app.extensions["kalah_jobs"]
+    if isinstance(store, EmbeddedJobStore):
+        return True, "jobs run by this server's processes (embedded store)"
+    try:
+        workers = store.workers()
+        if not workers:
+            stalled = store.stalled() or "no batch worker alive"
+            return False, f"{stalled}; {store.unfinished()} unfinished jobs"
+    except redis.RedisError as error:
+        return False, f"the job queue is unreachable: {type(error).__name__}"
+    return True, f"{workers} batch workers alive"
 
 
 @blp.route("/metrics")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import marshmallow as ma
-from marshmallow import fields
+from marshmallow import fields, validate
 
 from ..schemas import answer
 
@@ -27,12 +27,23 @@ class ChecksSchema(ma.Schema):
     engine = fields.Nested(
         CheckSchema, metadata={"description": "The engine self-test (a tiny solve)."}
     )
+    jobs = fields.Nested(
+        CheckSchema,
+        metadata={
+            "description": "Whether batch jobs can run: a `kalah worker` reported within 10 s "
+            "(with Redis), or the server's own processes run them (embedded store)."
+        },
+    )
 
 
 @answer()
 class ReadySchema(ma.Schema):
     status = fields.String(
-        metadata={"description": "'ready'; when not ready the answer is a 503 problem."}
+        validate=validate.OneOf(["ready", "degraded"]),
+        metadata={
+            "description": "'ready', or 'degraded' when analyses are served but batch jobs "
+            "cannot run (checks.jobs says why); when not ready the answer is a 503 problem."
+        },
     )
     backend = fields.String(
         metadata={

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import os
+import signal
 import socket
 import time
 from collections.abc import Iterator
@@ -120,13 +122,18 @@ def test_a_large_anonymous_batch_is_refused_before_it_is_read(server: Gunicorn) 
     assert "key-required" in answer and "Connection: close" in answer
 
 
-@pytest.mark.slow  # 20 s, and its 1.5 s bound needs the machine's cores to itself
 def test_cheap_requests_and_health_are_answered_while_long_searches_run(
     redis_server: RedisServer,
 ) -> None:
     """Finding 5: with 10 searches of 10 s in flight a 5 ms position waited 30 s and /livez
     timed out. Now, while 6 searches at the maximum budget (10 s) run on a 2-worker server,
-    cheap uncached positions are answered within 1.5 s and /livez within 1 s."""
+    cheap uncached positions are answered within 1.5 s and /livez within 1 s.
+
+    The bounds hold on a loaded machine: the long searches run at a lower CPU priority
+    (KALAH_LONG_NICE), and the cheap ones need 1-130 ms of CPU each (0.2-0.4 s measured at
+    load 8 on 2 cores); what is tested is that they are not held behind the long ones, which
+    took 30 s. The server is stopped once the probes are done, without waiting out the six
+    (each still searching then, so none was refused with a 503)."""
     redis_server.flush()
     gunicorn = Gunicorn(
         {
@@ -137,6 +144,7 @@ def test_cheap_requests_and_health_are_answered_while_long_searches_run(
     )
     base = gunicorn.start()
     time.sleep(2)  # each worker makes its first engines at start (0.2-0.4 s each)
+    pool = concurrent.futures.ThreadPoolExecutor(6)
     try:
         heavy = [
             {**p["position"], "south": [c + 8 for c in p["position"]["south"]]}
@@ -151,30 +159,33 @@ def test_cheap_requests_and_health_are_answered_while_long_searches_run(
                 timeout=30,
             )
 
-        with concurrent.futures.ThreadPoolExecutor(6) as pool:
-            running = [pool.submit(long_search, p) for p in heavy]
-            time.sleep(1.0)  # all six are searching
-            cheap_s, livez_s = [], []
-            for position in cheap:
-                started = time.perf_counter()
-                answer = requests.post(
-                    base + "/v1/analysis", json={"position": position}, timeout=10
-                )
-                cheap_s.append(time.perf_counter() - started)
-                assert answer.status_code == 200 and answer.json()["cached"] is False
-                started = time.perf_counter()
-                assert requests.get(base + "/livez", timeout=5).status_code == 200
-                livez_s.append(time.perf_counter() - started)
-            assert not any(f.done() for f in running), "the six were still searching"
-            statuses = [f.result().status_code for f in running]
+        running = [pool.submit(long_search, p) for p in heavy]
+        time.sleep(1.0)  # all six are searching
+        cheap_s, livez_s = [], []
+        for position in cheap:
+            started = time.perf_counter()
+            answer = requests.post(base + "/v1/analysis", json={"position": position}, timeout=10)
+            cheap_s.append(time.perf_counter() - started)
+            assert answer.status_code == 200 and answer.json()["cached"] is False
+            started = time.perf_counter()
+            assert requests.get(base + "/livez", timeout=5).status_code == 200
+            livez_s.append(time.perf_counter() - started)
+        finished = [f.result().status_code for f in running if f.done()]
+        assert finished == [], f"the six were still searching: {finished} answered already"
         measured(
             f"6 searches of 10 s on 2 workers: cheap answers in {max(cheap_s):.3f} s at most, "
-            f"/livez in {max(livez_s):.3f} s at most; the six: {statuses}"
+            f"/livez in {max(livez_s):.3f} s at most; the six still searching"
         )
-        assert statuses == [200] * 6
         assert max(cheap_s) < 1.5 and max(livez_s) < 1.0
     finally:
+        # Stop at once: a worker would finish its searches before exiting.
+        assert gunicorn.process is not None
+        workers = gunicorn.worker_pids()
+        gunicorn.process.kill()
+        for pid in workers:
+            os.kill(pid, signal.SIGKILL)
         gunicorn.close()
+        pool.shutdown(wait=True)
 
 
 def test_the_small_items_of_finding_11(server: Gunicorn, redis_server: RedisServer) -> None:

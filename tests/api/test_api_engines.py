@@ -4,6 +4,7 @@ longer than its own budget. Real engines, real threads."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -72,3 +73,23 @@ def test_a_search_waits_for_an_engine_within_its_budget() -> None:
     hold(engines, 400, threading.Event())
     with pytest.raises(EnginesBusy), engines.engine(100):  # less than the ~400 ms wait
         pass
+
+
+def test_long_searches_run_at_a_lower_cpu_priority() -> None:
+    """A long search runs on a thread of its own at nice + 10; a short one on the caller's."""
+    engines = EnginePool(
+        3, waiting=2, make=lambda _lock: Engine(tt_mb=4), short_ms=1000, long_nice=10
+    )
+
+    def priority(engine: Engine) -> tuple[int, int, int]:
+        value = engine.analyse(START, RULES, time_ms=20).value
+        me = threading.get_native_id()
+        return me, os.getpriority(os.PRIO_PROCESS, me), value
+
+    caller = threading.get_native_id()
+    base = os.getpriority(os.PRIO_PROCESS, caller)
+    short_thread, short_nice, _ = engines.search(1000, priority)
+    long_thread, long_nice, _ = engines.search(1001, priority)
+    assert short_thread == caller and short_nice == base
+    assert long_thread != caller and long_nice == min(19, base + 10)
+    assert os.getpriority(os.PRIO_PROCESS, caller) == base

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import json
+import random
+import time
+from typing import Any
 
 import pytest
+from figures import measured
+from flask import Flask
 from flask.testing import FlaskClient
 
 from api import create_app
+from api.games.service import OVERRUN_S
+from kalah_core import Position, Rules
 from kalah_core.cli import main
+from kalah_core.game import Game, legal_moves
 
 EXAMPLE = "45-46, 1*-5, 2-, -63*, 6-, -561646562, 4-3, 656-"
 EXAMPLE_LOSSES = [4, 0, 0, 4, 2, 0, 2, 0, 0, 10] + [0] * 14
@@ -107,7 +115,7 @@ def test_budget_too_small_is_labelled_inexact(client: FlaskClient) -> None:
     body = {
         "rules": {"preset": "kalah", "seeds": 6},
         "game": "3-",
-        "limits": {"time_ms": 1, "nodes": 50},
+        "limits": {"time_ms": 5, "nodes": 50},  # the least for one position
     }
     data = client.post("/v1/games/analysis", json=body).json
     assert data["exact"] is False and data["moves"][0]["exact"] is False
@@ -127,3 +135,70 @@ def test_cli_analyse_game(
     assert [m["loss"] for m in data["moves"]] == EXAMPLE_LOSSES
     assert main(["analyse-game", "--rules", "kalaha", "4-7"]) == 2
     assert "illegal move" in capsys.readouterr().err
+
+
+def long_game(seed: int) -> dict[str, object]:
+    """A random game of Kalah(8,10) from 15 seeds a house: about 150-230 sowings."""
+    rules = Rules(houses=8, seeds=10)
+    start = Position.from_json({"south": [15] * 8, "north": [15] * 8, "to_move": "south"})
+    game, rng = Game(rules, start), random.Random(seed)
+    while moves := legal_moves(game.history[-1].after if game.history else start, rules):
+        game.push(rng.choice(moves))
+    return {
+        "rules": {"houses": 8, "seeds": 10},
+        "position": start.compact(),
+        "moves": [h.move for h in game.history],
+    }
+
+
+def test_a_review_has_a_total_bound_the_caller_cannot_escape(app: Flask) -> None:
+    """Finding 11: a review with time_ms 1 over 430 sowings ran 2.05 s (1 ms of budget, and
+    each position's work around its search on top). A budget below 5 ms a distinct position is
+    now a 422 at once; at that least budget the review ends within its bound."""
+    client = app.test_client()
+    body = long_game(3)
+    positions = len(body["moves"])  # type: ignore[arg-type]
+    started = time.perf_counter()
+    refused = client.post("/v1/games/analysis", json={**body, "limits": {"time_ms": 1}})
+    refused_s = time.perf_counter() - started
+    assert refused.status_code == 422 and refused.json["field"] == "limits.time_ms"
+    assert str(5 * positions) in refused.json["detail"]
+    least = 5 * positions
+    started = time.perf_counter()
+    review = client.post("/v1/games/analysis", json={**body, "limits": {"time_ms": least}})
+    review_s = time.perf_counter() - started
+    measured(
+        f"review of {positions} sowings: time_ms 1 -> {refused.status_code} in "
+        f"{refused_s * 1000:.0f} ms; time_ms {least} (the least) -> {review.status_code} in "
+        f"{review_s:.2f} s"
+    )
+    assert review.status_code == 200 and len(review.json["moves"]) == positions
+    assert review_s < 2 * least / 1000 + OVERRUN_S
+
+
+def test_a_review_on_a_machine_too_busy_for_its_budget_stops_with_a_503(app: Flask) -> None:
+    """Each position's work made slow (a machine too busy): the review stops at twice its
+    budget and a second with a 503 and Retry-After, instead of running on."""
+    analyser = app.extensions["kalah"]
+    search = analyser.search
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.1)
+        return search(*args, **kwargs)
+
+    analyser.search = slow
+    body = long_game(3)
+    budget = 5 * len(body["moves"])  # type: ignore[arg-type]  # the least: 1.1 s
+    # 2 x 1.1 + 1 s allowed in all; the sleeps alone would take 0.1 s x 227 positions.
+    started = time.perf_counter()
+    answer = app.test_client().post(
+        "/v1/games/analysis", json={**body, "limits": {"time_ms": budget}}
+    )
+    took = time.perf_counter() - started
+    measured(
+        f"review on a busy machine, {budget} ms budget: {answer.status_code} after {took:.2f} s"
+    )
+    assert answer.status_code == 503 and answer.headers["Retry-After"] == "3"
+    assert answer.json["type"].endswith("/busy")
+    # Stopped at 3 s, plus the one position under way (a sleep and a short search).
+    assert 2 * budget / 1000 + OVERRUN_S <= took < 2 * budget / 1000 + OVERRUN_S + 1.0

@@ -121,6 +121,7 @@ def test_readyz_on_the_embedded_default(client: FlaskClient) -> None:
     assert answer["status"] == "ready" and answer["backend"] == "embedded"
     assert answer["checks"]["engine"]["ok"] is True
     assert answer["checks"]["cache"]["ok"] is True
+    assert answer["checks"]["jobs"]["ok"] is True  # run by the server's own processes
 
 
 def test_metrics(client: FlaskClient) -> None:

@@ -76,11 +76,13 @@ def proxied(redis_server: RedisServer) -> Iterator[tuple[Nginx, Gunicorn]]:
         }
     )
     gunicorn.start()
-    nginx = Nginx(gunicorn.port)
-    try:
-        yield nginx, gunicorn
+    try:  # gunicorn is stopped even if nginx is missing or fails to start
+        nginx = Nginx(gunicorn.port)
+        try:
+            yield nginx, gunicorn
+        finally:
+            nginx.close()
     finally:
-        nginx.close()
         gunicorn.close()
 
 

@@ -27,11 +27,34 @@ def test_export_check_mode(tmp_path: Path) -> None:
     assert main(["--check", "--output", str(stale)]) == 0
 
 
-def test_served_spec_is_the_committed_one(client: FlaskClient) -> None:
+def _maxima(node: Any, found: dict[int, int]) -> None:
+    """Count the ``maximum`` values anywhere in ``node``."""
+    if isinstance(node, dict):
+        if isinstance(node.get("maximum"), int):
+            found[node["maximum"]] = found.get(node["maximum"], 0) + 1
+        for value in node.values():
+            _maxima(value, found)
+    elif isinstance(node, list):
+        for value in node:
+            _maxima(value, found)
+
+
+def test_served_spec_is_the_committed_one_with_this_servers_budget_maximum(
+    client: FlaskClient,
+) -> None:
+    """The app with default settings serves the committed spec; this one (KALAH_MAX_TIME_MS
+    5000) differs only in the time budgets' maximum, which is its own."""
+    committed_text = Path(SPEC_PATH).read_text(encoding="utf-8")
     served = client.get("/openapi.json").get_json()
-    assert served == json.loads(Path(SPEC_PATH).read_text(encoding="utf-8"))
     assert served["openapi"].startswith("3.")
     assert client.get("/docs").status_code == 200
+    as_default = json.loads(json.dumps(served).replace('"maximum": 5000', '"maximum": 10000'))
+    assert as_default == json.loads(committed_text)
+    before: dict[int, int] = {}
+    after: dict[int, int] = {}
+    _maxima(json.loads(committed_text), before)
+    _maxima(served, after)
+    assert after[5000] == before[10000] == 4  # Limits, GameLimits, two query parameters
 
 
 def _undocumented(node: Any, path: str) -> list[str]:
