@@ -64,7 +64,18 @@ def holder_dead(token: bytes | str | None) -> bool:
         return True
     except OSError:  # another user's process: alive
         return False
-    return False
+    return _zombie(int(pid))
+
+
+def _zombie(pid: int) -> bool:
+    """Whether ``pid`` has exited but is not reaped yet (a killed gunicorn worker until the
+    arbiter collects it): it still answers signals, but it holds nothing."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            state = stat.read().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):  # no /proc (not Linux), or gone meanwhile
+        return False
+    return state in ("Z", "X")
 
 
 @contextmanager
