@@ -79,13 +79,13 @@ def _zombie(pid: int) -> bool:
 
 
 @contextmanager
-def renewing(renew: Callable[[], object], what: str) -> Iterator[None]:
-    """Call ``renew`` every :data:`RENEW_S` in a thread while the block runs (a failed renewal
-    is logged; the next one tries again)."""
+def renewing(renew: Callable[[], object], what: str, every: float = RENEW_S) -> Iterator[None]:
+    """Call ``renew`` every ``every`` seconds in a thread while the block runs (a failed
+    renewal is logged; the next one tries again)."""
     stop = threading.Event()
 
     def beat() -> None:
-        while not stop.wait(RENEW_S):
+        while not stop.wait(every):
             try:
                 renew()
             except Exception as error:  # the store is down: the waiters compute themselves

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -37,6 +36,7 @@ from rq import Queue
 
 from ..analysis.request import AnalysisRequest
 from ..config import Settings
+from ..lease import renewing
 from .items import Batch, as_cached
 
 log = logging.getLogger("api.batch")
@@ -384,23 +384,13 @@ class JobStore:
     @contextmanager
     def heartbeat(self, job_id: str, n: int, token: str) -> Iterator[None]:
         """Renew the lease of chunk ``n`` every HEARTBEAT_S while the block runs."""
-        stop = threading.Event()
         lease = JobKeys(job_id).lease(n)
 
         def renew() -> None:
-            while not stop.wait(HEARTBEAT_S):
-                try:
-                    self._renew(keys=[lease], args=[token, LEASE_MS])
-                except redis.RedisError as error:  # the next beat tries again
-                    log.warning("lease renewal of %s failed: %s", lease, error)
+            self._renew(keys=[lease], args=[token, LEASE_MS])
 
-        thread = threading.Thread(target=renew, name=f"lease-{n}", daemon=True)
-        thread.start()
-        try:
+        with renewing(renew, lease, HEARTBEAT_S):
             yield
-        finally:
-            stop.set()
-            thread.join()
 
     def complete_chunk(self, job_id: str, n: int, answers: Sequence[tuple[int, bytes]]) -> bool:
         """Store the chunk's answers and count it, once; False if it was already counted."""
