@@ -71,13 +71,13 @@ class Keys:
     lock: str
 
     @classmethod
-    def of(cls, engine_version: str, request: AnalysisRequest) -> Keys:
+    def of(cls, engine_version: str, request: AnalysisRequest, knowledge: str = "") -> Keys:
+        """``knowledge`` names what can turn an inexact answer into an exact one (the book,
+        the database attached): it keys the answers for limits, not the proven ones, which
+        no book or database changes."""
         base = f"{PREFIX}:{engine_version}:"
-        return cls(
-            f"{base}{request.exact_key}:exact",
-            f"{base}{request.key}",
-            f"{base}{request.key}:lock",
-        )
+        limits = f"{base}{knowledge}:{request.key}" if knowledge else f"{base}{request.key}"
+        return cls(f"{base}{request.exact_key}:exact", limits, f"{limits}:lock")
 
 
 class AnswerCache:

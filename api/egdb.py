@@ -34,7 +34,7 @@ from typing import Any
 
 from kalah_core import databases, egdb
 from kalah_core.egdb import EndgameDatabase, RuleKey
-from kalah_core.rules import PRESETS
+from kalah_core.rules import PRESETS, Rules
 from kalah_core.solver import Engine
 
 log = logging.getLogger(__name__)
@@ -158,6 +158,15 @@ class DatabaseService:
             with engine_lock:
                 for database in self.attached.values():
                     engine.attach(database)
+
+    def max_seeds(self, rules: Rules) -> int:
+        """Seeds in houses covered by the database attached for ``rules`` (-1: none)."""
+        if rules.majority:
+            return -1
+        self.start()
+        with self._lock:
+            database = self.attached.get(egdb.rule_key(rules))
+        return -1 if database is None else database.max_seeds
 
     def status(self) -> dict[str, Any]:
         """What ``GET /v1/rules`` reports: attached databases and the background builds."""

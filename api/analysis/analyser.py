@@ -144,10 +144,19 @@ class Analyser:
             return Entry(answer_body(request, analysis), analysis.exact, analysis.depth)
 
         wait_s = request.limits.time_ms / 1000 + LOCK_MARGIN_S
-        entry, cached = self.cache.compute_once(Keys.of(ENGINE_VERSION, request), compute, wait_s)
+        entry, cached = self.cache.compute_once(self.keys(request), compute, wait_s)
         metrics.ANSWERS.labels("exact" if entry.exact else "heuristic", str(cached).lower()).inc()
         prefix = b'{"cached":true,' if cached else b'{"cached":false,'
         return Answer(prefix + entry.body[1:], entry.exact, cached, sum(searched))
+
+    def keys(self, request: AnalysisRequest) -> Keys:
+        """Where the answer to ``request`` is cached: an inexact one also under the book and
+        the database this worker has for its rules (a background build that finishes, or a
+        new book, gives a fresh search a chance to prove it)."""
+        seeds = egdb.service(self.settings.egdb_path, self.settings.egdb_seeds).max_seeds(
+            request.rules
+        )
+        return Keys.of(ENGINE_VERSION, request, f"book-{book.shipped_digest()}.egdb{seeds}")
 
     def analyse_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """``POST /v1/analysis`` without HTTP: the same parsing, limits, cache and answer."""

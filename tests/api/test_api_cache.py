@@ -15,8 +15,7 @@ from api import create_app
 from api.analysis.analyser import Analyser
 from api.analysis.request import AnalysisRequest, Limits
 from api.cache import Entry, Keys, MemoryCache, RedisCache, _Lru
-from kalah_core import Position, Rules
-from kalah_core.solver import ENGINE_VERSION
+from kalah_core import Position, Rules, book
 
 if TYPE_CHECKING:
     from conftest import RedisServer
@@ -44,8 +43,10 @@ def count_searches(app: Flask) -> list[int]:
     return calls
 
 
-def keys_of(rules: Rules, position: str, limits: Limits) -> Keys:
-    return Keys.of(ENGINE_VERSION, AnalysisRequest(Position.parse(position), rules, limits))
+def keys_of(app: Flask, rules: Rules, position: str, limits: Limits) -> Keys:
+    """The keys the app's analyser uses for this request."""
+    analyser = app.extensions["kalah"]
+    return analyser.keys(AnalysisRequest(Position.parse(position), rules, limits))  # type: ignore[no-any-return]
 
 
 def redis_client(server: RedisServer) -> redis.Redis:
@@ -65,7 +66,7 @@ def test_second_request_is_a_cache_hit_from_redis(
     other = create_app({"TESTING": True, "KALAH_REDIS_URL": redis_server.url})
     third = analyse(other, f"position=start&{SMALL}").get_json()
     assert third == second
-    keys = keys_of(Rules(houses=3, seeds=3), "333-0-333-0-s", Limits(1000))
+    keys = keys_of(redis_app, Rules(houses=3, seeds=3), "333-0-333-0-s", Limits(1000))
     client = redis_client(redis_server)
     assert client.ttl(keys.exact) == -1, "exact results never expire"
     assert client.get(keys.exact).startswith(b"E|")
@@ -91,7 +92,7 @@ def test_heuristic_results_expire_and_only_deeper_ones_replace_them(
 ) -> None:
     answer = analyse(redis_app, "position=start&depth=3").get_json()
     assert answer["exact"] is False
-    keys = keys_of(Rules(), "444444-0-444444-0-s", Limits(1000, 3))
+    keys = keys_of(redis_app, Rules(), "444444-0-444444-0-s", Limits(1000, 3))
     client = redis_client(redis_server)
     assert 0 < client.ttl(keys.limits) <= 3600
     cache = redis_app.extensions["kalah"].cache
@@ -123,7 +124,7 @@ def test_concurrent_requests_compute_once(redis_server: RedisServer) -> None:
 
 def test_a_dead_lock_holder_does_not_block(redis_app: Flask, redis_server: RedisServer) -> None:
     """A lock left by a worker that died: the request waits for the lease, then computes."""
-    keys = keys_of(Rules(houses=3, seeds=3), "333-0-333-0-s", Limits(100))
+    keys = keys_of(redis_app, Rules(houses=3, seeds=3), "333-0-333-0-s", Limits(100))
     redis_client(redis_server).set(keys.lock, "dead-worker", px=400)
     started = time.monotonic()
     answer = analyse(redis_app, f"position=start&{SMALL}&time_ms=100").get_json()
@@ -249,3 +250,18 @@ def test_apps_share_the_embedded_store_of_their_folder(tmp_path: Path) -> None:
     second = analyse(b, f"position=start&{SMALL}")
     assert (first.get_json()["cached"], second.get_json()["cached"]) == (False, True)
     assert analyse(c, f"position=start&{SMALL}").get_json()["cached"] is False
+
+
+def test_inexact_answers_are_keyed_on_the_book_and_database_proven_ones_are_not(
+    redis_app: Flask,
+) -> None:
+    """A new book or a database attached later can prove what an earlier search could not:
+    the keys of answers for limits name both, the key of proven answers neither."""
+    request = AnalysisRequest(Position.start(Rules()), Rules(), Limits(1000))
+    before = Keys.of("eng-1", request, "book-aaa.egdb-1")
+    after = Keys.of("eng-1", request, "book-aaa.egdb24")
+    assert before.exact == after.exact
+    assert before.limits != after.limits and before.lock != after.lock
+    used = keys_of(redis_app, Rules(), "444444-0-444444-0-s", Limits(1000))
+    assert f"book-{book.shipped_digest()}.egdb" in used.limits
+    assert "book-" not in used.exact
