@@ -154,6 +154,16 @@ return redis.call('ZCOUNT', KEYS[1], ms - tonumber(ARGV[1]), '+inf')
 """
 
 
+def stalled_reason(workers: int) -> str | None:
+    """Why queued jobs cannot run with ``workers`` batch workers alive, or None."""
+    if workers:
+        return None
+    return (
+        f"no batch worker has reported in the last {WORKER_STALE_S:.0f} s: jobs wait until "
+        "one runs (kalah worker)"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class JobKeys:
     """The Redis keys of one job."""
@@ -458,12 +468,7 @@ class JobStore:
 
     def stalled(self) -> str | None:
         """Why queued jobs cannot run now (no worker alive), or None."""
-        if self.workers():
-            return None
-        return (
-            f"no batch worker has reported in the last {WORKER_STALE_S:.0f} s: jobs wait until "
-            "one runs (kalah worker)"
-        )
+        return stalled_reason(self.workers())
 
     def fail(self, job_id: str, error: str) -> None:
         job = JobKeys(job_id)

@@ -12,6 +12,7 @@ from flask_smorest import Blueprint  # type: ignore[import-untyped]
 
 from .. import metrics
 from ..batch.embedded_jobs import EmbeddedJobStore
+from ..batch.jobs import stalled_reason
 from ..errors import PROBLEMS, TYPE_PREFIX, problem_response
 from ..schemas import ProblemSchema
 from .schemas import LiveSchema, ReadySchema
@@ -83,8 +84,8 @@ def _jobs_check() -> tuple[bool, str]:
         return True, "jobs run by this server's processes (embedded store)"
     try:
         workers = store.workers()
-        if not workers:
-            stalled = store.stalled() or "no batch worker alive"
+        stalled = stalled_reason(workers)
+        if stalled is not None:
             return False, f"{stalled}; {store.unfinished()} unfinished jobs"
     except redis.RedisError as error:
         return False, f"the job queue is unreachable: {type(error).__name__}"
