@@ -16,7 +16,8 @@ boards first reached at N sowings, the frontier:
 Stopped at a deadline, the book holds whatever is whole: after pass 1, depth N - 1 and the
 frontier boards solved so far. Solved boards are appended to checkpoint files as they come
 (``PATH`` for pass 2, ``PATH.values`` for pass 1), so an interrupted build resumes where it
-stopped.
+stopped. A build also starts from the records of an earlier book (``known``): its boards
+are not solved again, and the boards its records' moves lead to have their values.
 """
 
 from __future__ import annotations
@@ -96,6 +97,36 @@ def derive(
     return _pack(gains)
 
 
+def _adopt(
+    known: Section,
+    rules: Rules,
+    wanted: set[bytes],
+    done: dict[bytes, bytes],
+    solved: dict[bytes, bytes],
+) -> None:
+    """Take the records of ``known`` for the boards ``wanted``, and the values of the wanted
+    boards their moves lead to (``derive`` backwards; cost unknown: 0 nodes)."""
+    width, board = known.width, 2 * known.key.houses
+    for i in range(0, len(known.data), width):
+        key, gains = known.data[i : i + board], known.data[i + board : i + width]
+        if key in wanted:
+            done.setdefault(key, gains)
+        position = board_position(key)
+        for house, gain in enumerate(_signed(gains), 1):
+            if gain == NO_MOVE:
+                continue
+            result = play(position, rules, house)
+            after = result.after
+            child = board_key(after)
+            if result.over or child not in wanted or child in solved:
+                continue
+            mover = after.to_move
+            value = (gain if result.extra_turn else -gain) - (
+                after.store(mover) - after.store(mover.other)
+            )
+            solved[child] = _pack([value]) + bytes(4)
+
+
 def _signed(raw: bytes) -> list[int]:
     return [b - 256 if b > 127 else b for b in raw]
 
@@ -164,6 +195,7 @@ def build_section(
     checkpoint: str | os.PathLike[str] | None = None,
     until: float | None = None,
     stream: TextIO | None = None,
+    known: Section | None = None,
 ) -> Section:
     """The book section of ``rules`` to ``depth`` sowings (see the module docstring). With
     ``until`` (a ``time.time()``) the solving stops then: the section holds the boards solved
@@ -180,6 +212,8 @@ def build_section(
     values_ckpt = ckpt.with_name(ckpt.name + ".values") if ckpt is not None else None
     done = _read_checkpoint(ckpt, board + base.houses, board)
     solved = _read_checkpoint(values_ckpt, board + 5, board)  # value byte, nodes
+    if known is not None:
+        _adopt(known, base, {b for level in found for b in level}, done, solved)
     stream.write(
         f"book {key}: {sum(map(len, found)):,} boards within {depth} sowings, "
         f"{len(frontier):,} at {depth}: {len(solved):,} values and {len(done):,} with every "
@@ -212,8 +246,9 @@ def build_section(
     # Pass 2: every move of the frontier, the boards whose value cost most nodes first.
     if finished:
 
-        def cost(k: bytes) -> int:
-            return -int.from_bytes(solved[k][1:], "little") if k in solved else 0
+        def cost(k: bytes) -> tuple[int, int]:  # nodes unknown (0): more seeds, harder
+            nodes = int.from_bytes(solved[k][1:], "little") if k in solved else 0
+            return -nodes, -sum(k)
 
         todo = sorted((k for k in frontier if k not in done), key=cost)
         if todo:

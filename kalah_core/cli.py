@@ -440,6 +440,9 @@ def cmd_book_build(args: argparse.Namespace) -> int:
     found = databases.headers().get(key)
     paths = args.egdb or ([str(found[0])] if found else [])
     presets = [name for name, r in PRESETS.items() if book.rule_key_of(r) == key]
+    path = args.output or book.SHIPPED
+    old = book.Book.load(path) if os.path.exists(path) else book.Book([])
+    earlier = old.sections.get(key)  # what an earlier build solved is not solved again
     section = build_section(
         rules,
         args.depth,
@@ -449,9 +452,8 @@ def cmd_book_build(args: argparse.Namespace) -> int:
         tt_mb=args.tt_mb,
         checkpoint=args.checkpoint,
         until=time.time() + args.minutes * 60 if args.minutes else None,
+        known=earlier,
     )
-    path = args.output or book.SHIPPED
-    old = book.Book.load(path) if os.path.exists(path) else book.Book([])
     if section.key in old.sections:  # keep what an earlier (shallower) build holds
         section = merge(old.sections[section.key], section)
     old.sections[section.key] = section

@@ -181,3 +181,18 @@ def test_shipped_book_positions_match_the_engine() -> None:
             assert values == {m.move: m.value for m in analysis.moves}, position.compact()
             checked += 1
     assert checked == 6
+
+
+@pytest.mark.parametrize("rules", SMALL_RULES[:3:2], ids=lambda r: r.key)
+def test_a_deeper_build_starts_from_an_earlier_book(rules: Rules) -> None:
+    """An earlier book's records are not solved again, and give the values of the boards
+    one sowing deeper: a build stopped before it solves anything still holds the earlier
+    depth whole; a finished one equals a build from nothing."""
+    full = build_section(rules, DEPTH, [])
+    earlier = build_section(rules, DEPTH - 1, [])
+    stopped = build_section(rules, DEPTH, [], until=time.time() - 1, known=earlier)
+    assert stopped.depth == DEPTH - 1 and stopped.data == earlier.data
+    # Nothing to solve when the earlier book holds the deeper one already.
+    assert build_section(rules, DEPTH, [], until=time.time() - 1, known=full) == full
+    deeper = build_section(rules, DEPTH, [], known=earlier)
+    assert deeper == full
