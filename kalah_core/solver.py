@@ -159,36 +159,33 @@ class Engine:
 
         s = self.searcher
         root = (-INFINITE, INFINITE)  # proven bounds on the root value from a root search
-        # Exact search gets most of a budget; what it leaves goes to the heuristic fallback.
-        share = 1.0 if depth is not None else EXACT_SHARE
-        node_budget = max(1, int(nodes * share)) if nodes else 0
-        s.begin(position, rules, (time_ms or 0.0) * share, node_budget)
+        rounds = _schedule(time_ms or 0.0, nodes or 0) if depth is None else []
+        # Exact search gets most of a budget (the first round of the schedule); what the
+        # rounds leave goes to the heuristic fallback.
+        first_ms, first_nodes = (time_ms or 0.0, nodes or 0) if depth is not None else rounds[0][0]
+        s.begin(position, rules, first_ms, max(1, int(first_nodes)) if nodes else 0)
         lines = [self._line(position, rules, move) for move in legal_moves(position, rules)]
         if depth is not None:
             reached = self._deepen(rules, lines, 1, depth, None)
         else:
             reached = self._deepen(rules, lines, 1, HEURISTIC_MAX_DEPTH, ESTIMATE_NODES)
-            if prove == "all":
-                for line in sorted(lines, key=lambda ln: -ln.value):
-                    if s.aborted:
-                        break
-                    self._solve(line, rules)
-            else:
-                root = self._solve_root(position, rules, lines, every_optimal=prove == "optimal")
-            if s.aborted and not all(ln.exact for ln in lines):
+            for i, (exact_part, bounds_part) in enumerate(rounds):
+                if i:  # a later round: the table is warm, the bounds so far stand
+                    s.set_budget(*self._part(started, exact_part, time_ms, nodes))
+                root = self._prove(position, rules, lines, prove, root)
+                if not s.aborted or all(ln.exact for ln in lines):
+                    break
                 proven = max(max(ln.lower for ln in lines), root[0])
                 if proven < min(max(ln.upper for ln in lines), root[1]):
                     # The value is not proven: a share of the budget buys proven bounds.
-                    spent = (time.perf_counter() - started) * 1000.0
-                    keep = 1.0 - EXACT_SHARE - BOUNDS_SHARE  # for the fallback's estimate
                     root = self._bisect_root(
                         position,
                         rules,
                         lines,
                         root,
-                        max((time_ms or 0.0) * (1.0 - keep) - spent, 0.01) if time_ms else 0.0,
-                        max(int((nodes or 0) * (1.0 - keep)) - s.nodes, 1) if nodes else 0,
+                        *self._part(started, bounds_part, time_ms, nodes),
                     )
+            else:  # not proven in any round: the rest improves the estimate
                 spent = (time.perf_counter() - started) * 1000.0
                 s.set_budget(
                     max((time_ms or 0.0) - spent, 0.01) if time_ms else 0.0,
@@ -256,8 +253,42 @@ class Engine:
             low, high = max(low, b_low), min(high, b_high)
         return _Line(result, sign, low, high, (low + high) // 2)
 
+    def _prove(
+        self,
+        position: Position,
+        rules: Rules,
+        lines: list[_Line],
+        prove: Prove,
+        root: tuple[int, int],
+    ) -> tuple[int, int]:
+        """One exact stint (until the budget set runs out): every move's value, or the root's
+        (and its optimal moves). Returns the root bounds, narrowed."""
+        if prove == "all":
+            for line in sorted(lines, key=lambda ln: -ln.value):
+                if self.searcher.aborted:
+                    break
+                self._solve(line, rules)
+            return root
+        low, high = self._solve_root(position, rules, lines, prove == "optimal", root)
+        return max(low, root[0]), min(high, root[1])
+
+    def _part(
+        self, started: float, until: tuple[float, int], time_ms: float | None, nodes: int | None
+    ) -> tuple[float, int]:
+        """The budget left until a point of the schedule (time from ``started``, nodes)."""
+        spent = (time.perf_counter() - started) * 1000.0
+        return (
+            max(until[0] - spent, 0.01) if time_ms else 0.0,
+            max(until[1] - self.searcher.nodes, 1) if nodes else 0,
+        )
+
     def _solve_root(
-        self, position: Position, rules: Rules, lines: list[_Line], every_optimal: bool
+        self,
+        position: Position,
+        rules: Rules,
+        lines: list[_Line],
+        every_optimal: bool,
+        root: tuple[int, int],
     ) -> tuple[int, int]:
         """Prove the root value V with one search of the root (siblings share its window),
         then which moves reach V (all of them, or the first found); the others keep the upper
@@ -265,7 +296,7 @@ class Engine:
         s = self.searcher
         rest = sum(position.south) + sum(position.north)
         mine = position.store(position.to_move) - position.store(position.to_move.other)
-        low, high = -abs(mine) - rest, abs(mine) + rest
+        low, high = max(-abs(mine) - rest, root[0]), min(abs(mine) + rest, root[1])
         guess = max(line.value for line in lines) + GUESS_BIAS
         low, high, _, _ = s.mtdf(position, rules, guess, low, high, fresh=False)
         if low != high:
@@ -485,11 +516,44 @@ INFINITE = 1 << 20
 EXACT_SHARE = 0.75  # of a budget for the exact search
 BOUNDS_SHARE = 0.15  # for proven bounds when the exact search did not prove the value; the rest
 #                      improves the fallback estimate
+ROUND_MS = 10_000.0  # budgets longer than this (the API's longest) alternate exact and bounds
 BISECT_FIRST = 8  # the first bounds test on a side: 1/8 of the way from its bound to the estimate
 GUESS_BIAS = 2  # MTD(f) starts this far above the estimate, for the player to move in the
 #                searched position: the depth-limited estimate undervalues the mover (9 of the
 #                hard set's 12 estimates are low; Kalah(6,5)'s is +3 for +12)
 ESTIMATE_NODES = 20_000  # deepen the estimates until they cost about this much per depth
+
+
+def _schedule(time_ms: float, nodes: int) -> list[tuple[tuple[float, int], tuple[float, int]]]:
+    """Where each round of an unbounded or budgeted exact analysis ends: (exact search until,
+    bounds until), as (milliseconds, nodes) from the start; the fallback estimate has the rest.
+
+    A budget up to ``ROUND_MS`` is one round: EXACT_SHARE for the proof, BOUNDS_SHARE for
+    bounds. A longer one cannot know whether the proof fits (Kalah(6,5) is minutes, Kalah(6,6)
+    weeks), so after a first round of ``ROUND_MS`` the rounds double and split evenly: a proof
+    that fits in half the budget is still found (the table stays warm across rounds), and one
+    that does not fit leaves half the budget to bounds instead of BOUNDS_SHARE."""
+    if not time_ms and not nodes:
+        return [((0.0, 0), (0.0, 0))]  # unbounded: one proof
+    # Rounds are cut in time when there is a time budget (else in nodes), the other in step.
+    total = time_ms if time_ms else float(nodes)
+    first = min(total, ROUND_MS) if time_ms else total
+    usable = total * (EXACT_SHARE + BOUNDS_SHARE)
+    marks = [(first * EXACT_SHARE, first * (EXACT_SHARE + BOUNDS_SHARE))]
+    size = first
+    while marks[-1][1] < usable:
+        size *= 2
+        start = marks[-1][1]
+        end = min(start + size, usable)
+        if usable - end < size:  # too little left for another round: this one takes it
+            end = usable
+        marks.append(((start + end) / 2, end))
+
+    def point(x: float) -> tuple[float, int]:
+        fraction = x / total
+        return (time_ms * fraction, int(nodes * fraction))
+
+    return [(point(e), point(b)) for e, b in marks]
 
 
 def _code(move: Move) -> int:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from kalah_core import Rules
+from kalah_core import Rules, solver
 from kalah_core.position import parse_position
-from kalah_core.solver import Engine
+from kalah_core.solver import ROUND_MS, Engine, _schedule
 
 ENGINE = Engine(tt_mb=16)
 
@@ -28,3 +28,42 @@ def test_budgeted_bounds_hold_and_narrow(houses: int, seeds: int, value: int) ->
         assert move.upper <= analysis.upper
     # Futility alone bounds the start by every seed in the game: the tests prove much more.
     assert analysis.upper - analysis.lower < 2 * houses * seeds * 2 * 0.8
+
+
+def test_a_long_budget_alternates_proof_and_bounds() -> None:
+    """Up to ROUND_MS, one round as before; longer, rounds that double and split evenly, the
+    last ending where the fallback estimate's share begins."""
+    assert _schedule(1000, 0) == [((750, 0), (900, 0))]
+    assert _schedule(0, 10_000) == [((0.0, 7500), (0.0, 9000))]
+    rounds = _schedule(600_000, 0)
+    assert rounds[0] == ((7500, 0), (9000, 0))
+    ends = [0.0] + [b[0] for _, b in rounds]
+    assert ends[-1] == pytest.approx(540_000)
+    for (exact, bounds), start, end in zip(rounds[1:], ends[1:-1], ends[2:], strict=True):
+        assert exact[0] - start == pytest.approx(bounds[0] - exact[0])  # split evenly
+        assert end - start >= 2 * ROUND_MS  # at least double the first round
+    proof = sum(e[0] - s for (e, _), s in zip(rounds, ends, strict=False))
+    assert proof > 0.45 * 600_000  # a proof that fits in half the budget is still found
+
+
+@pytest.mark.parametrize("prove", ["all", "value"])
+def test_a_proof_spread_over_many_rounds_is_the_proof(
+    prove: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rounds of a few milliseconds: the proof resumes on a warm table after each bounds
+    stint, and ends with the value and move values of an unbudgeted search."""
+    rules = Rules(houses=5, seeds=4, capture="always")
+    start = parse_position("start", rules)
+    ENGINE.clear()
+    truth = {m.move: m.value for m in ENGINE.analyse(start, rules).moves}
+    monkeypatch.setattr(solver, "ROUND_MS", 2.0)
+    assert len(solver._schedule(60_000, 0)) > 10
+    ENGINE.clear()
+    spread = ENGINE.analyse(start, rules, time_ms=60_000, prove=prove)  # type: ignore[arg-type]
+    assert spread.exact and spread.value == max(truth.values()) == 12
+    assert any(m.exact and m.value == 12 for m in spread.moves)
+    for m in spread.moves:
+        assert m.lower <= truth[m.move] <= m.upper
+        assert m.exact == (prove == "all" or m.lower == m.upper)
+        if m.exact:
+            assert m.value == truth[m.move]
