@@ -86,26 +86,33 @@ def derive(
         if result.over:
             gains.append(after.store(me) - after.store(me.other))
             continue
-        mover = after.to_move
         board = board_key(after)
         if values is not None and board not in known:
             child = values[board]
         else:
             child = max(g for g in _signed(known[board]) if g != NO_MOVE)
-        child += after.store(mover) - after.store(mover.other)
+        child += _lead(after)
         gains.append(child if result.extra_turn else -child)
     return _pack(gains)
+
+
+def _lead(position: Position) -> int:
+    """The store difference for the player to move: a board's value is its future gain plus
+    this."""
+    mover = position.to_move
+    return position.store(mover) - position.store(mover.other)
 
 
 def _adopt(
     known: Section,
     rules: Rules,
     wanted: set[bytes],
+    frontier: set[bytes],
     done: dict[bytes, bytes],
     solved: dict[bytes, bytes],
 ) -> None:
-    """Take the records of ``known`` for the boards ``wanted``, and the values of the wanted
-    boards their moves lead to (``derive`` backwards; cost unknown: 0 nodes)."""
+    """Take the records of ``known`` for the boards ``wanted``, and the values of the
+    ``frontier`` boards their moves lead to (``derive`` backwards; cost unknown: 0 nodes)."""
     width, board = known.width, 2 * known.key.houses
     for i in range(0, len(known.data), width):
         key, gains = known.data[i : i + board], known.data[i + board : i + width]
@@ -116,14 +123,10 @@ def _adopt(
             if gain == NO_MOVE:
                 continue
             result = play(position, rules, house)
-            after = result.after
-            child = board_key(after)
-            if result.over or child not in wanted or child in solved:
+            child = board_key(result.after)
+            if result.over or child not in frontier or child in solved:
                 continue
-            mover = after.to_move
-            value = (gain if result.extra_turn else -gain) - (
-                after.store(mover) - after.store(mover.other)
-            )
+            value = (gain if result.extra_turn else -gain) - _lead(result.after)
             solved[child] = _pack([value]) + bytes(4)
 
 
@@ -213,7 +216,7 @@ def build_section(
     done = _read_checkpoint(ckpt, board + base.houses, board)
     solved = _read_checkpoint(values_ckpt, board + 5, board)  # value byte, nodes
     if known is not None:
-        _adopt(known, base, {b for level in found for b in level}, done, solved)
+        _adopt(known, base, {b for level in found for b in level}, set(frontier), done, solved)
     stream.write(
         f"book {key}: {sum(map(len, found)):,} boards within {depth} sowings, "
         f"{len(frontier):,} at {depth}: {len(solved):,} values and {len(done):,} with every "

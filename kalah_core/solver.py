@@ -163,7 +163,7 @@ class Engine:
         # Exact search gets most of a budget (the first round of the schedule); what the
         # rounds leave goes to the heuristic fallback.
         first_ms, first_nodes = (time_ms or 0.0, nodes or 0) if depth is not None else rounds[0][0]
-        s.begin(position, rules, first_ms, max(1, int(first_nodes)) if nodes else 0)
+        s.begin(position, rules, first_ms, max(1, first_nodes) if nodes else 0)
         lines = [self._line(position, rules, move) for move in legal_moves(position, rules)]
         if depth is not None:
             reached = self._deepen(rules, lines, 1, depth, None)
@@ -186,11 +186,7 @@ class Engine:
                         *self._part(started, bounds_part, time_ms, nodes),
                     )
             else:  # not proven in any round: the rest improves the estimate
-                spent = (time.perf_counter() - started) * 1000.0
-                s.set_budget(
-                    max((time_ms or 0.0) - spent, 0.01) if time_ms else 0.0,
-                    max((nodes or 0) - s.nodes, 1) if nodes else 0,
-                )
+                s.set_budget(*self._part(started, (time_ms or 0.0, nodes or 0), time_ms, nodes))
                 reached = self._deepen(
                     rules, lines, reached + 1, HEURISTIC_MAX_DEPTH, None, reached
                 )
@@ -544,7 +540,7 @@ def _schedule(time_ms: float, nodes: int) -> list[tuple[tuple[float, int], tuple
     while marks[-1][1] < usable:
         size *= 2
         start = marks[-1][1]
-        end = min(start + size, usable)
+        end = start + size
         if usable - end < size:  # too little left for another round: this one takes it
             end = usable
         marks.append(((start + end) / 2, end))
