@@ -8,6 +8,7 @@ class Searcher:
     size_bytes: int
     etc_min_seeds: int
     eval_kind: int
+    unstored_above_db: int
     threads: int
     smp: int
     def __init__(self, tt_mb: int = 64) -> None: ...

@@ -7,6 +7,7 @@ not depend on the stores, so the table is keyed on the houses only and stores th
 g = value - (my_store - opp_store); one house layout reached with different stores is one entry.
 Under ``majority`` the mover's store joins the key (the opponent's follows from the total).
 Nodes where the pie rule is pending are never stored: the swap's gain depends on the stores.
+Nor are nodes within UNSTORED_ABOVE_DB seeds of the endgame database (see ``make_child``).
 
 The hot path (``exact``, ``heuristic``) runs without the GIL on C structs only.
 """
@@ -73,6 +74,8 @@ cdef enum:
     SMP_ABDADA = 2
     DEFER_MIN_SEEDS = 12     # ABDADA defers at nodes with this many seeds or more in houses
     DEFER_ABOVE_DB = 4       # ... or this many more than the endgame database holds
+    UNSTORED_ABOVE_DB = 4    # nodes with at most this many seeds more than the database holds
+                             # are searched without the table (see make_child)
 
 ctypedef struct Shared:
     int stop                 # a thread has the answer: the others stop
@@ -97,6 +100,7 @@ ctypedef struct Search:
     int etc_min_seeds        # enhanced transposition cutoff below nodes with this many seeds
     const EGDB* db           # endgame database for these rules, or NULL
     int db_max_seeds         # boards with at most this many seeds in houses are in db
+    int table_min_seeds      # boards with fewer seeds in houses are never probed nor stored
     int64_t contract_checks  # debug builds: exact() answers checked against minimax
     int64_t contract_broken  # debug builds: answers that broke the return contract
 
@@ -165,7 +169,7 @@ ctypedef struct Child:
     int over
     int score                # ordering key: extra turns, then seeds gained, then nearer the store
     int value                # the mover's final value when over
-    uint64_t hash            # table hash of the child (0 when it is never stored)
+    uint64_t hash            # table hash of the child (0 when it is not stored)
     int upper                # proven upper bound on the child's value for the mover (or INF)
     int64_t db_index         # entry of the child in the database, -1 if none (see resolve)
 
@@ -189,16 +193,19 @@ cdef inline void make_child(const Search* s, const Board* b, int move, Child* c)
     c.hash = 0
     c.upper = INF
     c.db_index = -1
-    if s.db != NULL and not sw.over and not (c.board.flags & FLAG_PIE):
-        n = seeds_in(c.board.me) + seeds_in(c.board.opp)
-        if n <= s.db_max_seeds:
-            # An exact leaf: the database knows the rest of the game. Start loading its entry;
-            # resolve() reads it once every sibling's load is under way too.
-            c.db_index = <int64_t>(s.db.offset[n] + egdb_rank(s.db, c.board.me, c.board.opp))
-            __builtin_prefetch(s.db.values + c.db_index)
-            return
-    if not sw.over and not (c.board.flags & FLAG_PIE):
-        # Start loading the child's bucket now; it is probed soon after.
+    if sw.over or c.board.flags & FLAG_PIE:
+        return
+    n = seeds_in(c.board.me) + seeds_in(c.board.opp)
+    if n <= s.db_max_seeds:
+        # An exact leaf: the database knows the rest of the game. Start loading its entry;
+        # resolve() reads it once every sibling's load is under way too.
+        c.db_index = <int64_t>(s.db.offset[n] + egdb_rank(s.db, c.board.me, c.board.opp))
+        __builtin_prefetch(s.db.values + c.db_index)
+    elif n >= s.table_min_seeds:
+        # Start loading the child's bucket now; it is probed soon after. Not for boards a few
+        # seeds above the database: they are many, their subtrees small (a seed that reaches a
+        # store drops a board into the database), and a probe costs a trip to memory where
+        # searching a transposition again mostly does not.
         c.hash = hash_of(s, &c.board)
         tt_prefetch(s.tt, c.hash)
 
@@ -266,7 +273,8 @@ cdef inline int exact(Search* s, const Board* b, int alpha, int beta, uint64_t h
     returns v with  v <= alpha  =>  true value <= v  (an upper bound);
                     v >= beta   =>  true value >= v  (a lower bound);
                     otherwise       v is the true value.
-    h is the table hash of b (0 where b is never stored: the pie rule is pending).
+    h is the table hash of b (0 where b is not stored: the pie rule is pending, or b is
+    just above the database).
     When s.aborted is set on return the result means nothing.
     Debug builds (KALAH_DEBUG) check this contract against minimax on small subtrees."""
     cdef int v = exact_node(s, b, alpha, beta, h)
@@ -288,9 +296,9 @@ cdef int exact_node(Search* s, const Board* b, int alpha, int beta, uint64_t h) 
     count_node(s)
     if s.aborted:
         return 0
-    if use_table and s.db != NULL and rest <= s.db_max_seeds:
+    if rest <= s.db_max_seeds and not (b.flags & FLAG_PIE):
         return d + egdb_probe(s.db, b.me, b.opp, rest)
-    if not use_table:
+    if b.flags & FLAG_PIE:
         # A swap to come exchanges the stores: the difference may change sign.
         lo = -abs(d) - rest
         hi = abs(d) + rest
@@ -470,10 +478,9 @@ cdef int heuristic(Search* s, const Board* b, int alpha, int beta, int depth,
     count_node(s)
     if s.aborted:
         return 0
-    if h != 0 and s.db != NULL:
-        rest = seeds_in(b.me) + seeds_in(b.opp)
-        if rest <= s.db_max_seeds:
-            return d + egdb_probe(s.db, b.me, b.opp, rest)
+    rest = seeds_in(b.me) + seeds_in(b.opp)
+    if rest <= s.db_max_seeds and not (b.flags & FLAG_PIE):
+        return d + egdb_probe(s.db, b.me, b.opp, rest)
     if depth <= 0:
         s.horizon += 1
         return evaluate(s, b)
@@ -548,12 +555,14 @@ cdef class Searcher:
     cdef EndgameTable _table         # the database mapped for the current rules, kept alive
     cdef object _databases           # rule key -> EndgameTable
     cdef bint _dirty                 # something was stored since the last clear
+    cdef int _unstored_above_db
 
     def __cinit__(self, int tt_mb=64):
         tt_init(&self.table, tt_mb)
         self.size_bytes = self.table.size_bytes
         self.s.tt = &self.table
         self.s.etc_min_seeds = 8
+        self._unstored_above_db = UNSTORED_ABOVE_DB
         self.s.eval_kind = EVAL_SIDES
         self._rules_key = None
         self._databases = {}
@@ -654,6 +663,17 @@ cdef class Searcher:
         def __set__(self, int v):
             self.s.etc_min_seeds = v
 
+    property unstored_above_db:
+        """Nodes with at most this many seeds in houses more than the endgame database holds
+        are searched without the table (0: every node above the database uses it)."""
+        def __get__(self):
+            return self._unstored_above_db
+        def __set__(self, int v):
+            if v < 0:
+                raise ValueError("unstored_above_db must be >= 0")
+            self._unstored_above_db = v
+            self._rules_key = None       # re-select the database on the next search
+
     property eval_kind:
         def __get__(self):
             return self.s.eval_kind
@@ -694,10 +714,12 @@ cdef class Searcher:
             self._table = None
             self.s.db = NULL
             self.s.db_max_seeds = -1
+            self.s.table_min_seeds = 0
         else:
             self._table = entry[0]
             self.s.db = &self._table.db
             self.s.db_max_seeds = entry[1]
+            self.s.table_min_seeds = entry[1] + self._unstored_above_db + 1
 
     @property
     def database_seeds(self):

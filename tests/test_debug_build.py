@@ -45,8 +45,25 @@ for data in json.loads(sys.argv[1]):
         a = engine.analyse(parse_position("start", rules), rules, prove=prove)
     values.append(a.value)
 checked, broken = engine.searcher.contract_checks
-print(json.dumps({"values": values, "checked": checked, "broken": broken}))
+
+# With a database of 2 seeds: its leaves, and the boards just above it, searched without the
+# table (unstored_above_db).
+import os, tempfile
+from kalah_core import egdb
+from kalah_core.egdb import EndgameDatabase
+rules = Rules.from_json(json.loads(sys.argv[2]))
+path = os.path.join(tempfile.mkdtemp(), "db.egdb")
+egdb.build(path, rules, 2, progress=False)
+with_db = Engine(4, [EndgameDatabase.open(path, rules)])
+for prove in ("all", "value"):
+    with_db.clear()
+    a = with_db.analyse(parse_position("start", rules), rules, prove=prove)
+db_checked, db_broken = with_db.searcher.contract_checks
+print(json.dumps({"values": values, "checked": checked, "broken": broken, "db_value": a.value,
+                  "db_checked": db_checked, "db_broken": db_broken}))
 """
+
+DB_GAME = Rules(houses=4, seeds=3)
 
 
 def test_debug_build_checks_the_return_contract(tmp_path: Path) -> None:
@@ -67,7 +84,7 @@ def test_debug_build_checks_the_return_contract(tmp_path: Path) -> None:
     )
     games = json.dumps([rules.to_json() for rules in GAMES])
     out = subprocess.run(
-        [sys.executable, "-c", SCRIPT, games],
+        [sys.executable, "-c", SCRIPT, games, json.dumps(DB_GAME.to_json())],
         cwd=tmp_path,
         env=env,
         check=True,
@@ -77,8 +94,11 @@ def test_debug_build_checks_the_return_contract(tmp_path: Path) -> None:
     result = json.loads(out.stdout)
     assert result["broken"] == 0
     assert result["checked"] > 1000
+    assert result["db_broken"] == 0
+    assert result["db_checked"] > 1000
     # The debug build solves the games to the values of the normal build.
     engine = Engine(tt_mb=4)
     assert result["values"] == [
         engine.analyse(parse_position("start", rules), rules).value for rules in GAMES
     ]
+    assert result["db_value"] == engine.analyse(parse_position("start", DB_GAME), DB_GAME).value
