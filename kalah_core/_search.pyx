@@ -97,7 +97,7 @@ ctypedef struct Search:
     int aborted
     int64_t horizon          # leaves scored by the evaluation (or by a heuristic entry)
     int eval_kind
-    int etc_min_seeds        # enhanced transposition cutoff below nodes with this many seeds
+    int etc_min_seeds        # enhanced transposition cutoff at nodes with this many seeds
     const EGDB* db           # endgame database for these rules, or NULL
     int db_max_seeds         # boards with at most this many seeds in houses are in db
     int table_min_seeds      # boards with fewer seeds in houses are never probed nor stored
@@ -556,12 +556,13 @@ cdef class Searcher:
     cdef object _databases           # rule key -> EndgameTable
     cdef bint _dirty                 # something was stored since the last clear
     cdef int _unstored_above_db
+    cdef int _etc_min_seeds
 
     def __cinit__(self, int tt_mb=64):
         tt_init(&self.table, tt_mb)
         self.size_bytes = self.table.size_bytes
         self.s.tt = &self.table
-        self.s.etc_min_seeds = 8
+        self._etc_min_seeds = 8
         self._unstored_above_db = UNSTORED_ABOVE_DB
         self.s.eval_kind = EVAL_SIDES
         self._rules_key = None
@@ -658,10 +659,15 @@ cdef class Searcher:
             self._dirty = False
 
     property etc_min_seeds:
+        """Enhanced transposition cutoffs at nodes with at least this many seeds in houses, in
+        searches without an endgame database. With one, a search probes none: the children's
+        buckets cost more time than the nodes they save (hard set 1.07x faster without them,
+        Kalah(6,5) equal; without a database 1.5x fewer nodes in equal time)."""
         def __get__(self):
-            return self.s.etc_min_seeds
+            return self._etc_min_seeds
         def __set__(self, int v):
-            self.s.etc_min_seeds = v
+            self._etc_min_seeds = v
+            self._rules_key = None       # re-select on the next search
 
     property unstored_above_db:
         """Nodes with at most this many seeds in houses more than the endgame database holds
@@ -715,11 +721,13 @@ cdef class Searcher:
             self.s.db = NULL
             self.s.db_max_seeds = -1
             self.s.table_min_seeds = 0
+            self.s.etc_min_seeds = self._etc_min_seeds
         else:
             self._table = entry[0]
             self.s.db = &self._table.db
             self.s.db_max_seeds = entry[1]
             self.s.table_min_seeds = entry[1] + self._unstored_above_db + 1
+            self.s.etc_min_seeds = MAX_SEEDS + 1
 
     @property
     def database_seeds(self):
