@@ -48,11 +48,10 @@ checked, broken = engine.searcher.contract_checks
 
 # With a database of 2 seeds: its leaves, and the boards just above it, searched without the
 # table (unstored_above_db).
-import os, tempfile
 from kalah_core import egdb
 from kalah_core.egdb import EndgameDatabase
 rules = Rules.from_json(json.loads(sys.argv[2]))
-path = os.path.join(tempfile.mkdtemp(), "db.egdb")
+path = sys.argv[3]
 egdb.build(path, rules, 2, progress=False)
 with_db = Engine(4, [EndgameDatabase.open(path, rules)])
 for prove in ("all", "value"):
@@ -84,7 +83,14 @@ def test_debug_build_checks_the_return_contract(tmp_path: Path) -> None:
     )
     games = json.dumps([rules.to_json() for rules in GAMES])
     out = subprocess.run(
-        [sys.executable, "-c", SCRIPT, games, json.dumps(DB_GAME.to_json())],
+        [
+            sys.executable,
+            "-c",
+            SCRIPT,
+            games,
+            json.dumps(DB_GAME.to_json()),
+            str(tmp_path / "db.egdb"),
+        ],
         cwd=tmp_path,
         env=env,
         check=True,
