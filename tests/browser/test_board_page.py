@@ -176,6 +176,33 @@ def test_the_rules_picker_changes_the_game(page: Any, oracle: Flask) -> None:
     assert shown_values(page) == api_values(oracle, "start", {"preset": "kalaha", "houses": 4})
 
 
+def test_an_answer_arriving_while_someone_types_keeps_what_they_typed(page: Any) -> None:
+    # The analysis of the new rules' start is held back until a house count is typed: its
+    # render must not put the preset's count back into the field.
+    page.goto("/")
+    shown_values(page)
+    held: list[Any] = []
+
+    def hold(route: Any) -> None:
+        held.append(route)
+
+    page.route("**/v1/analysis?*rules=kalaha*", hold)
+    page.click("#rules-panel summary")
+    page.select_option("#rule-preset", "kalaha")
+    while not held:
+        page.wait_for_timeout(20)
+    assert page.text_content("#search-info") == ""
+    page.fill("#rule-houses", "4")
+    for route in held:
+        route.continue_()
+    page.wait_for_function("() => document.getElementById('search-info').textContent !== ''")
+    assert page.input_value("#rule-houses") == "4"
+    page.unroute("**/v1/analysis?*rules=kalaha*")
+    page.dispatch_event("#rule-houses", "change")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('houses') === '4'")
+    assert len(page.query_selector_all("[data-house^='south-']")) == 4
+
+
 def test_a_pasted_position_and_the_editor_open_it(page: Any) -> None:
     page.goto("/?position=start&rules=kalah&houses=3&seeds=3")
     shown_values(page)

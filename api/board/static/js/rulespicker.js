@@ -42,10 +42,15 @@ export function initRulesPicker(form, info, onChange) {
       onChange(rulesQuery(info, preset.value, read()));
     });
   }
+  // The controls are set only when the shown rules change: a render for an answer that
+  // arrives while someone types must not overwrite what they typed.
+  let shown = null;
   return {
     show(query) {
       const rules = effectiveRules(info, query);
-      if (!rules) return;
+      const key = JSON.stringify([query.rules || "kalah", rules]);
+      if (!rules || key === shown) return;
+      shown = key;
       preset.value = query.rules || "kalah";
       for (const [name, control] of Object.entries(controls)) {
         if (control.type === "checkbox") control.checked = rules[name];
