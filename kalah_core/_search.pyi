@@ -11,6 +11,7 @@ class Searcher:
     unstored_above_db: int
     threads: int
     smp: int
+    heuristic_moves: bool
     def __init__(self, tt_mb: int = 64) -> None: ...
     def clear(self) -> None: ...
     def add_database(

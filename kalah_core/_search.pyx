@@ -88,6 +88,7 @@ ctypedef struct Search:
     CRules r
     Shared* shared           # NULL in a search on one thread
     int perturb              # Lazy SMP helper k > 0: its own move order at some nodes
+    int heuristic_moves      # the exact search tries a heuristic entry's move first too
     Table* tt
     int keyed_on_store       # majority: the mover's store is part of the key
     uint64_t salt            # the rule key mixed into every hash: one table serves all rules
@@ -320,8 +321,10 @@ cdef int exact_node(Search* s, const Board* b, int alpha, int beta, uint64_t h) 
     if hi <= alpha:
         return hi
     # The table's move first, before the other moves are even generated. Only a proven
-    # entry's: a heuristic search's favourite orders proofs worse than the static order.
-    if p.move != NO_MOVE and p.depth == PROVEN and is_legal(s, b, p.move):
+    # entry's: a heuristic search's favourite orders short proofs worse than the static order.
+    # After a deep estimate it orders a long one better (heuristic_moves: see
+    # benchmarks/deep_estimate.py).
+    if p.move != NO_MOVE and (p.depth == PROVEN or s.heuristic_moves) and is_legal(s, b, p.move):
         first = p.move
         make_child(s, b, first, &kids[TABLE_MOVE_SLOT])
         resolve(s, &kids[TABLE_MOVE_SLOT])
@@ -680,6 +683,13 @@ cdef class Searcher:
                 raise ValueError("unstored_above_db must be >= 0")
             self._unstored_above_db = v
             self._rules_key = None       # re-select the database on the next search
+
+    property heuristic_moves:
+        """Whether the exact search tries the move of a heuristic (depth-limited) entry first."""
+        def __get__(self):
+            return bool(self.s.heuristic_moves)
+        def __set__(self, bint v):
+            self.s.heuristic_moves = v
 
     property eval_kind:
         def __get__(self):

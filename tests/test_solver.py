@@ -181,6 +181,24 @@ def test_search_with_a_database_equals_brute_force(
         assert {m.move: m.value for m in analysis.moves} == brute_move_values(position, rules)
 
 
+HEURISTIC_MOVES = Engine(tt_mb=8)
+HEURISTIC_MOVES.searcher.heuristic_moves = True
+
+
+@settings(max_examples=500)
+@given(small_positions())
+def test_heuristic_entries_moves_order_the_proof_not_its_values(
+    case: tuple[Position, Rules],
+) -> None:
+    """``Searcher.heuristic_moves``: the exact search tries a depth-limited entry's move first
+    (the analysis's deepening leaves them in the table); the proven values stay the same."""
+    position, rules = case
+    analysis = HEURISTIC_MOVES.analyse(position, rules)
+    assert analysis.exact and analysis.value == brute_value(position, rules)
+    if not ref.is_over(position, rules):
+        assert {m.move: m.value for m in analysis.moves} == brute_move_values(position, rules)
+
+
 @settings(max_examples=500)
 @given(small_positions())
 def test_value_mode_proves_the_value_and_one_optimal_move(case: tuple[Position, Rules]) -> None:
