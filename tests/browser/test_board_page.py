@@ -297,6 +297,29 @@ def test_the_pie_swap_is_shown_and_played_from_the_board(page: Any, oracle: Flas
     assert "swap" in page.inner_text("#record")
 
 
+def test_a_late_prefetch_answers_only_the_first_position(page: Any, oracle: Flask) -> None:
+    # prefetch.js loads async: held back until the page has asked for the first position itself,
+    # its answer (the start's) must not be taken for the position after the first move (it once
+    # was, and the start's values were shown under the new board).
+    rules = {"preset": "kalah-pie", "houses": 3, "seeds": 2}
+    held: list[Any] = []
+
+    def hold(route: Any) -> None:
+        held.append(route)
+
+    page.route("**/js/prefetch.js", hold)
+    page.goto("/?position=start&rules=kalah-pie&houses=3&seeds=2", wait_until="commit")
+    shown_values(page)
+    assert len(held) == 1
+    held[0].continue_()
+    page.wait_for_function("() => globalThis.kalahPrefetch !== undefined")
+    page.click("[data-move='1']")
+    page.wait_for_selector("text=North may swap")
+    after = query_of(page)["position"]
+    page.wait_for_selector("[data-move='swap']")
+    assert shown_values(page) == api_values(oracle, after, rules)
+
+
 def test_a_bad_position_in_the_url_is_named_not_a_blank_page(browser: Any, base_url: str) -> None:
     context = browser.new_context(base_url=base_url)
     page = context.new_page()

@@ -87,7 +87,7 @@ async function requestAnalysis({ timeMs } = {}) {
   analysisState = timeMs ? "longer" : "searching";
   renderAnswer();
   try {
-    const answer = (!timeMs && (await prefetched())) || (await api.analyse(params, { timeMs, signal: controller.signal }));
+    const answer = (!timeMs && (await prefetched(key))) || (await api.analyse(params, { timeMs, signal: controller.signal }));
     answers.set(key, answer);
     analysisState = "idle";
   } catch (error) {
@@ -100,9 +100,14 @@ async function requestAnalysis({ timeMs } = {}) {
   if (current() === position) render();
 }
 
-/** The answer prefetch.js asked for with the query the page was loaded with: the first
- * analysis the page needs (taken once, by that first request). */
-async function prefetched() {
+let loadKey = null; // the analysis the page needed first: the one prefetch.js asked for
+
+/** The answer prefetch.js asked for with the query the page was loaded with, for a request of
+ * that first position only: prefetch.js runs async and may store it after the first request has
+ * gone out, and it is then no answer for the position the player has moved to. */
+async function prefetched(key) {
+  loadKey ??= key;
+  if (key !== loadKey) return null;
   const early = globalThis.kalahPrefetch;
   globalThis.kalahPrefetch = undefined;
   return early && early.search === LOAD_SEARCH ? early.answer : null;
