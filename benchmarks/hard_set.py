@@ -60,11 +60,11 @@ for line in sys.stdin:
     job = json.loads(line)
     rules = Rules.from_json(job["rules"])
     key = (rules.capture, job["threads"])
-    if rules.capture not in opened:
+    db = opened.get(rules.capture)
+    if db is None:
         path = f"{egdb_dir}/{databases[rules.capture]}"
-        opened[rules.capture] = EndgameDatabase.open(path, rules)
-        opened[rules.capture].verify()  # reads every page: no proof pays for first touches
-    db = opened[rules.capture]
+        db = opened[rules.capture] = EndgameDatabase.open(path, rules)
+        db.verify()  # reads every page: no proof pays for first touches
     if key not in engines:
         try:
             engines[key] = Engine(job["tt_mb"], [db], threads=job["threads"])
