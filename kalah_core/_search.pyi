@@ -11,7 +11,7 @@ class Searcher:
     unstored_above_db: int
     threads: int
     smp: int
-    heuristic_moves: bool
+    heuristic_move_depth: int
     def __init__(self, tt_mb: int = 64) -> None: ...
     def clear(self) -> None: ...
     def add_database(
@@ -33,6 +33,7 @@ class Searcher:
         time_ms: float = 0,
         nodes: int = 0,
         fresh: bool = True,
+        pause_after: int = 0,
     ) -> tuple[int, int, int, bool]: ...
     def probe(self, position: Position, rules: Rules, alpha: int, beta: int) -> int | None: ...
     def test(self, position: Position, rules: Rules, beta: int) -> bool | None: ...

@@ -88,7 +88,8 @@ ctypedef struct Search:
     CRules r
     Shared* shared           # NULL in a search on one thread
     int perturb              # Lazy SMP helper k > 0: its own move order at some nodes
-    int heuristic_moves      # the exact search tries a heuristic entry's move first too
+    int move_depth           # the exact search tries first the move of an entry this deep
+                             # (PROVEN: proven entries only; see Searcher.heuristic_move_depth)
     Table* tt
     int keyed_on_store       # majority: the mover's store is part of the key
     uint64_t salt            # the rule key mixed into every hash: one table serves all rules
@@ -322,9 +323,9 @@ cdef int exact_node(Search* s, const Board* b, int alpha, int beta, uint64_t h) 
         return hi
     # The table's move first, before the other moves are even generated. Only a proven
     # entry's: a heuristic search's favourite orders short proofs worse than the static order.
-    # After a deep estimate it orders a long one better (heuristic_moves: see
-    # benchmarks/deep_estimate.py).
-    if p.move != NO_MOVE and (p.depth == PROVEN or s.heuristic_moves) and is_legal(s, b, p.move):
+    # After a deep estimate, deep entries' moves order a long one better (heuristic_move_depth,
+    # Engine._mtdf).
+    if p.move != NO_MOVE and p.depth >= s.move_depth and is_legal(s, b, p.move):
         first = p.move
         make_child(s, b, first, &kids[TABLE_MOVE_SLOT])
         resolve(s, &kids[TABLE_MOVE_SLOT])
@@ -569,6 +570,7 @@ cdef class Searcher:
         self._etc_min_seeds = 8
         self._unstored_above_db = UNSTORED_ABOVE_DB
         self.s.eval_kind = EVAL_SIDES
+        self.s.move_depth = PROVEN
         self._rules_key = None
         self._databases = {}
         self.s.db = NULL
@@ -684,12 +686,15 @@ cdef class Searcher:
             self._unstored_above_db = v
             self._rules_key = None       # re-select the database on the next search
 
-    property heuristic_moves:
-        """Whether the exact search tries the move of a heuristic (depth-limited) entry first."""
+    property heuristic_move_depth:
+        """The exact search tries first the move of a heuristic entry searched at least this
+        many sowings deep (and of every proven entry); 255 (the default): proven entries only."""
         def __get__(self):
-            return bool(self.s.heuristic_moves)
-        def __set__(self, bint v):
-            self.s.heuristic_moves = v
+            return self.s.move_depth
+        def __set__(self, int v):
+            if not 1 <= v <= PROVEN:
+                raise ValueError(f"heuristic_move_depth must be 1..{PROVEN}")
+            self.s.move_depth = v
 
     property eval_kind:
         def __get__(self):
@@ -752,18 +757,23 @@ cdef class Searcher:
         self.s.aborted = 0
 
     def mtdf(self, position, rules, int guess, int lower, int upper, double time_ms=0,
-             long long nodes=0, bint fresh=True):
+             long long nodes=0, bint fresh=True, long long pause_after=0):
         """Narrow proven bounds [lower, upper] on the value of ``position`` (not over) with
-        null-window probes around ``guess``. Returns (lower, upper, nodes, aborted)."""
+        null-window probes around ``guess``. Returns (lower, upper, nodes, aborted).
+        ``pause_after``: stop once this call has searched that many nodes, with the bounds
+        proven so far and ``aborted`` False (the budget is not spent; a caller may resume)."""
         cdef Board b
         cdef int g, beta, v
         cdef uint64_t root_hash
-        cdef int64_t start_nodes
+        cdef int64_t start_nodes, budget_limit
         if fresh:
             b = self._prepare(position, rules, time_ms, nodes)
         else:
             b = make_board(position)
         start_nodes = self.s.nodes
+        budget_limit = self.s.node_limit
+        if pause_after > 0 and (budget_limit == 0 or start_nodes + pause_after < budget_limit):
+            self.s.node_limit = start_nodes + pause_after
         if is_over(&b, &self.s.r):
             raise ValueError("the game is over in this position")
         g = min(max(guess, lower), upper)
@@ -779,6 +789,11 @@ cdef class Searcher:
                 else:
                     lower = v
                 g = v
+        if self.s.node_limit != budget_limit:   # paused, unless the budget ran out too
+            self.s.node_limit = budget_limit
+            if self.s.aborted and not (budget_limit and self.s.nodes >= budget_limit) \
+                    and not (self.s.deadline_ns and now_ns() >= self.s.deadline_ns):
+                self.s.aborted = 0
         return lower, upper, self.s.nodes - start_nodes, bool(self.s.aborted)
 
     def probe(self, position, rules, int alpha, int beta):

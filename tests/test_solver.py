@@ -17,7 +17,7 @@ from kalah_core import Position, Rules, Side, egdb
 from kalah_core import reference as ref
 from kalah_core.egdb import EndgameDatabase
 from kalah_core.game import Move
-from kalah_core.solver import Engine
+from kalah_core.solver import Engine, Prove
 
 ENGINE = Engine(tt_mb=8)
 
@@ -182,21 +182,85 @@ def test_search_with_a_database_equals_brute_force(
 
 
 HEURISTIC_MOVES = Engine(tt_mb=8)
-HEURISTIC_MOVES.searcher.heuristic_moves = True
 
 
 @settings(max_examples=500)
-@given(small_positions())
+@given(small_positions(), st.sampled_from([1, 2, 4]))
 def test_heuristic_entries_moves_order_the_proof_not_its_values(
-    case: tuple[Position, Rules],
+    case: tuple[Position, Rules], move_depth: int
 ) -> None:
-    """``Searcher.heuristic_moves``: the exact search tries a depth-limited entry's move first
-    (the analysis's deepening leaves them in the table); the proven values stay the same."""
+    """``Searcher.heuristic_move_depth``: the exact search tries first the move of a
+    depth-limited entry that deep (the analysis's deepening leaves them in the table); the
+    proven values stay the same."""
     position, rules = case
+    HEURISTIC_MOVES.searcher.heuristic_move_depth = move_depth
     analysis = HEURISTIC_MOVES.analyse(position, rules)
     assert analysis.exact and analysis.value == brute_value(position, rules)
     if not ref.is_over(position, rules):
         assert {m.move: m.value for m in analysis.moves} == brute_move_values(position, rules)
+
+
+DEEPENING = Engine(tt_mb=8)
+DEEPENING.deepen_after = 40  # nearly every proof pauses for a deep estimate
+DEEPENING.deep_move_depth = 2  # small positions' estimates are shallow
+
+
+@settings(max_examples=500)
+@given(small_positions(), st.sampled_from(["all", "value"]))
+def test_a_proof_paused_for_a_deep_estimate_proves_the_same_values(
+    case: tuple[Position, Rules], prove: Prove
+) -> None:
+    """A long MTD(f) pauses, deepens an estimate on the warm table and resumes from it with
+    heuristic moves first (``Engine.deepen_after``): the proven values stay the same."""
+    position, rules = case
+    DEEPENING.clear()
+    analysis = DEEPENING.analyse(position, rules, prove=prove)
+    assert analysis.exact and analysis.value == brute_value(position, rules)
+    assert DEEPENING.searcher.heuristic_move_depth == 255  # the analysis's own setting
+    if prove == "all" and not ref.is_over(position, rules):
+        assert {m.move: m.value for m in analysis.moves} == brute_move_values(position, rules)
+
+
+def test_a_long_proof_takes_the_deep_estimate_and_a_short_one_does_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rules = Rules(houses=4, seeds=3)
+    position = Position.start(rules)
+    engine = Engine(tt_mb=8)
+    calls: list[int] = []
+    deep_estimate = engine._deep_estimate
+
+    def counted(position: Position, rules: Rules, spent: int) -> int | None:
+        calls.append(spent)
+        return deep_estimate(position, rules, spent)
+
+    monkeypatch.setattr(engine, "_deep_estimate", counted)
+    short = engine.analyse(position, rules, prove="value")
+    assert short.exact and calls == []
+    engine.clear()
+    engine.deepen_after = 2048  # its MTD(f) takes about 14,000 nodes
+    paused = engine.analyse(position, rules, prove="value")
+    assert paused.exact and paused.value == short.value
+    assert calls and calls[0] >= engine.deepen_after
+
+
+def test_a_paused_mtdf_keeps_its_budget_and_its_proven_bounds() -> None:
+    """``Searcher.mtdf(pause_after=N)`` stops after about N nodes with proven bounds and
+    ``aborted`` False; a budget that runs out during a pause still reports ``aborted``."""
+    rules = Rules(houses=4, seeds=3)
+    position = Position.start(rules)
+    value = Engine(tt_mb=8).analyse(position, rules, prove="value").value
+    s = Engine(tt_mb=8).searcher
+    s.begin(position, rules)
+    low, high, nodes, aborted = s.mtdf(position, rules, -24, -24, 24, fresh=False, pause_after=300)
+    assert not aborted and not s.aborted and low < high
+    assert low <= value <= high and 300 <= nodes < 300 + 2048
+    low, high, _, aborted = s.mtdf(position, rules, value, low, high, fresh=False)
+    assert (low, high, aborted) == (value, value, False)
+    s.clear()
+    s.begin(position, rules, nodes=200)
+    low, high, nodes, aborted = s.mtdf(position, rules, -24, -24, 24, fresh=False, pause_after=300)
+    assert aborted and s.aborted and low <= value <= high
 
 
 @settings(max_examples=500)
