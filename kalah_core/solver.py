@@ -567,9 +567,9 @@ DEEP_STEP = 3  # sowings between the deep estimate's depths
 DEEP_SHARE = 2.0  # the deep estimate's nodes, at most, per node of the proof it paused
 DEEP_GROWTH = 8.0  # the most one step deeper is assumed to multiply the nodes by
 DEEP_MOVE_DEPTH = 12  # shallower entries' moves order mid-game proofs worse than the static
-#                       order (hard set, paused at 5 M nodes: 1, 4, 8 sowings took 2.5x, 2.4x,
-#                       2.1x the nodes of the 12-sowing proof on its longest position); 12 costs
-#                       Kalah(6,5) 0.7 % more nodes than 1
+#                       order (hard set paused at 5 M nodes, the deepening's first version: 1, 4,
+#                       8 sowings took 1.8x, 1.7x, 1.5x the nodes of 12 on its longest position,
+#                       2.5x, 2.4x, 2.1x on 14126i); 12 costs Kalah(6,5) 0.7 % more nodes than 1
 
 
 def _schedule(time_ms: float, nodes: int) -> list[tuple[tuple[float, int], tuple[float, int]]]:
