@@ -612,10 +612,12 @@ cdef class Searcher:
                 raise ValueError("smp must be 1, 2 or 3")
             self._smp = mode
 
-    cdef int run_exact(self, const Board* b, int alpha, int beta, uint64_t h) noexcept nogil:
-        """exact() on every thread of the searcher. The first thread to finish has the answer
-        (any finished thread's is valid: the table holds proven bounds only) and stops the
-        others; their nodes are added to s.nodes. s.aborted is set only when none finished."""
+    cdef int run(self, const Board* b, int alpha, int beta, int depth, uint64_t h) noexcept nogil:
+        """exact() (``depth`` PROVEN) or heuristic() to ``depth`` sowings on every thread of the
+        searcher. The first thread to finish has the answer and stops the others (any finished
+        thread's is valid: an exact search finds proven bounds only in the table, and a
+        heuristic one estimates as well as the others); their nodes and estimated leaves are
+        added to s. s.aborted is set only when none finished."""
         cdef int n = self._threads, t, v, answer = 0, found = 0
         cdef int results[MAX_THREADS]
         cdef int finished[MAX_THREADS]
@@ -624,7 +626,14 @@ cdef class Searcher:
         cdef Search* helpers = self.helpers
         cdef Shared* sh = self.shared
         if n == 1:
-            return exact(main, b, alpha, beta, h)
+            if depth == PROVEN:
+                return exact(main, b, alpha, beta, h)
+            return heuristic(main, b, alpha, beta, depth, h)
+        # The helpers' nodes reach main.nodes only after the region, past its checks: a budget
+        # spent by short searches is caught here.
+        check_budget(main)
+        if main.aborted:
+            return 0
         sh.stop = 0
         sh.nodes = main.nodes
         sh.defer = (self._smp & SMP_ABDADA) != 0
@@ -636,13 +645,17 @@ cdef class Searcher:
             helpers[t] = main[0]
             helpers[t].nodes = 0
             helpers[t].aborted = 0
+            helpers[t].horizon = 0
             helpers[t].perturb = t if self._smp & SMP_LAZY else 0
         for t in range(n):
             finished[t] = 0
         with parallel(num_threads=n):
             t = threadid()
             w = main if t == 0 else &helpers[t]
-            v = exact(w, b, alpha, beta, h)
+            if depth == PROVEN:
+                v = exact(w, b, alpha, beta, h)
+            else:
+                v = heuristic(w, b, alpha, beta, depth, h)
             if not w.aborted:
                 results[t] = v
                 finished[t] = 1
@@ -650,6 +663,7 @@ cdef class Searcher:
         main.shared = NULL
         for t in range(1, n):
             main.nodes += helpers[t].nodes
+            main.horizon += helpers[t].horizon
         for t in range(n):
             if finished[t] and not found:
                 answer = results[t]
@@ -781,7 +795,7 @@ cdef class Searcher:
         with nogil:
             while lower < upper:
                 beta = g + 1 if g == lower else g
-                v = self.run_exact(&b, beta - 1, beta, root_hash)
+                v = self.run(&b, beta - 1, beta, PROVEN, root_hash)
                 if self.s.aborted:
                     break
                 if v < beta:
@@ -803,7 +817,7 @@ cdef class Searcher:
         cdef int v
         cdef uint64_t h = self._hash(&b)
         with nogil:
-            v = self.run_exact(&b, alpha, beta, h)
+            v = self.run(&b, alpha, beta, PROVEN, h)
         if self.s.aborted:
             return None
         return v
@@ -815,16 +829,16 @@ cdef class Searcher:
         cdef int v
         cdef uint64_t h = self._hash(&b)
         with nogil:
-            v = self.run_exact(&b, beta - 1, beta, h)
+            v = self.run(&b, beta - 1, beta, PROVEN, h)
         if self.s.aborted:
             return None
         return v >= beta
 
     def heuristic(self, position, rules, int depth, int alpha=-INF, int beta=INF,
                   double time_ms=0, long long nodes=0, bint fresh=True):
-        """Depth-limited value (``depth`` sowings) of ``position``. Returns
-        (value, nodes, aborted, horizon); horizon == 0 means no leaf was estimated, so the
-        value is exact."""
+        """Depth-limited value (``depth`` sowings) of ``position``, on every thread (Lazy SMP:
+        the helpers order some nodes their own way). Returns (value, nodes, aborted, horizon);
+        horizon == 0 means no leaf was estimated, so the value is exact."""
         cdef Board b
         cdef int v
         cdef uint64_t h
@@ -833,13 +847,15 @@ cdef class Searcher:
             b = self._prepare(position, rules, time_ms, nodes)
         else:
             b = make_board(position)
+        if not 0 <= depth < PROVEN:
+            raise ValueError(f"depth must be 0..{PROVEN - 1}")
         start_nodes = self.s.nodes
         start_horizon = self.s.horizon
         if is_over(&b, &self.s.r):
             raise ValueError("the game is over in this position")
         h = self._hash(&b)
         with nogil:
-            v = heuristic(&self.s, &b, alpha, beta, depth, h)
+            v = self.run(&b, alpha, beta, depth, h)
         return v, self.s.nodes - start_nodes, bool(self.s.aborted), self.s.horizon - start_horizon
 
     def begin(self, position, rules, double time_ms=0, long long nodes=0):

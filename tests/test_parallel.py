@@ -89,3 +89,21 @@ def test_thread_count_is_checked() -> None:
     assert engine.threads == 3
     engine.threads = 1
     assert engine.searcher.threads == 1
+
+
+def test_parallel_depth_limited_search_is_exact_past_the_game_and_keeps_its_budget() -> None:
+    """Every thread runs the depth-limited search too: deeper than these games last, its value
+    is the proven one; on a node budget it stops, helpers' nodes counted."""
+    searcher = PARALLEL.searcher
+    budget = 2000
+    for rules, position in CASES[::2]:
+        best = max(move_values(SERIAL, position, rules).values())
+        PARALLEL.clear()
+        v, nodes, aborted, _ = searcher.heuristic(position, rules, 80)
+        assert (v, aborted) == (best, False), (rules, position.compact())
+        if nodes > 4 * budget:
+            PARALLEL.clear()
+            _, nodes, aborted, _ = searcher.heuristic(position, rules, 80, nodes=budget)
+            assert aborted and nodes < budget + 4 * 1024  # within a check interval per thread
+    with pytest.raises(ValueError, match="depth"):
+        searcher.heuristic(CASES[0][1], CASES[0][0], 255)
