@@ -475,8 +475,8 @@ cdef int heuristic(Search* s, const Board* b, int alpha, int beta, int depth,
     cdef int d = b.my_store - b.opp_store
     cdef int rest
     cdef int n = 0, k, v, best = -INF, best_move = NO_MOVE, a = alpha, first = NO_MOVE
-    cdef int use_table = h != 0
-    cdef int64_t nodes_before = s.nodes
+    cdef int use_table = h != 0, stored_depth
+    cdef int64_t nodes_before = s.nodes, horizon_before = s.horizon
     cdef Probe p
     cdef Child kids[MAX_CHILDREN]
     cdef int order[MAX_CHILDREN]
@@ -523,12 +523,15 @@ cdef int heuristic(Search* s, const Board* b, int alpha, int beta, int depth,
                     if a >= beta:
                         break
     if use_table:
+        # A subtree with no estimated leaf (every line ended or reached the database within
+        # the depth) was searched exactly: its fail-soft bound is proven, and stored as such.
+        stored_depth = PROVEN if s.horizon == horizon_before else depth
         if best <= alpha:
-            store(s, h, -INF, best - d, best_move, depth, s.nodes - nodes_before)
+            store(s, h, -INF, best - d, best_move, stored_depth, s.nodes - nodes_before)
         elif best >= beta:
-            store(s, h, best - d, INF, best_move, depth, s.nodes - nodes_before)
+            store(s, h, best - d, INF, best_move, stored_depth, s.nodes - nodes_before)
         else:
-            store(s, h, best - d, best - d, best_move, depth, s.nodes - nodes_before)
+            store(s, h, best - d, best - d, best_move, stored_depth, s.nodes - nodes_before)
     return best
 
 

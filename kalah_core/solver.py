@@ -60,7 +60,7 @@ class Analysis:
 
 Prove = Literal["all", "optimal", "value"]
 
-ENGINE_VERSION = "kalah-core-0.1.0/search-3"
+ENGINE_VERSION = "kalah-core-0.1.0/search-4"
 """Changes whenever a search change could change an answer; part of every cache key."""
 
 
@@ -396,14 +396,20 @@ class Engine:
         """MTD(f) from ``guess`` within [low, high] (proven bounds of ``position``). A proof
         still running after ``deepen_after`` nodes is a long one: it pauses for a deeper estimate,
         whose value is a closer guess and whose moves (``deep_move_depth``) order the rest of
-        the proof, then resumes on the warm table. A short proof never pays for the estimate,
-        whose moves would order it worse than the static order."""
+        the proof, then resumes. A short proof never pays for the estimate, whose moves would
+        order it worse than the static order.
+
+        The pause empties the table: the paused test's proven bounds, far from the value, keep
+        their moves in slots the estimate cannot take (proven bounds are never traded for
+        heuristic ones); on Kalah(6,5) the tests after the pause took 1.22 G nodes on the warm
+        table against 1.05 G on an empty one."""
         s = self.searcher
         low, high, spent, aborted = s.mtdf(
             position, rules, guess, low, high, fresh=False, pause_after=self.deepen_after
         )
         if low == high or aborted:
             return low, high
+        s.clear()
         estimate = self._deep_estimate(position, rules, spent)
         if estimate is None:  # the budget ran out
             return low, high

@@ -200,6 +200,48 @@ def test_heuristic_entries_moves_order_the_proof_not_its_values(
         assert {m.move: m.value for m in analysis.moves} == brute_move_values(position, rules)
 
 
+DEPTH_LIMITED = Engine(tt_mb=8)
+
+
+@settings(max_examples=500)
+@given(small_positions(), st.integers(1, 12), st.integers(-8, 8))
+def test_a_depth_limited_search_proves_the_subtrees_it_searched_to_the_end(
+    case: tuple[Position, Rules], depth: int, beta: int
+) -> None:
+    """A subtree whose every line ends (or reaches the database) within the depth is stored
+    with proven bounds, which the exact search then trusts: every proven bound left in the
+    table by a null-window depth-limited search holds, at the root and at its children."""
+    position, rules = case
+    if ref.is_over(position, rules):
+        return
+    s = DEPTH_LIMITED.searcher
+    DEPTH_LIMITED.clear()
+    s.heuristic(position, rules, depth, beta - 1, beta)
+    checked = [(position, brute_value(position, rules))]
+    for move, value in brute_move_values(position, rules).items():
+        child = ref.play(position, rules, move)[0]
+        same_mover = child.to_move is position.to_move and move != "swap"
+        if not ref.is_over(child, rules):
+            checked.append((child, value if same_mover else -value))
+    for board, truth in checked:
+        bounds = s.table_bounds(board)
+        if bounds is not None:
+            assert bounds[0] <= truth <= bounds[1], (board.compact(), depth, beta)
+
+
+def test_a_depth_limited_search_past_the_end_of_the_game_proves_the_value() -> None:
+    rules = Rules(houses=4, seeds=2)
+    position = Position.start(rules)
+    value = brute_value(position, rules)
+    DEPTH_LIMITED.clear()
+    v, _, _, _ = DEPTH_LIMITED.searcher.heuristic(position, rules, 80)
+    assert v == value
+    assert DEPTH_LIMITED.searcher.table_bounds(position) == (value, value)
+    DEPTH_LIMITED.clear()
+    DEPTH_LIMITED.searcher.heuristic(position, rules, 2)
+    assert DEPTH_LIMITED.searcher.table_bounds(position) is None  # an estimate, not a proof
+
+
 DEEPENING = Engine(tt_mb=8)
 DEEPENING.deepen_after = 40  # nearly every proof pauses for a deep estimate
 DEEPENING.deep_move_depth = 2  # small positions' estimates are shallow
