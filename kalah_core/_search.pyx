@@ -628,6 +628,7 @@ cdef class Searcher:
         cdef Search* main = &self.s
         cdef Search* helpers = self.helpers
         cdef Shared* sh = self.shared
+        self._dirty = True               # a clear between searches of one analysis counts too
         if n == 1:
             if depth == PROVEN:
                 return exact(main, b, alpha, beta, h)
@@ -728,7 +729,6 @@ cdef class Searcher:
         self.s.r = make_crules(rules, position.total_seeds)
         self.s.keyed_on_store = rules.majority
         self.s.salt = rules_salt(&self.s.r, self.s.keyed_on_store)
-        self._dirty = True
         self.s.nodes = 0
         self.s.horizon = 0
         self.s.aborted = 0

@@ -286,6 +286,49 @@ def test_a_long_proof_takes_the_deep_estimate_and_a_short_one_does_not(
     assert calls and calls[0] >= engine.deepen_after
 
 
+class CountingClears:
+    """A searcher that counts the table's clears (the compiled class takes no new attributes)."""
+
+    def __init__(self, searcher: object) -> None:
+        object.__setattr__(self, "_searcher", searcher)
+        object.__setattr__(self, "cleared", [])
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._searcher, name)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        setattr(self._searcher, name, value)
+
+    def clear(self) -> None:
+        self.cleared.append(self._searcher.nodes)
+        self._searcher.clear()
+
+
+def test_only_an_analysis_first_pause_empties_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    rules = Rules(houses=4, seeds=3)
+    position = Position.start(rules)
+    engine = Engine(tt_mb=8)
+    engine.deepen_after = 512  # every root move's proof pauses
+    searcher = CountingClears(engine.searcher)
+    monkeypatch.setattr(engine, "searcher", searcher)
+    pauses: list[int] = []
+    deep_estimate = engine._deep_estimate
+
+    def counted(position: Position, rules: Rules, spent: int) -> int | None:
+        pauses.append(spent)
+        return deep_estimate(position, rules, spent)
+
+    monkeypatch.setattr(engine, "_deep_estimate", counted)
+    unpaused = Engine(tt_mb=8).analyse(position, rules, prove="all")
+    for _ in range(2):  # each analysis empties it once
+        engine.clear()
+        pauses.clear()
+        searcher.cleared.clear()
+        analysis = engine.analyse(position, rules, prove="all")
+        assert analysis.exact and analysis.moves == unpaused.moves
+        assert len(pauses) >= 2 and len(searcher.cleared) == 1
+
+
 def test_a_paused_mtdf_keeps_its_budget_and_its_proven_bounds() -> None:
     """``Searcher.mtdf(pause_after=N)`` stops after about N nodes with proven bounds and
     ``aborted`` False; a budget that runs out during a pause still reports ``aborted``."""
