@@ -535,6 +535,14 @@ cdef int heuristic(Search* s, const Board* b, int alpha, int beta, int depth,
     return best
 
 
+cdef inline int search(Search* s, const Board* b, int alpha, int beta, int depth,
+                       uint64_t h) noexcept nogil:
+    """exact() when ``depth`` is PROVEN, else heuristic() to ``depth`` sowings."""
+    if depth == PROVEN:
+        return exact(s, b, alpha, beta, h)
+    return heuristic(s, b, alpha, beta, depth, h)
+
+
 cdef inline uint64_t rules_salt(const CRules* r, int keyed_on_store) noexcept nogil:
     """Hash salt of the options that values depend on (not ``seeds``, nor ``pie``: no entry is
     stored while a swap is pending); under majority, the total of seeds too."""
@@ -630,9 +638,7 @@ cdef class Searcher:
         cdef Shared* sh = self.shared
         self._dirty = True               # a clear between searches of one analysis counts too
         if n == 1:
-            if depth == PROVEN:
-                return exact(main, b, alpha, beta, h)
-            return heuristic(main, b, alpha, beta, depth, h)
+            return search(main, b, alpha, beta, depth, h)
         # The helpers' nodes reach main.nodes only after the region, past its checks: a budget
         # spent by short searches is caught here.
         check_budget(main)
@@ -656,10 +662,7 @@ cdef class Searcher:
         with parallel(num_threads=n):
             t = threadid()
             w = main if t == 0 else &helpers[t]
-            if depth == PROVEN:
-                v = exact(w, b, alpha, beta, h)
-            else:
-                v = heuristic(w, b, alpha, beta, depth, h)
+            v = search(w, b, alpha, beta, depth, h)
             if not w.aborted:
                 results[t] = v
                 finished[t] = 1

@@ -106,8 +106,8 @@ class Engine:
         self.deepen_after = DEEPEN_AFTER
         """Nodes of a proof before it pauses for a deep estimate (see ``_mtdf``)."""
         self.deep_move_depth = DEEP_MOVE_DEPTH
-        self._emptied = False  # this analysis has emptied the table at a pause (_mtdf)
         """After a deep estimate, the proof tries first the moves of heuristic entries this deep."""
+        self._emptied = False  # this analysis has emptied the table at a pause (_mtdf)
         self.databases: list[EndgameDatabase] = []
         for database in databases:
             self.attach(database)
@@ -428,11 +428,11 @@ class Engine:
 
     def _deep_estimate(self, position: Position, rules: Rules, spent: int) -> int | None:
         """The value of a depth-limited search of ``position``, deepened in steps of DEEP_STEP
-        sowings on the warm table while the next step, predicted from the growth of the last,
-        keeps the whole deepening within DEEP_SHARE times ``spent`` (the nodes of the paused
-        proof); None when the budget runs out first."""
+        sowings on the table as the pause left it while the next step, predicted from the growth
+        of the last, keeps the whole deepening within DEEP_SHARE times ``spent`` (the nodes of
+        the paused proof); None when the budget runs out first."""
         s = self.searcher
-        estimate, total, last, growth = None, 0, 0, 1.0
+        estimate, total, last, growth = None, 0, 0, DEEP_GROWTH
         for d in range(DEEP_STEP, HEURISTIC_MAX_DEPTH + 1, DEEP_STEP):
             if estimate is not None and total + last * growth > DEEP_SHARE * spent:
                 break

@@ -263,12 +263,8 @@ def test_a_proof_paused_for_a_deep_estimate_proves_the_same_values(
         assert {m.move: m.value for m in analysis.moves} == brute_move_values(position, rules)
 
 
-def test_a_long_proof_takes_the_deep_estimate_and_a_short_one_does_not(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    rules = Rules(houses=4, seeds=3)
-    position = Position.start(rules)
-    engine = Engine(tt_mb=8)
+def count_deep_estimates(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The nodes of the paused proof, one entry per deep estimate ``engine`` takes."""
     calls: list[int] = []
     deep_estimate = engine._deep_estimate
 
@@ -277,6 +273,16 @@ def test_a_long_proof_takes_the_deep_estimate_and_a_short_one_does_not(
         return deep_estimate(position, rules, spent)
 
     monkeypatch.setattr(engine, "_deep_estimate", counted)
+    return calls
+
+
+def test_a_long_proof_takes_the_deep_estimate_and_a_short_one_does_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rules = Rules(houses=4, seeds=3)
+    position = Position.start(rules)
+    engine = Engine(tt_mb=8)
+    calls = count_deep_estimates(engine, monkeypatch)
     short = engine.analyse(position, rules, prove="value")
     assert short.exact and calls == []
     engine.clear()
@@ -311,14 +317,7 @@ def test_only_an_analysis_first_pause_empties_the_table(monkeypatch: pytest.Monk
     engine.deepen_after = 512  # every root move's proof pauses
     searcher = CountingClears(engine.searcher)
     monkeypatch.setattr(engine, "searcher", searcher)
-    pauses: list[int] = []
-    deep_estimate = engine._deep_estimate
-
-    def counted(position: Position, rules: Rules, spent: int) -> int | None:
-        pauses.append(spent)
-        return deep_estimate(position, rules, spent)
-
-    monkeypatch.setattr(engine, "_deep_estimate", counted)
+    pauses = count_deep_estimates(engine, monkeypatch)
     unpaused = Engine(tt_mb=8).analyse(position, rules, prove="all")
     for _ in range(2):  # each analysis empties it once
         engine.clear()
