@@ -176,7 +176,8 @@ ctypedef struct Child:
     int upper                # proven upper bound on the child's value for the mover (or INF)
     int64_t db_index         # entry of the child in the database, -1 if none (see resolve)
 
-cdef inline void make_child(const Search* s, const Board* b, int move, Child* c) noexcept nogil:
+cdef inline void make_child(const Search* s, const Board* b, int move, Child* c, int alpha,
+                            int beta) noexcept nogil:
     cdef Sowing sw
     cdef int gain, n
     c.board = b[0]
@@ -200,6 +201,14 @@ cdef inline void make_child(const Search* s, const Board* b, int move, Child* c)
         return
     n = seeds_in(c.board.me) + seeds_in(c.board.opp)
     if n <= s.db_max_seeds:
+        # Futility first: when even every seed left going one way cannot bring the child inside
+        # the window (alpha, beta), that bound stands in for its value (as fail-soft allows) and
+        # the database is not read.
+        if c.value - n >= beta or c.value + n <= alpha:
+            c.value = c.value - n if c.value - n >= beta else c.value + n
+            c.over = 1
+            c.score = KNOWN_FIRST + c.value
+            return
         # An exact leaf: the database knows the rest of the game. Start loading its entry;
         # resolve() reads it once every sibling's load is under way too.
         c.db_index = <int64_t>(s.db.offset[n] + egdb_rank(s.db, c.board.me, c.board.opp))
@@ -231,15 +240,15 @@ cdef inline bint is_legal(const Search* s, const Board* b, int move) noexcept no
     return move < s.r.houses and byte_at(b.me, move) != 0
 
 cdef inline int gen_children(const Search* s, const Board* b, int skip, Child* kids,
-                             int* order) noexcept nogil:
+                             int* order, int alpha, int beta) noexcept nogil:
     """Play every legal move but ``skip`` into kids; order[] lists them best first."""
     cdef int n = 0, i, j, t
     for i in range(s.r.houses):
         if i != skip and byte_at(b.me, i):
-            make_child(s, b, i, &kids[n])
+            make_child(s, b, i, &kids[n], alpha, beta)
             n += 1
     if skip != SWAP and swap_legal(b):
-        make_child(s, b, SWAP, &kids[n])
+        make_child(s, b, SWAP, &kids[n], alpha, beta)
         n += 1
     for i in range(n):
         resolve(s, &kids[i])
@@ -327,7 +336,7 @@ cdef int exact_node(Search* s, const Board* b, int alpha, int beta, uint64_t h) 
     # Engine._mtdf).
     if p.move != NO_MOVE and p.depth >= s.move_depth and is_legal(s, b, p.move):
         first = p.move
-        make_child(s, b, first, &kids[TABLE_MOVE_SLOT])
+        make_child(s, b, first, &kids[TABLE_MOVE_SLOT], a, beta)
         resolve(s, &kids[TABLE_MOVE_SLOT])
         best = exact_child(s, &kids[TABLE_MOVE_SLOT], a, beta)
         if s.aborted:
@@ -336,7 +345,7 @@ cdef int exact_node(Search* s, const Board* b, int alpha, int beta, uint64_t h) 
         if best > a:
             a = best
     if a < beta:
-        n = gen_children(s, b, first, kids, order)
+        n = gen_children(s, b, first, kids, order, a, beta)
         # No table probes when a child of known value (ordered first, best first) already fails
         # high: the loop below cuts on it. Half the cut nodes next to the database are such.
         if use_table and rest >= s.etc_min_seeds \
@@ -501,7 +510,7 @@ cdef int heuristic(Search* s, const Board* b, int alpha, int beta, int depth,
                 return p.upper + d
     if p.move != NO_MOVE and is_legal(s, b, p.move):
         first = p.move
-        make_child(s, b, first, &kids[TABLE_MOVE_SLOT])
+        make_child(s, b, first, &kids[TABLE_MOVE_SLOT], a, beta)
         resolve(s, &kids[TABLE_MOVE_SLOT])
         best = heuristic_child(s, &kids[TABLE_MOVE_SLOT], a, beta, depth - 1)
         if s.aborted:
@@ -510,7 +519,7 @@ cdef int heuristic(Search* s, const Board* b, int alpha, int beta, int depth,
         if best > a:
             a = best
     if a < beta:
-        n = gen_children(s, b, first, kids, order)
+        n = gen_children(s, b, first, kids, order, a, beta)
         for k in range(n):
             v = heuristic_child(s, &kids[order[k]], a, beta, depth - 1)
             if s.aborted:
