@@ -59,7 +59,7 @@ engines = {}
 for line in sys.stdin:
     job = json.loads(line)
     rules = Rules.from_json(job["rules"])
-    key = (rules.capture, job["threads"])
+    key = (rules.capture, job["threads"], job["tt_mb"])
     db = opened.get(rules.capture)
     if db is None:
         path = f"{egdb_dir}/{databases[rules.capture]}"
@@ -99,8 +99,10 @@ class Worker:
             text=True,
         )
 
-    def solve(self, entry: dict[str, Any], threads: int, nodes: int = 0) -> Any:
-        job = {**entry, "threads": threads, "tt_mb": TT_MB, "nodes": nodes}
+    def solve(
+        self, entry: dict[str, Any], threads: int, nodes: int = 0, tt_mb: int = TT_MB
+    ) -> Any:
+        job = {**entry, "threads": threads, "tt_mb": tt_mb, "nodes": nodes}
         assert self.process.stdin is not None and self.process.stdout is not None
         self.process.stdin.write(json.dumps(job) + "\n")
         self.process.stdin.flush()
