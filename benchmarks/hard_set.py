@@ -99,9 +99,7 @@ class Worker:
             text=True,
         )
 
-    def solve(
-        self, entry: dict[str, Any], threads: int, nodes: int = 0, tt_mb: int = TT_MB
-    ) -> Any:
+    def solve(self, entry: dict[str, Any], threads: int, nodes: int = 0, tt_mb: int = TT_MB) -> Any:
         job = {**entry, "threads": threads, "tt_mb": tt_mb, "nodes": nodes}
         assert self.process.stdin is not None and self.process.stdout is not None
         self.process.stdin.write(json.dumps(job) + "\n")

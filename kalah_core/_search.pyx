@@ -171,7 +171,8 @@ ctypedef struct Child:
     int extra
     int over
     int score                # ordering key: extra turns, then seeds gained, then nearer the store
-    int value                # the mover's final value when over
+    int value                # the mover's final value when over (a bound outside the window
+                             # when futility decided the child: see make_child)
     uint64_t hash            # table hash of the child (0 when it is not stored)
     int upper                # proven upper bound on the child's value for the mover (or INF)
     int64_t db_index         # entry of the child in the database, -1 if none (see resolve)
