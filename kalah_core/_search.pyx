@@ -205,15 +205,18 @@ cdef inline void make_child(const Search* s, const Board* b, int move, Child* c,
         # Futility first: when even every seed left going one way cannot bring the child inside
         # the window (alpha, beta), that bound stands in for its value (as fail-soft allows) and
         # the database is not read.
-        if c.value - n >= beta or c.value + n <= alpha:
-            c.value = c.value - n if c.value - n >= beta else c.value + n
-            c.over = 1
-            c.score = KNOWN_FIRST + c.value
+        if c.value - n >= beta:
+            c.value -= n
+        elif c.value + n <= alpha:
+            c.value += n
+        else:
+            # An exact leaf: the database knows the rest of the game. Start loading its entry;
+            # resolve() reads it once every sibling's load is under way too.
+            c.db_index = <int64_t>(s.db.offset[n] + egdb_rank(s.db, c.board.me, c.board.opp))
+            __builtin_prefetch(s.db.values + c.db_index)
             return
-        # An exact leaf: the database knows the rest of the game. Start loading its entry;
-        # resolve() reads it once every sibling's load is under way too.
-        c.db_index = <int64_t>(s.db.offset[n] + egdb_rank(s.db, c.board.me, c.board.opp))
-        __builtin_prefetch(s.db.values + c.db_index)
+        c.over = 1
+        c.score = KNOWN_FIRST + c.value
     elif n >= s.table_min_seeds:
         # Start loading the child's bucket now; it is probed soon after. Not for boards a few
         # seeds above the database: they are many, their subtrees small (a seed that reaches a
