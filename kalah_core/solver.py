@@ -165,6 +165,7 @@ class Engine:
         s = self.searcher
         self._emptied = False
         root = (-INFINITE, INFINITE)  # proven bounds on the root value from a root search
+        steps: dict[str, int] = {}  # the bounds tests' steps, from one round to the next
         rounds = _schedule(time_ms or 0.0, nodes or 0) if depth is None else []
         # Exact search gets most of a budget (the first round of the schedule); what the
         # rounds leave goes to the heuristic fallback.
@@ -189,6 +190,7 @@ class Engine:
                         rules,
                         lines,
                         root,
+                        steps,
                         *self._part(started, bounds_part, time_ms, nodes),
                     )
             else:  # not proven in any round: the rest improves the estimate
@@ -326,6 +328,7 @@ class Engine:
         rules: Rules,
         lines: list[_Line],
         root: tuple[int, int],
+        steps: dict[str, int],
         time_ms: float,
         nodes: int,
     ) -> tuple[int, int]:
@@ -333,8 +336,11 @@ class Engine:
         estimate: a test near a bound is cheap, one near the value may take hours (as MTD(f)'s
         first). Each side gallops from its bound towards the estimate and past it: the step
         doubles after a test that succeeds and halves after one that runs out of its share of
-        the budget; a side whose smallest step ran out stops. Returns the root bounds; every
-        root move's upper bound is capped by them."""
+        the budget; a side whose smallest step ran out stops. ``steps`` carries each side's
+        step to the analysis's next round, which starts where this one stopped: a test that
+        ran out is tried again first, on the warm table and with the larger round's budget,
+        not after a test farther from the bound, which costs more. Returns the root bounds;
+        every root move's upper bound is capped by them."""
         s = self.searcher
         total = rules.total_seeds
         rest = sum(position.south) + sum(position.north)
@@ -345,10 +351,8 @@ class Engine:
         started = time.perf_counter()
         nodes_end = s.nodes + nodes if nodes else 0
         # Values have the parity of the seeds in the game: steps of 2 skip no value.
-        step = {
-            "low": max(2, (estimate - low) // BISECT_FIRST),
-            "high": max(2, (high - estimate) // BISECT_FIRST),
-        }
+        steps.setdefault("low", max(2, (estimate - low) // BISECT_FIRST))
+        steps.setdefault("high", max(2, (high - estimate) // BISECT_FIRST))
         sides = ["low", "high"]
         while low < high and sides:
             left_ms = time_ms - (time.perf_counter() - started) * 1000.0 if time_ms else 0.0
@@ -359,7 +363,7 @@ class Engine:
             sides.append(sides.pop(0))
             # A test of value >= beta raises the lower bound when it holds, lowers the upper
             # bound when it fails.
-            beta = low + step["low"] if side == "low" else high + 1 - step["high"]
+            beta = low + steps["low"] if side == "low" else high + 1 - steps["high"]
             beta += (beta - total) % 2
             beta = min(max(beta, low + 1), high)
             share = len(sides) + 1
@@ -368,16 +372,17 @@ class Engine:
             )
             v = s.probe(position, rules, beta - 1, beta)
             if v is None:
-                if step[side] <= 2:
-                    sides.remove(side)
-                step[side] //= 2
+                if steps[side] <= 2:
+                    sides.remove(side)  # its step stays 2: the next round tries it first
+                else:
+                    steps[side] //= 2
             else:
                 if v >= beta:
                     low = v
                 else:
                     high = v
                 if (v >= beta) == (side == "low"):
-                    step[side] *= 2
+                    steps[side] *= 2
         for line in lines:
             line.upper = min(line.upper, high)
         return low, high

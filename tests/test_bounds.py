@@ -3,11 +3,14 @@ budget on null-window tests far from the estimate, and the bounds it proves hold
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from kalah_core import Rules, solver
+from kalah_core.game import legal_moves
 from kalah_core.position import parse_position
-from kalah_core.solver import ROUND_MS, Engine, _schedule
+from kalah_core.solver import INFINITE, ROUND_MS, Engine, _schedule
 
 ENGINE = Engine(tt_mb=16)
 
@@ -67,3 +70,48 @@ def test_a_proof_spread_over_many_rounds_is_the_proof(
         assert m.exact == (prove == "all" or m.lower == m.upper)
         if m.exact:
             assert m.value == truth[m.move]
+
+
+class _Recorder:
+    """A searcher stand-in that records every bounds test (beta, answer) and forwards all."""
+
+    def __init__(self, searcher: Any) -> None:
+        self._searcher = searcher
+        self.tests: list[tuple[int, int | None]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._searcher, name)
+
+    def probe(self, position: Any, rules: Rules, alpha: int, beta: int) -> int | None:
+        v: int | None = self._searcher.probe(position, rules, alpha, beta)
+        self.tests.append((beta, v))
+        return v
+
+
+def test_a_round_of_bounds_starts_with_the_cheapest_test_left() -> None:
+    """A test that ran out is retried before any test farther from the same bound (which costs
+    more), in the next round on the warm table: the rounds keep their steps."""
+    rules = Rules(houses=6, seeds=4, capture="always")  # no database: long tests
+    start = parse_position("start", rules)
+    engine = Engine(tt_mb=16)
+    recorder = _Recorder(engine.searcher)
+    engine.searcher = recorder  # type: ignore[assignment]
+    engine.searcher.begin(start, rules, 0, 1)
+    lines = [engine._line(start, rules, move) for move in legal_moves(start, rules)]
+    steps: dict[str, int] = {}
+    low, high = engine._bisect_root(start, rules, lines, (-INFINITE, INFINITE), steps, 0, 20_000)
+    first_round = recorder.tests[:]
+    # The low side tests below the middle of the first round's bounds, the high side above.
+    ran_out_low = [beta for beta, v in first_round if v is None and beta <= (low + high) // 2]
+    ran_out_high = [beta for beta, v in first_round if v is None and beta > (low + high) // 2]
+    assert ran_out_low and ran_out_high  # the round ended with tests that ran out
+    recorder.tests.clear()
+    engine._bisect_root(start, rules, lines, (low, high), steps, 0, 200_000)
+    second_round = recorder.tests
+    first_low = next(beta for beta, _ in second_round if beta <= (low + high) // 2)
+    first_high = next(beta for beta, _ in second_round if beta > (low + high) // 2)
+    assert first_low <= min(ran_out_low)
+    assert first_high >= max(ran_out_high)
+    for beta, v in first_round + second_round:  # and what the tests proved holds (value +10)
+        if v is not None:
+            assert v <= 10 if v >= beta else v >= 10
