@@ -373,7 +373,7 @@ class Engine:
             v = s.probe(position, rules, beta - 1, beta)
             if v is None:
                 if steps[side] <= 2:
-                    sides.remove(side)  # its step stays 2: the next round tries it first
+                    sides.remove(side)  # its step stays smallest: the next round tries it first
                 else:
                     steps[side] //= 2
             else:
