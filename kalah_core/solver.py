@@ -60,7 +60,7 @@ class Analysis:
 
 Prove = Literal["all", "optimal", "value"]
 
-ENGINE_VERSION = "kalah-core-0.1.0/search-5"
+ENGINE_VERSION = "kalah-core-0.1.0/search-6"
 """Changes whenever a search change could change an answer; part of every cache key."""
 
 
