@@ -9,8 +9,9 @@ Crash safety is ours, not RQ's (whose abandoned-job detection takes minutes): a 
 starts a chunk takes a lease (``lease:<n>``, :data:`LEASE_MS`) and renews it every
 :data:`HEARTBEAT_S` while it works. Every worker's reaper looks at the chunks started but
 neither finished nor leased, i.e. whose worker died, and puts them back on the queue (a chunk
-lost :data:`MAX_ATTEMPTS` times fails the job). Finishing a chunk is one atomic script that
-records the chunk once, so a chunk run twice (the slow original and its retry) counts once.
+lost :data:`MAX_ATTEMPTS` times fails the job). A ticket lost with its worker before the chunk
+was taken is issued again (:meth:`JobStore.reissue`). Finishing a chunk is one atomic script
+that records the chunk once, so a chunk run twice (the slow original and its retry) counts once.
 
 Fair scheduling: a job belongs to the API key that posted it (its owner; nobody else reads
 it). Its chunks wait in the owner's list (``fair:<owner>``) and the owners with waiting chunks
@@ -307,6 +308,9 @@ class JobStore:
                 args=[owner, int(front), *entries[start : start + 1000]],
                 client=pipe,
             )
+        self._tickets(pipe, len(entries), front=front)
+
+    def _tickets(self, pipe: redis.client.Pipeline, count: int, *, front: bool = False) -> None:
         ticket = Queue.prepare_data(
             TICKET_FUNCTION,
             timeout=self.chunk_timeout_s,
@@ -315,8 +319,32 @@ class JobStore:
             description="kalah batch: the next chunk, owners round-robin",
             at_front=front,
         )
-        for start in range(0, len(entries), 500):
-            self.queue.enqueue_many([ticket] * min(500, len(entries) - start), pipeline=pipe)
+        for start in range(0, count, 500):
+            self.queue.enqueue_many([ticket] * min(500, count - start), pipeline=pipe)
+
+    def waiting(self) -> int:
+        """How many chunks wait in their owners' lists (not yet taken by a worker)."""
+        owners = cast(list[bytes], self.redis.lrange(RING, 0, -1))
+        lengths = [self.redis.llen(FAIR_PREFIX + o.decode()) for o in owners]
+        return sum(lengths)
+
+    def reissue(self) -> int:
+        """Tickets again for chunks left waiting without one; returns how many were issued.
+
+        A worker cut off from Redis after taking a ticket off the queue and before taking its
+        chunk loses the ticket (RQ drops a job it could not start), and the chunk would wait
+        forever. Every waiting chunk has its ticket on the queue, so an empty queue while
+        chunks wait means lost tickets (or tickets a worker is about to run): each waiting
+        chunk gets one. A spare ticket finds no chunk and returns at once."""
+        if self.queue.count:
+            return 0
+        waiting = self.waiting()
+        if waiting:
+            pipe = self.redis.pipeline(transaction=True)
+            self._tickets(pipe, waiting)
+            pipe.execute()
+            log.warning("%d chunks waited without a ticket on the queue; tickets issued", waiting)
+        return waiting
 
     def take(self) -> tuple[str, int] | None:
         """The next chunk to run, owners round-robin: (job id, chunk), or None."""

@@ -20,6 +20,7 @@ import os
 import socket
 import threading
 import time
+from types import FrameType
 
 import redis
 
@@ -110,29 +111,45 @@ def run_worker(*, burst: bool = False, name: str | None = None) -> int:
             beat()
             try:
                 store.reap()
+                store.reissue()
             except Exception:  # a Redis hiccup: try again next round
                 log.exception("reaper round failed")
 
     threading.Thread(target=reaper, name="reaper", daemon=True).start()
     level = os.environ.get("KALAH_LOG_LEVEL", "INFO").upper()
     pause = OUTAGE_PAUSE_S
+
+    class Worker(SimpleWorker):
+        """RQ's worker, remembering whether it was asked to stop (SIGTERM, SIGINT)."""
+
+        stop_requested = False
+
+        def request_stop(self, signum: int, frame: FrameType | None) -> None:
+            self.stop_requested = True
+            super().request_stop(signum, frame)  # type: ignore[no-untyped-call]
+
     try:
         for attempt in itertools.count():
-            # A new RQ worker after an outage (RQ's own loop gives up on a lost connection);
-            # this process, its warm engine and its databases stay. A chunk cut off by the
-            # outage is re-queued by a reaper once its lease lapses.
+            # A new RQ worker after an outage; this process, its warm engine and its databases
+            # stay. RQ's own loop gives up on a lost connection: it raises, or it logs the error
+            # and returns as if it had been stopped. A chunk cut off by the outage is re-queued
+            # by a reaper once its lease lapses, a ticket lost with it issued again.
             try:
-                worker = SimpleWorker(
+                if burst:
+                    store.reissue()
+                worker = Worker(
                     [store.queue],
                     connection=store.redis,
                     name=name if attempt == 0 or name is None else f"{name}-{attempt}",
                 )
                 worker.work(burst=burst, logging_level=level)
-                return 0
+                if worker.stop_requested or (burst and not store.waiting()):
+                    return 0
+                log.warning("RQ's worker quit unasked; a new one in %.1f s", pause)
             except (redis.ConnectionError, redis.TimeoutError) as error:
                 log.warning("Redis unreachable (%s); trying again in %.1f s", error, pause)
-                time.sleep(pause)
-                pause = min(2 * pause, OUTAGE_PAUSE_MAX_S)
+            time.sleep(pause)
+            pause = min(2 * pause, OUTAGE_PAUSE_MAX_S)
     finally:
         stop.set()
         with contextlib.suppress(redis.RedisError):  # else it goes stale by itself

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
 from flask.testing import FlaskClient
 
@@ -144,3 +145,48 @@ def test_batch_survives_a_worker_killed_mid_chunk(
         assert single["cached"] is False
         assert stable(result) == stable(single)
         assert result["pv"][0][0] in single["best_moves"]
+
+
+def test_a_worker_outlives_rq_giving_up_on_a_lost_connection(
+    redis_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RQ's loop, cut off from Redis as it starts a job, logs the error and returns as if it
+    had been stopped, and the ticket it took off the queue is gone. ``kalah worker`` starts a
+    new RQ worker, issues the lost ticket again, and the job finishes."""
+    from rq import SimpleWorker
+
+    from api.batch import worker
+
+    redis_server.flush()
+    settings = {"TESTING": True, "KALAH_REDIS_URL": redis_server.url, "KALAH_BATCH_INLINE_MAX": 1}
+    app = create_app(settings)
+    api = app.test_client()
+    key, _ = app.extensions["kalah_auth"].store.create("premium")
+    api.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {key}"
+    body = {"positions": endgame_positions(6), "rules": "kalah", "limits": {"time_ms": 200}}
+    response = api.post("/v1/batch", json=body)
+    assert response.status_code == 202, response.json
+
+    for name, value in {
+        "KALAH_REDIS_URL": redis_server.url,
+        "KALAH_EGDB_PATH": "off",
+        "KALAH_TT_MB": "16",
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(worker, "_STATE", [])
+    monkeypatch.setattr(worker, "OUTAGE_PAUSE_S", 0.01)
+    starts: list[str] = []
+    execute_job = SimpleWorker.execute_job
+
+    def cut_off_once(self: Any, job: Any, queue: Any) -> Any:
+        starts.append(job.id)
+        if len(starts) == 1:
+            raise redis.ConnectionError("Connection reset by peer (the test's outage)")
+        return execute_job(self, job, queue)
+
+    monkeypatch.setattr(SimpleWorker, "execute_job", cut_off_once)
+    assert worker.run_worker(burst=True) == 0
+    status = api.get(response.headers["Location"]).json
+    assert status["status"] == "finished", status
+    assert status["progress"] == {"done": 6, "total": 6}
+    assert len(starts) >= 2, "the first RQ worker gave up; a second one ran the chunk"
