@@ -2,11 +2,15 @@
 
     python benchmarks/hard_set.py generate [--egdb-dir /work/egdb]   # writes hard_set.json
     python benchmarks/hard_set.py run --baseline HEAD~1 [--threads 2] [--egdb-dir /work/egdb]
+    python benchmarks/hard_set.py run --held-out ...                 # the held-out set instead
 
 ``generate`` plays fixed-seed random games of Kalah(6,4), (6,5) and (6,6) under both capture
 rules, keeps positions with 40-60 seeds in houses whose single-thread proof of the value
 (``prove="value"``, 24-seed database) costs between MIN_NODES and MAX_NODES nodes, and stores
-each with its exact value in ``benchmarks/hard_set.json``.
+each with its exact value in ``benchmarks/hard_set.json``. ``--held-out`` draws another set the
+same way from other random games, three positions per size and capture rule, into
+``benchmarks/held_out.json``: a weight or a threshold chosen on the hard set is checked there,
+on positions it was not chosen on.
 
 ``run`` builds the baseline commit in a temporary directory (``git archive`` + ``build_ext
 --inplace``), starts one worker process per build, and proves every position with 1 thread and
@@ -36,10 +40,12 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).with_name("hard_set.json")
+HELD_OUT = Path(__file__).with_name("held_out.json")
 SIZES = (4, 5, 6)
 CAPTURES = ("nonempty", "always")
 DATABASES = {"nonempty": "kalah-24.egdb", "always": "always-24.egdb"}
 PER_GAME = 2  # positions kept per (seeds, capture)
+HELD_OUT_PER_GAME = 3
 MIN_NODES = 1_500_000
 MAX_NODES = 40_000_000
 TT_MB = 256
@@ -128,9 +134,10 @@ def generate(args: argparse.Namespace) -> None:
     for seeds in SIZES:
         for capture in CAPTURES:
             rules = Rules(houses=6, seeds=seeds, capture=capture)
-            rng = random.Random(f"{seeds}-{capture}")
+            salt = "validation-" if args.held_out else ""
+            rng = random.Random(f"{salt}{seeds}-{capture}")
             kept = 0
-            while kept < PER_GAME:
+            while kept < (HELD_OUT_PER_GAME if args.held_out else PER_GAME):
                 # A random game down to a random number of seeds in houses (the fewer, the
                 # cheaper the proof: Kalah(6,6) positions with 55 seeds take hours).
                 target = rng.randrange(40, 53)
@@ -152,14 +159,19 @@ def generate(args: argparse.Namespace) -> None:
                     entries.append({**entry, "seeds": n, "value": answer["value"]})
                     kept += 1
     worker.close()
-    write_entries(entries)
-    print(f"{len(entries)} positions written to {DATA}")
+    path = data_file(args)
+    write_entries(entries, path)
+    print(f"{len(entries)} positions written to {path}")
 
 
-def write_entries(entries: list[dict[str, Any]]) -> None:
+def data_file(args: argparse.Namespace) -> Path:
+    return HELD_OUT if args.held_out else DATA
+
+
+def write_entries(entries: list[dict[str, Any]], path: Path) -> None:
     """One position a line: the rules, the position, its seeds in houses, its exact value."""
     lines = ",\n ".join(json.dumps(entry) for entry in entries)
-    DATA.write_text(f"[{lines}]\n", encoding="utf-8")
+    path.write_text(f"[{lines}]\n", encoding="utf-8")
 
 
 def build_baseline(rev: str, into: Path) -> None:
@@ -176,7 +188,7 @@ def build_baseline(rev: str, into: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    entries = json.loads(DATA.read_text(encoding="utf-8"))
+    entries = json.loads(data_file(args).read_text(encoding="utf-8"))
     if args.limit:
         entries = entries[: args.limit]
     with tempfile.TemporaryDirectory(prefix="hard-set-baseline-") as tmp:
@@ -246,6 +258,7 @@ def main() -> None:
     parser.add_argument("--baseline", default="HEAD~1", help="commit to compare against")
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--limit", type=int, default=0, help="only the first N positions")
+    parser.add_argument("--held-out", action="store_true", help="the held-out set instead")
     args = parser.parse_args()
     if args.command == "generate":
         generate(args)
