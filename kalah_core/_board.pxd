@@ -55,6 +55,13 @@ cdef inline int seeds_in(uint64_t w) noexcept nogil:
     """Sum of the bytes of w; exact because no board holds more than 255 seeds."""
     return <int>((w * <uint64_t>0x0101010101010101) >> 56)
 
+cdef inline int houses_used(uint64_t w) noexcept nogil:
+    """The number of non-empty houses (non-zero bytes) of w: each byte folded to its low bit."""
+    w |= w >> 4
+    w |= w >> 2
+    w |= w >> 1
+    return seeds_in(w & <uint64_t>0x0101010101010101)
+
 cdef inline bint is_over(const Board* b, const CRules* r) noexcept nogil:
     """Whether the game has ended in b, with b.me the player to move."""
     if r.majority and (2 * b.my_store > r.total or 2 * b.opp_store > r.total):

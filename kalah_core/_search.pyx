@@ -21,7 +21,7 @@ from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 from kalah_core._egdb cimport EGDB, EndgameTable, egdb_probe, egdb_rank
 from kalah_core._board cimport (
     Board, CRules, Sowing, SWAP, FLAG_PIE, FLAG_NORTH, MAX_HOUSES, MAX_SEEDS,
-    play, is_over, seeds_in, byte_at, swap_legal, make_crules, make_board,
+    play, is_over, seeds_in, houses_used, byte_at, swap_legal, make_crules, make_board,
 )
 from kalah_core._table cimport (
     Table, Probe, TT_PROVEN as PROVEN, TT_NO_MOVE as NO_MOVE, TT_RULES_SALT, TT_STORE_MUL,
@@ -181,14 +181,6 @@ ctypedef struct Child:
     uint64_t hash            # table hash of the child (0 when it is not stored)
     int upper                # proven upper bound on the child's value for the mover (or INF)
     int64_t db_index         # entry of the child in the database, -1 if none (see resolve)
-
-cdef inline int houses_used(uint64_t w) noexcept nogil:
-    """The number of non-empty houses (non-zero bytes) of a side."""
-    w |= w >> 4
-    w |= w >> 2
-    w |= w >> 1
-    w &= <uint64_t>0x0101010101010101
-    return <int>((w * <uint64_t>0x0101010101010101) >> 56)
 
 cdef inline void make_child(const Search* s, const Board* b, int move, Child* c, int alpha,
                             int beta) noexcept nogil:
