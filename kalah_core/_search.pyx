@@ -79,6 +79,7 @@ cdef enum:
     SMP_ABDADA = 2
     DEFER_MIN_SEEDS = 12     # ABDADA defers at nodes with this many seeds or more in houses
     DEFER_ABOVE_DB = 4       # ... or this many more than the endgame database holds
+    MAX_WATCH = 32           # nodes a thread watches for another thread's cut (see exact)
     UNSTORED_ABOVE_DB = 4    # nodes with at most this many seeds more than the database holds
                              # are searched without the table (see make_child)
 
@@ -88,6 +89,11 @@ ctypedef struct Shared:
     int defer_min_seeds      # ... at nodes with at least this many seeds in houses
     int64_t nodes            # every thread's nodes, counted CHECK_EVERY + 1 at a time
     uint64_t busy[BUSY_SLOTS] # hashes of nodes being searched (a lossy set)
+
+ctypedef struct Watch:
+    uint64_t hash            # a node whose younger children this thread searches early
+    int alpha, beta          # its window
+    int d                    # its store difference (table bounds are on the gain to come)
 
 ctypedef struct Search:
     CRules r
@@ -109,6 +115,11 @@ ctypedef struct Search:
     const EGDB* db           # endgame database for these rules, or NULL
     int db_max_seeds         # boards with at most this many seeds in houses are in db
     int table_min_seeds      # boards with fewer seeds in houses are never probed nor stored
+    int watch_n              # nodes on the watch list, outermost first
+    int cancel               # 1 + the index of the watched node another thread decided
+    int cancel_value         # ... and its value (a bound outside its window)
+    Watch watch[MAX_WATCH]
+    int64_t cancels          # watched nodes decided by another thread while searched here
     int64_t contract_checks  # debug builds: exact() answers checked against minimax
     int64_t contract_broken  # debug builds: answers that broke the return contract
 
@@ -133,6 +144,8 @@ cdef void check_budget(Search* s) noexcept nogil:
         s.aborted = 1
     elif s.deadline_ns and now_ns() >= s.deadline_ns:
         s.aborted = 1
+    elif s.watch_n:
+        check_watch(s)
 
 # ---------------------------------------------------------------------------------------------
 # Threads of one search: each its own Search struct (counters, budget flag), sharing the
@@ -152,6 +165,27 @@ cdef inline void set_busy(Shared* sh, uint64_t h) noexcept nogil:
 cdef inline void clear_busy(Shared* sh, uint64_t h) noexcept nogil:
     if h and tt_load(&sh.busy[busy_slot(h)]) == h:
         tt_store_word(&sh.busy[busy_slot(h)], 0)
+
+cdef void check_watch(Search* s) noexcept nogil:
+    """Cancel the search of the outermost watched node whose proven bounds in the table (another
+    thread's, found meanwhile) already decide its window: the rest of its search is waste."""
+    cdef Probe p
+    cdef Watch* w
+    cdef int i
+    for i in range(s.watch_n):
+        w = &s.watch[i]
+        tt_probe(s.tt, w.hash, &p)
+        if not p.found or p.depth != PROVEN:
+            continue
+        if p.lower + w.d >= w.beta:
+            s.cancel_value = p.lower + w.d
+        elif p.upper + w.d <= w.alpha:
+            s.cancel_value = p.upper + w.d
+        else:
+            continue
+        s.cancel = i + 1
+        s.aborted = 1
+        return
 
 cdef inline uint64_t hash_of(const Search* s, const Board* b) noexcept nogil:
     cdef uint64_t x = fmix(b.me ^ fmix(b.opp + s.salt))
@@ -304,8 +338,20 @@ cdef inline int exact(Search* s, const Board* b, int alpha, int beta, uint64_t h
     h is the table hash of b (0 where b is not stored: the pie rule is pending, or b is
     just above the database).
     When s.aborted is set on return the result means nothing.
+    A thread that has left an elder child to another thread and searches the younger ones
+    first watches the node (see exact_node): those searches are wasted if the elder cuts. Once
+    the table holds bounds that decide the node (the other thread's), check_watch cancels the
+    watcher's search of it, which unwinds as an abort to here and returns the table's bound.
     Debug builds (KALAH_DEBUG) check this contract against minimax on small subtrees."""
+    cdef int watched = s.watch_n
     cdef int v = exact_node(s, b, alpha, beta, h)
+    if s.watch_n != watched:
+        s.watch_n = watched
+        if s.cancel == watched + 1:      # this node's search was cancelled: the table decides it
+            s.cancel = 0
+            s.aborted = 0
+            s.cancels += 1
+            v = s.cancel_value
     if KALAH_DEBUG and not s.aborted:
         check_contract(s, b, alpha, beta, v)
     return v
@@ -383,7 +429,8 @@ cdef int exact_node(Search* s, const Board* b, int alpha, int beta, uint64_t h) 
                         store(s, h, v - d, hi - d, kids[k].move, PROVEN, 1)
                         return v
         # Parallel searches leave for later the children another thread is searching now
-        # (simplified ABDADA): their bounds will likely be in the table by then.
+        # (simplified ABDADA): their bounds will likely be in the table by then. A node that
+        # defers one is watched (see exact) until it returns.
         may_defer = s.shared != NULL and s.shared.defer and rest >= s.shared.defer_min_seeds
         deferred = 0
         for k in range(n):
@@ -398,6 +445,13 @@ cdef int exact_node(Search* s, const Board* b, int alpha, int beta, uint64_t h) 
                 if best > -INF and kids[i].hash and is_busy(s.shared, kids[i].hash):
                     order[deferred] = i      # slots already read: deferred <= k
                     deferred += 1
+                    if deferred == 1 and use_table and s.watch_n < MAX_WATCH:
+                        # Its younger brothers now go first: wasted if the deferred one cuts.
+                        s.watch[s.watch_n].hash = h
+                        s.watch[s.watch_n].alpha = alpha
+                        s.watch[s.watch_n].beta = beta
+                        s.watch[s.watch_n].d = d
+                        s.watch_n += 1
                     continue
                 set_busy(s.shared, kids[i].hash)
                 v = exact_child(s, &kids[i], a, beta)
@@ -671,6 +725,8 @@ cdef class Searcher:
             return 0
         sh.stop = 0
         sh.nodes = main.nodes
+        main.watch_n = 0
+        main.cancel = 0
         sh.defer = (self._smp & SMP_ABDADA) != 0
         sh.defer_min_seeds = self.s.db_max_seeds + DEFER_ABOVE_DB if self.s.db != NULL \
             else DEFER_MIN_SEEDS
@@ -681,6 +737,9 @@ cdef class Searcher:
             helpers[t].nodes = 0
             helpers[t].aborted = 0
             helpers[t].horizon = 0
+            helpers[t].cancels = 0           # counters summed into main's after the region
+            helpers[t].contract_checks = 0
+            helpers[t].contract_broken = 0
             helpers[t].perturb = t if self._smp & SMP_LAZY else 0
         for t in range(n):
             finished[t] = 0
@@ -696,6 +755,9 @@ cdef class Searcher:
         for t in range(1, n):
             main.nodes += helpers[t].nodes
             main.horizon += helpers[t].horizon
+            main.cancels += helpers[t].cancels
+            main.contract_checks += helpers[t].contract_checks
+            main.contract_broken += helpers[t].contract_broken
         for t in range(n):
             if finished[t] and not found:
                 answer = results[t]
@@ -928,6 +990,12 @@ cdef class Searcher:
         """Debug builds: answers of the exact search checked against minimax so far, and how
         many broke the return contract, as (checked, broken)."""
         return self.s.contract_checks, self.s.contract_broken
+
+    @property
+    def cancelled(self):
+        """Searches of a node cut short because another thread decided it meanwhile (the
+        table held bounds outside its window), over this searcher's life, every thread's."""
+        return self.s.cancels
 
     @property
     def aborted(self):

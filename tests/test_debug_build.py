@@ -58,11 +58,21 @@ for prove in ("all", "value"):
     with_db.clear()
     a = with_db.analyse(parse_position("start", rules), rules, prove=prove)
 db_checked, db_broken = with_db.searcher.contract_checks
+
+# Two threads: deferred children, and searches cancelled when the other thread decides a node.
+rules = Rules.from_json(json.loads(sys.argv[4]))
+parallel = Engine(tt_mb=4, threads=2)
+for prove in ("all", "value"):
+    parallel.clear()
+    p = parallel.analyse(parse_position("start", rules), rules, prove=prove)
+par_checked, par_broken = parallel.searcher.contract_checks
 print(json.dumps({"values": values, "checked": checked, "broken": broken, "db_value": a.value,
-                  "db_checked": db_checked, "db_broken": db_broken}))
+                  "db_checked": db_checked, "db_broken": db_broken, "par_value": p.value,
+                  "par_checked": par_checked, "par_broken": par_broken}))
 """
 
 DB_GAME = Rules(houses=4, seeds=3)
+PARALLEL_GAME = Rules(houses=4, seeds=4)
 
 
 def test_debug_build_checks_the_return_contract(tmp_path: Path) -> None:
@@ -90,6 +100,7 @@ def test_debug_build_checks_the_return_contract(tmp_path: Path) -> None:
             games,
             json.dumps(DB_GAME.to_json()),
             str(tmp_path / "db.egdb"),
+            json.dumps(PARALLEL_GAME.to_json()),
         ],
         cwd=tmp_path,
         env=env,
@@ -108,3 +119,7 @@ def test_debug_build_checks_the_return_contract(tmp_path: Path) -> None:
         engine.analyse(parse_position("start", rules), rules).value for rules in GAMES
     ]
     assert result["db_value"] == engine.analyse(parse_position("start", DB_GAME), DB_GAME).value
+    assert result["par_broken"] == 0
+    assert result["par_checked"] > 1000
+    start = parse_position("start", PARALLEL_GAME)
+    assert result["par_value"] == engine.analyse(start, PARALLEL_GAME).value
