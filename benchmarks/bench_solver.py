@@ -1,7 +1,7 @@
 """Solver figures in one run: start positions, the time-limit guarantee, mid-game positions.
 
 Prints medians (and maxima where a bound matters) so that runs can be compared as ratios.
-Each figure is one core, from an empty transposition table, start-up excluded.
+Each figure is one core (unless --threads), from an empty transposition table, start-up excluded.
 
     python benchmarks/bench_solver.py                 # everything (Kalah(6,4) takes a while)
     python benchmarks/bench_solver.py --quick         # skip Kalah(6,4)
@@ -12,6 +12,10 @@ Each figure is one core, from an empty transposition table, start-up excluded.
     python benchmarks/bench_solver.py --k66-tests=-30,+39 --k66-capture always
                                                       # null-window tests of the Kalah(6,6) start:
                                                       # which bounds it proves, each within a limit
+    python benchmarks/bench_solver.py --k66-tests=-40,-36,-32,-28,-24,-20,-16 --k66-capture always \
+        --k66-seconds 400 --threads 2 --tt-mb 1024    # a ladder: each test's nodes against the
+                                                      # one before, so how a bound's cost grows
+                                                      # with its distance from the value
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ def main() -> None:
     )
     parser.add_argument("--quick", action="store_true", help="skip Kalah(6,4) from the start")
     parser.add_argument("--tt-mb", type=int, default=256)
+    parser.add_argument("--threads", type=int, default=1, help="cores per search (default 1)")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--midgame", type=int, default=200, help="number of mid-game positions")
     parser.add_argument("--k65", action="store_true", help="also Kalah(6,5) (minutes)")
@@ -101,7 +106,7 @@ def main() -> None:
             paths.append(str(stats.path))
     started = time.perf_counter()
     databases = [EndgameDatabase.open_any(path) for path in paths]
-    engine = Engine(args.tt_mb, databases)
+    engine = Engine(args.tt_mb, databases, threads=args.threads)
     print(
         f"engine start-up {1000 * (time.perf_counter() - started):.1f} ms "
         f"({len(databases)} database(s): {', '.join(map(repr, databases)) or 'none'})"
@@ -167,22 +172,36 @@ def main() -> None:
 
 
 def bounds_of_kalah66(engine: Engine, args: argparse.Namespace) -> None:
-    """A far-off bound is much cheaper to prove than one near the value: each test says which."""
+    """A far-off bound is much cheaper to prove than one near the value: each test says which,
+    and what it cost against the test before it (a ladder of tests shows how fast the cost
+    grows as the bound nears the value; only tests on the same side of the value compare)."""
     rules = Rules(seeds=6, capture=args.k66_capture)
     start = Position.start(rules)
     searcher = engine.searcher
-    print(f"Kalah(6,6) start, {rules.capture} capture, tests within {args.k66_seconds:.0f} s each")
+    print(
+        f"Kalah(6,6) start, {rules.capture} capture, tests within {args.k66_seconds:.0f} s each, "
+        f"{engine.threads} thread(s), {args.tt_mb} MiB table"
+    )
+    last = (0, True)  # the nodes of the last test that finished, and whether it held
     for beta in (int(b) for b in args.k66_tests.split(",")):
         engine.clear()
         searcher.begin(start, rules, args.k66_seconds * 1000.0, 0)
+        before = searcher.nodes
         started = time.perf_counter()
         v = searcher.probe(start, rules, beta - 1, beta)
         seconds = time.perf_counter() - started
+        nodes = searcher.nodes - before
         if v is None:
             verdict = "unresolved"
         else:
             verdict = f"proven value >= {v:+d}" if v >= beta else f"proven value <= {v:+d}"
-        print(f"  value >= {beta:+d}?  {verdict:<24} {seconds:7.1f} s  {searcher.nodes:>14,} nodes")
+        same_side = v is not None and last[0] and last[1] == (v >= beta)
+        growth = f"  {nodes / last[0]:5.2f}x the nodes of the test before" if same_side else ""
+        print(
+            f"  value >= {beta:+d}?  {verdict:<24} {seconds:7.1f} s  {nodes:>14,} nodes{growth}",
+            flush=True,
+        )
+        last = (nodes, v >= beta) if v is not None else (0, True)
 
 
 if __name__ == "__main__":
