@@ -12,10 +12,11 @@ Each figure is one core (unless --threads), from an empty transposition table, s
     python benchmarks/bench_solver.py --k66-tests=-30,+39 --k66-capture always
                                                       # null-window tests of the Kalah(6,6) start:
                                                       # which bounds it proves, each within a limit
-    python benchmarks/bench_solver.py --k66-tests=-40,-36,-32,-28,-24,-20,-16 --k66-capture always \
-        --k66-seconds 400 --threads 2 --tt-mb 1024    # a ladder: each test's nodes against the
-                                                      # one before, so how a bound's cost grows
-                                                      # with its distance from the value
+    python benchmarks/bench_solver.py --egdb F --k66-capture always --threads 2 --tt-mb 1024 \
+        --k66-seconds 450 --k66-tests=-40,-36,-32,-28,-24,-20,-16,+44,+40,+36,+32
+                                                      # a ladder: each test's nodes against the
+                                                      # one before on its side, so how a bound's
+                                                      # cost grows with its distance from the value
 """
 
 from __future__ import annotations
@@ -182,7 +183,7 @@ def bounds_of_kalah66(engine: Engine, args: argparse.Namespace) -> None:
         f"Kalah(6,6) start, {rules.capture} capture, tests within {args.k66_seconds:.0f} s each, "
         f"{engine.threads} thread(s), {args.tt_mb} MiB table"
     )
-    last = (0, True)  # the nodes of the last test that finished, and whether it held
+    last: tuple[int, bool] | None = None  # the last test's nodes and whether it held, if it ended
     for beta in (int(b) for b in args.k66_tests.split(",")):
         engine.clear()
         searcher.begin(start, rules, args.k66_seconds * 1000.0, 0)
@@ -195,13 +196,15 @@ def bounds_of_kalah66(engine: Engine, args: argparse.Namespace) -> None:
             verdict = "unresolved"
         else:
             verdict = f"proven value >= {v:+d}" if v >= beta else f"proven value <= {v:+d}"
-        same_side = v is not None and last[0] and last[1] == (v >= beta)
-        growth = f"  {nodes / last[0]:5.2f}x the nodes of the test before" if same_side else ""
+        held = v is not None and v >= beta
+        growth = ""
+        if v is not None and last is not None and last[1] == held:  # same side of the value
+            growth = f"  {nodes / last[0]:5.2f}x the nodes of the test before"
         print(
             f"  value >= {beta:+d}?  {verdict:<24} {seconds:7.1f} s  {nodes:>14,} nodes{growth}",
             flush=True,
         )
-        last = (nodes, v >= beta) if v is not None else (0, True)
+        last = (nodes, held) if v is not None else None
 
 
 if __name__ == "__main__":
