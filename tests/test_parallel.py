@@ -61,6 +61,7 @@ def move_values(engine: Engine, position: Position, rules: Rules) -> dict[object
 _serial: dict[tuple[Rules, Position], dict[object, int]] = {}
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("smp", [1, 2, 3], ids=["lazy", "abdada", "both"])
 def test_parallel_values_equal_serial(smp: int) -> None:
     PARALLEL.searcher.smp = smp
@@ -74,6 +75,7 @@ def test_parallel_values_equal_serial(smp: int) -> None:
         assert PARALLEL.searcher.cancelled > cancelled
 
 
+@pytest.mark.system
 def test_parallel_value_only_proofs_and_budgets() -> None:
     PARALLEL.searcher.smp = 2
     for rules, position in CASES[::3]:

@@ -20,6 +20,8 @@ from test_batch_workers import endgame_positions
 
 from api.keys import make_key_store
 
+pytestmark = pytest.mark.system
+
 POSTS = ("/v1/analysis", "/v1/play", "/v1/batch", "/v1/games/analysis")
 
 

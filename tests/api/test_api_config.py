@@ -92,6 +92,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@pytest.mark.system
 def test_serve_starts_and_stops_cleanly(tmp_path: Path) -> None:
     """``python -m api.serve`` (what ``kalah serve`` runs) from an empty folder: answers, then
     stops on SIGTERM."""

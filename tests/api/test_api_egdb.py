@@ -93,6 +93,7 @@ def wait_attached(service: DatabaseService, count: int) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.system
 def test_auto_builds_every_preset_once_in_the_background(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

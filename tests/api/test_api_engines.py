@@ -35,6 +35,7 @@ def hold(engines: EnginePool, budget_ms: int, started: threading.Event) -> threa
     return thread
 
 
+@pytest.mark.system
 def test_searches_run_at_once_without_the_gil() -> None:
     engines = pool(3)
     first, second = threading.Event(), threading.Event()
@@ -46,6 +47,7 @@ def test_searches_run_at_once_without_the_gil() -> None:
     assert engines.engines == 2
 
 
+@pytest.mark.system
 def test_the_last_engine_is_kept_for_short_searches() -> None:
     engines = pool(2)
     long_one = hold(engines, 3000, threading.Event())
@@ -62,6 +64,7 @@ def test_the_last_engine_is_kept_for_short_searches() -> None:
     long_one.join()
 
 
+@pytest.mark.system
 def test_a_search_waits_for_an_engine_within_its_budget() -> None:
     engines = pool(1, waiting=1)
     busy = hold(engines, 400, threading.Event())

@@ -22,6 +22,8 @@ from loadclient import Call, run
 from kalah_core import Position, Rules, legal_moves, play
 from kalah_core.solver import Engine
 
+pytestmark = pytest.mark.system
+
 if TYPE_CHECKING:
     from conftest import Gunicorn, RedisServer
 

@@ -151,6 +151,7 @@ def long_game(seed: int) -> dict[str, object]:
     }
 
 
+@pytest.mark.system
 def test_a_review_has_a_total_bound_the_caller_cannot_escape(app: Flask) -> None:
     """Finding 11: a review with time_ms 1 over 430 sowings ran 2.05 s (1 ms of budget, and
     each position's work around its search on top). A budget below 5 ms a distinct position is
@@ -176,6 +177,7 @@ def test_a_review_has_a_total_bound_the_caller_cannot_escape(app: Flask) -> None
     assert review_s < 2 * least / 1000 + OVERRUN_S
 
 
+@pytest.mark.system
 def test_a_review_on_a_machine_too_busy_for_its_budget_stops_with_a_503(app: Flask) -> None:
     """Each position's work made slow (a machine too busy): the review stops at twice its
     budget and a second with a 503 and Retry-After, instead of running on."""

@@ -21,6 +21,8 @@ import requests
 from conftest import ROOT, Gunicorn, RedisServer, free_port
 from figures import measured
 
+pytestmark = pytest.mark.system
+
 SHIPPED = ROOT / "deploy" / "k8s" / "nginx.conf"
 
 
