@@ -109,7 +109,7 @@ def test_serve_starts_and_stops_cleanly(tmp_path: Path) -> None:
         stderr=subprocess.STDOUT,
     )
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120
         while True:
             try:
                 if requests.get(f"http://127.0.0.1:{port}/livez", timeout=1).ok:
