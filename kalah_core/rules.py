@@ -1,4 +1,4 @@
-"""Rule options and the named presets of RULES.md.
+"""Rule options and the named presets of docs/rules.md.
 
 A :class:`Rules` is an immutable value; presets are plain instances, and ``Rules.preset(name,
 **overrides)`` builds a variant. ``to_json()`` is the normalized form used in cache keys.
@@ -36,7 +36,7 @@ OPTION_DOCS: dict[str, str] = {
 
 @dataclass(frozen=True, slots=True)
 class Rules:
-    """Every option of RULES.md; defaults are the standard ``kalah`` preset."""
+    """Every option of docs/rules.md; defaults are the standard ``kalah`` preset."""
 
     houses: int = 6
     seeds: int = 4
