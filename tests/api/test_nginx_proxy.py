@@ -206,6 +206,7 @@ def raw_exchange(port: int, request: bytes) -> tuple[int, str, bytes]:
         ),
         pytest.param(b"TRACE / HTTP/1.1\r\nHost: x\r\n\r\n", 405, "method", id="405-trace"),
         pytest.param(b"GET /.problems/400 HTTP/1.1\r\nHost: x\r\n\r\n", 404, None, id="404-page"),
+        pytest.param(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", 404, None, id="404-metrics"),
     ],
 )
 def test_nginxs_own_errors_are_problems(
