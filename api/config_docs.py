@@ -147,6 +147,13 @@ MEANINGS: dict[str, str] = {
     "KALAH_CORS_ORIGINS": (
         "Origins allowed to call the public endpoints from a browser, comma-separated."
     ),
+    "KALAH_METRICS_ALLOW": (
+        "Who may read `/metrics`: comma-separated addresses or networks (`*`: anyone); others "
+        "get a 403 problem. Every address a request came through must be inside: the peer and "
+        "each `X-Forwarded-For` entry. `deploy/k8s/api.yaml` allows the cluster's private "
+        "networks (Prometheus scrapes port 8000 directly); the shipped nginx answers `/metrics` "
+        "with a 404."
+    ),
 }
 """What each variable of the settings table means, in the table's order."""
 
