@@ -24,7 +24,6 @@ from kalah_core.errors import KalahError
 
 from . import egdb, metrics
 from .analysis import routes as analysis_routes
-from .analysis.analyser import Analyser
 from .batch import routes as batch_routes
 from .batch.embedded_jobs import make_job_store
 from .board import page as board_page
@@ -32,13 +31,15 @@ from .board import routes as board_routes
 from .bounds import init_body_guard
 from .cache import make_cache
 from .config import ENV_NAMES, MAX_BODY_BYTES, Settings, load_settings
-from .errors import PROBLEM_JSON, ApiProblem, problem_for
+from .core.analyser import Analyser
+from .core.problems import ApiProblem
+from .errors import PROBLEM_JSON, problem_for
 from .games import routes as games_routes
 from .health import routes as health_routes
 from .keys import Authenticator, make_key_store
 from .play import routes as play_routes
 from .problems import routes as problems_routes
-from .ratelimit import COSTS_DOC, RateLimitDocsPlugin, init_rate_limits, reserve_search
+from .ratelimit import COSTS_DOC, RateLimitDocsPlugin, RequestMeter, init_rate_limits
 from .rules import routes as rules_routes
 from .schemas import COMPONENTS, ProblemSchema, component_ref
 from .security import init_security
@@ -150,7 +151,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.config.update({k: v for k, v in config.items() if k not in ENV_NAMES})
 
     cache = make_cache(settings, max_connections=settings.threads + 4)
-    app.extensions["kalah"] = Analyser(settings, cache, before_search=reserve_search)
+    app.extensions["kalah"] = Analyser(settings, cache, meter=RequestMeter())
     if settings.state_url:
         check_state_store(make_state_client(settings.state_url, timeout_s=2.0))
     app.extensions["kalah_jobs"] = make_job_store(settings)

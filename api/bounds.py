@@ -29,7 +29,7 @@ from flask import Flask, current_app, request
 from werkzeug.exceptions import ClientDisconnected
 
 from .config import MAX_BATCH_BODY_BYTES, MAX_BODY_BYTES
-from .errors import ApiProblem
+from .core.problems import ApiProblem
 from .keys import current_caller, require_key
 
 BODY_LIMITS = {"batch.Batch": MAX_BATCH_BODY_BYTES}

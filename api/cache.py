@@ -1,7 +1,7 @@
 """The answer cache: finished analyses, keyed by everything that determines them.
 
 A key is the engine version and the request's key (rules, compact position, effective
-limits: :attr:`api.analysis.request.AnalysisRequest.key`; :meth:`Keys.of`). An exact result
+limits: :attr:`api.core.request.AnalysisRequest.key`; :meth:`Keys.of`). An exact result
 does not depend on the limits, so it is stored under the limits ``exact`` without expiry and
 answers a request with any limits; a heuristic result is stored under its limits with a TTL
 and is replaced only by a deeper one.
@@ -34,7 +34,6 @@ from . import metrics
 from .lease import LEASE_S, holder_dead, owner_token, renewing
 
 if TYPE_CHECKING:
-    from .analysis.request import AnalysisRequest
     from .config import Settings
 
 log = logging.getLogger("api.cache")
@@ -71,13 +70,15 @@ class Keys:
     lock: str
 
     @classmethod
-    def of(cls, engine_version: str, request: AnalysisRequest, knowledge: str = "") -> Keys:
-        """``knowledge`` names what can turn an inexact answer into an exact one (the book,
-        the database attached): it keys the answers for limits, not the proven ones, which
-        no book or database changes."""
+    def of(cls, engine_version: str, key: str, exact_key: str, knowledge: str = "") -> Keys:
+        """The keys of a request whose answer for its limits is keyed ``key`` and whose proven
+        answer ``exact_key`` (:attr:`api.core.request.AnalysisRequest.key` and
+        ``exact_key``). ``knowledge`` names what can turn an inexact answer into an exact one
+        (the book, the database attached): it keys the answers for limits, not the proven
+        ones, which no book or database changes."""
         base = f"{PREFIX}:{engine_version}:"
-        limits = f"{base}{knowledge}:{request.key}" if knowledge else f"{base}{request.key}"
-        return cls(f"{base}{request.exact_key}:exact", limits, f"{limits}:lock")
+        limits = f"{base}{knowledge}:{key}" if knowledge else f"{base}{key}"
+        return cls(f"{base}{exact_key}:exact", limits, f"{limits}:lock")
 
 
 class AnswerCache:

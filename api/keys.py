@@ -27,7 +27,7 @@ from typing import Any, cast
 from flask import g, request
 
 from .config import TIERS
-from .errors import ApiProblem
+from .core.problems import ApiProblem
 
 log = logging.getLogger("api.keys")
 

@@ -53,7 +53,7 @@ from flask import Flask, Response, current_app, g, has_request_context, request
 from limits import RateLimitItem, parse_many
 
 from .config import Settings
-from .errors import ApiProblem
+from .core.problems import ApiProblem
 from .keys import Authenticator
 
 log = logging.getLogger(__name__)
@@ -135,18 +135,29 @@ def reserve(units: int) -> None:
     g.kalah_reserved = int(g.get("kalah_reserved", 0)) + units
 
 
-def prepay_search(budget_ms: float) -> None:
-    """Reserve the whole search budget of a request that runs many searches (a game review):
-    its searches then reserve nothing of their own (see :func:`reserve_search`)."""
-    reserve(search_cost(budget_ms))
-    g.kalah_prepaid = True
+class RequestMeter:
+    """The analyser's meter in the HTTP app (:class:`api.core.analyser.Meter`): the current
+    request's caller pays for the searches it runs. Outside a request (a batch job's runner
+    thread) nothing is charged: a job paid when it was posted."""
 
+    def before_search(self, budget_ms: int) -> None:
+        """Reserve the search's budget, unless the request prepaid (a game review)."""
+        if has_request_context() and not g.get("kalah_prepaid"):
+            reserve(search_cost(budget_ms))
 
-def reserve_search(budget_ms: float) -> None:
-    """The analyser's hook before it searches (a cache miss): reserve the search's budget,
-    unless the request prepaid, or there is no request (a batch worker, the CLI)."""
-    if has_request_context() and not g.get("kalah_prepaid"):
+    def after_search(self, spent_ms: float) -> None:
+        """Charge what the search ran (a prepaid request pays its own time at the end)."""
+        if has_request_context() and not g.get("kalah_prepaid"):
+            charge_search(spent_ms)
+
+    def prepay(self, budget_ms: int) -> None:
+        """Reserve the whole budget of a request that runs many searches (a game review):
+        its searches reserve nothing of their own, and it pays the time it took, at most the
+        budget, when it ends."""
+        if not has_request_context():
+            return
         reserve(search_cost(budget_ms))
+        g.kalah_prepaid = (time.perf_counter(), budget_ms)
 
 
 def search_cost(time_ms: float) -> int:
@@ -437,6 +448,10 @@ def init_rate_limits(app: Flask, settings: Settings, auth: Authenticator) -> Buc
         window: _Admitted | None = g.get("kalah_window")
         if window is None:
             return response
+        prepaid = g.pop("kalah_prepaid", None)
+        if prepaid is not None:
+            started, budget_ms = prepaid
+            charge_search((time.perf_counter() - started) * 1000.0, budget_ms=budget_ms)
         refused = response.status_code == 429  # refused requests are not charged
         cost = 0 if refused else request_cost()
         # What was reserved is counted already: add the rest, or refund what was not spent.

@@ -14,11 +14,29 @@ import marshmallow as ma
 from marshmallow import fields, validate
 
 from kalah_core.position import COMPACT_PATTERN, MAX_SEEDS
-from kalah_core.rules import MAX_HOUSES, OPTION_DOCS, PRESETS
+from kalah_core.rules import (
+    MAX_HOUSES,
+    OPTION_CHOICES,
+    OPTION_DOCS,
+    OPTION_FLAGS,
+    OPTION_RANGES,
+    PRESETS,
+)
 
-MAX_POSITION_TEXT = 1024
-"""Longest position text accepted (the compact notation is at most 64 characters; the rest is
-room for the JSON form sent as text)."""
+from .config import MAX_DEPTH
+from .core.request import MAX_POSITION_TEXT
+
+
+def option_doc(option: str) -> dict[str, Any]:
+    """The JSON schema of a rule option's value, from :mod:`kalah_core.rules` (where each
+    option's values are spelled, once)."""
+    if option in OPTION_RANGES:
+        low, high = OPTION_RANGES[option]
+        return {"type": "integer", "minimum": low, "maximum": high}
+    if option in OPTION_CHOICES:
+        return {"type": "string", "enum": list(OPTION_CHOICES[option])}
+    assert option in OPTION_FLAGS, option
+    return {"type": "boolean"}
 
 
 def ref(name: str) -> dict[str, str]:
@@ -70,35 +88,10 @@ RULES_OBJECT_DOC = {
     "description": "A preset with some options overridden.",
     "properties": {
         "preset": {"allOf": [ref("PresetName")], "description": "The base preset; default kalah."},
-        "houses": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": 8,
-            "description": OPTION_DOCS["houses"],
+        **{
+            option: {**option_doc(option), "description": doc}
+            for option, doc in OPTION_DOCS.items()
         },
-        "seeds": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": 10,
-            "description": OPTION_DOCS["seeds"],
-        },
-        "capture": {
-            "type": "string",
-            "enum": ["nonempty", "always"],
-            "description": OPTION_DOCS["capture"],
-        },
-        "end": {
-            "type": "string",
-            "enum": ["either-side-empty", "mover-empty"],
-            "description": OPTION_DOCS["end"],
-        },
-        "remaining": {
-            "type": "string",
-            "enum": ["owner", "empty-side"],
-            "description": OPTION_DOCS["remaining"],
-        },
-        "majority": {"type": "boolean", "description": OPTION_DOCS["majority"]},
-        "pie": {"type": "boolean", "description": OPTION_DOCS["pie"]},
     },
     "additionalProperties": False,
 }
@@ -115,7 +108,7 @@ MOVE_DOC = {
         {
             "type": "integer",
             "minimum": 1,
-            "maximum": 8,
+            "maximum": MAX_HOUSES,
             "description": "A house, 1..houses from the mover's left.",
         },
         {"type": "string", "enum": ["swap"], "description": "The pie rule's swap."},
@@ -184,27 +177,24 @@ def answer(*optional: str) -> Any:
 
 class PositionField(fields.Field[Any]):
     """A position: ``"start"``, the compact notation, or the JSON form (object or its text).
-    Only the type is checked here; the core parses and reports the problem."""
+    Only the JSON type is checked here; the request type (:mod:`api.core.request`) parses and
+    validates it."""
 
     component = "Position"
 
     default_error_messages = {  # noqa: RUF012 - marshmallow's convention
         "type": "A position is 'start', a compact notation string or an object.",
-        "length": f"A position text is at most {MAX_POSITION_TEXT} characters.",
     }
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
-        if isinstance(value, str):
-            if len(value) > MAX_POSITION_TEXT:
-                raise self.make_error("length")
-            return value
-        if isinstance(value, dict):
+        if isinstance(value, str | dict):
             return value
         raise self.make_error("type")
 
 
 class RulesField(fields.Field[Any]):
-    """Rules: a preset name or an object of options (validated by the core)."""
+    """Rules: a preset name or an object of options (the JSON type only: validated by the
+    request type)."""
 
     component = "Rules"
 
@@ -213,25 +203,23 @@ class RulesField(fields.Field[Any]):
     }
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
-        if (isinstance(value, str) and len(value) <= 64) or (
-            isinstance(value, dict) and len(value) <= 16
-        ):
+        if isinstance(value, str | dict):
             return value
         raise self.make_error("type")
 
 
 class MoveField(fields.Field[Any]):
-    """A move: a house number or ``"swap"``."""
+    """A move: a house number or ``"swap"`` (whether it is legal is the game's to say)."""
 
     component = "Move"
 
     default_error_messages = {  # noqa: RUF012
-        "type": "A move is a house number (1..8) or 'swap'.",
+        "type": f"A move is a house number (1..{MAX_HOUSES}) or 'swap'.",
     }
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
         if value == "swap" or (
-            isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 8
+            isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_HOUSES
         ):
             return value
         raise self.make_error("type")
@@ -259,6 +247,74 @@ def move_field(**kwargs: Any) -> MoveField:
     return MoveField(metadata={"description": MOVE_DOC["description"]}, **kwargs)
 
 
+# -- requests: budgets and the position parameters of a query ------------------------------
+
+TIME_DOC = (
+    "Search time budget in milliseconds; default KALAH_DEFAULT_TIME_MS, at most KALAH_MAX_TIME_MS "
+    "(see GET /v1/rules for this server's values; above it is a 422)."
+)
+DEPTH_DOC = (
+    f"Search only this many sowings deep (a heuristic value unless proven); at most {MAX_DEPTH}."
+)
+NODES_DOC = "Node budget of the search; at most KALAH_MAX_NODES."
+
+
+class LimitsSchema(ma.Schema):
+    """Search budgets in a body. Only the JSON type is checked here (strict: a JSON 5.5 or
+    1e308 is not an integer); the bounds are documented here and checked by
+    :meth:`api.core.request.Limits.checked` (a limit-exceeded problem with its max)."""
+
+    time_ms = fields.Integer(strict=True, metadata={"description": TIME_DOC, "minimum": 1})
+    depth = fields.Integer(
+        strict=True, metadata={"description": DEPTH_DOC, "minimum": 1, "maximum": MAX_DEPTH}
+    )
+    nodes = fields.Integer(strict=True, metadata={"description": NODES_DOC, "minimum": 1})
+
+
+def _option_parameter(option: str) -> fields.Field[Any]:
+    """A query parameter overriding one rule option: its type converts the text, its values
+    are documented from :mod:`kalah_core.rules` and checked by the request type."""
+    doc = option_doc(option)
+    metadata = {"description": f"Override: {OPTION_DOCS[option]}."}
+    if doc["type"] == "integer":
+        return fields.Integer(
+            metadata={**metadata, "minimum": doc["minimum"], "maximum": doc["maximum"]}
+        )
+    if doc["type"] == "string":
+        return fields.String(metadata={**metadata, "enum": doc["enum"]})
+    return fields.Boolean(metadata=metadata)
+
+
+class PositionQuerySchema(ma.Schema):
+    """The position parameters of a query (``GET /v1/analysis``, ``/v1/best-move``,
+    ``/v1/board.svg``): ``position``, ``rules`` and one parameter per rule option."""
+
+    position = fields.String(
+        required=True,
+        validate=validate.Length(min=1),
+        metadata={
+            "description": "'start' or the compact notation, e.g. 444444-0-444444-0-s.",
+            "pattern": POSITION_PATTERN,
+            "maxLength": MAX_POSITION_TEXT,
+        },
+    )
+    rules = fields.String(
+        load_default="kalah",
+        metadata={
+            "description": "The preset whose options the other rule parameters override; default "
+            "kalah.",
+            "enum": list(PRESETS),
+        },
+    )
+    houses = _option_parameter("houses")
+    seeds = _option_parameter("seeds")
+    capture = _option_parameter("capture")
+    end = _option_parameter("end")
+    remaining = _option_parameter("remaining")
+    majority = _option_parameter("majority")
+    pie = _option_parameter("pie")
+
+
 @answer()
 class RulesOptionsSchema(ma.Schema):
     """Every rule option, normalized."""
@@ -266,15 +322,15 @@ class RulesOptionsSchema(ma.Schema):
     houses = fields.Integer(metadata={"description": OPTION_DOCS["houses"]})
     seeds = fields.Integer(metadata={"description": OPTION_DOCS["seeds"]})
     capture = fields.String(
-        validate=validate.OneOf(["nonempty", "always"]),
+        validate=validate.OneOf(OPTION_CHOICES["capture"]),
         metadata={"description": OPTION_DOCS["capture"]},
     )
     end = fields.String(
-        validate=validate.OneOf(["either-side-empty", "mover-empty"]),
+        validate=validate.OneOf(OPTION_CHOICES["end"]),
         metadata={"description": OPTION_DOCS["end"]},
     )
     remaining = fields.String(
-        validate=validate.OneOf(["owner", "empty-side"]),
+        validate=validate.OneOf(OPTION_CHOICES["remaining"]),
         metadata={"description": OPTION_DOCS["remaining"]},
     )
     majority = fields.Boolean(metadata={"description": OPTION_DOCS["majority"]})

@@ -7,9 +7,8 @@ from marshmallow import fields, validate
 
 from kalah_core.rules import PRESETS
 
-from ..analysis.schemas import LimitsSchema
 from ..config import BATCH_PAGE_MAX
-from ..schemas import RulesField, answer, position_field, ref, rules_field
+from ..schemas import LimitsSchema, RulesField, answer, position_field, ref, rules_field
 
 RESULT_DOC = {
     "description": "The item's analysis answer (as POST /v1/analysis gives it; `cached` says "

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import logging
 import os
 import socket
@@ -24,12 +23,9 @@ from types import FrameType
 
 import redis
 
-from kalah_core.errors import KalahError
-
-from ..analysis.analyser import Analyser
 from ..cache import make_cache
 from ..config import Settings, load_settings
-from ..errors import ApiProblem, problem_object
+from ..core.analyser import Analyser
 from ..state import check_state_store, make_state_client
 from .jobs import REAP_EVERY_S, WORKER_BEAT_S, JobStore, job_store
 
@@ -78,11 +74,7 @@ def run_chunk(job_id: str, n: int) -> int:
     answers: list[tuple[int, bytes]] = []
     with store.heartbeat(job_id, n, token):
         for index, task in tasks:
-            try:
-                body = analyser.analyse(task).body
-            except (ApiProblem, KalahError) as error:
-                body = json.dumps(problem_object(error)).encode()
-            answers.append((index, body))
+            answers.append((index, analyser.analyse_item(task)))
     store.complete_chunk(job_id, n, answers)
     return len(answers)
 

@@ -13,7 +13,8 @@ from flask_smorest import Blueprint  # type: ignore[import-untyped]
 from .. import metrics
 from ..batch.embedded_jobs import EmbeddedJobStore
 from ..batch.jobs import stalled_reason
-from ..errors import PROBLEMS, TYPE_PREFIX, problem_response
+from ..core.problems import PROBLEMS, TYPE_PREFIX
+from ..errors import problem_response
 from ..schemas import ProblemSchema
 from .schemas import LiveSchema, ReadySchema
 

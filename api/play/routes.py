@@ -13,8 +13,9 @@ from kalah_core.errors import IllegalMoveError
 from kalah_core.finnish import write_fi
 from kalah_core.game import Game, legal_moves, outcome
 
-from ..analysis.request import parse_position_field, parse_rules
-from ..errors import ApiProblem, document_problems, renamed_field
+from ..core.problems import ApiProblem, renamed_field
+from ..core.request import parse_position_field, parse_rules
+from ..errors import document_problems
 from .schemas import PlayAnswerSchema, PlayRequestSchema
 
 blp = Blueprint(

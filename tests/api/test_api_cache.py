@@ -12,9 +12,9 @@ import redis
 from flask import Flask
 
 from api import create_app
-from api.analysis.analyser import Analyser
-from api.analysis.request import AnalysisRequest, Limits
 from api.cache import Entry, Keys, MemoryCache, RedisCache, _Lru
+from api.core.analyser import Analyser
+from api.core.request import AnalysisRequest, Limits
 from kalah_core import Position, Rules, book
 
 if TYPE_CHECKING:
@@ -229,7 +229,7 @@ def test_entry_round_trip(entry: Entry) -> None:
 def test_keys_hold_version_rules_position_and_limits() -> None:
     request = AnalysisRequest(Position.start(Rules()), Rules(), Limits(500, 4))
     assert request.key == "h6s4neo00:444444-0-444444-0-s:t500d4"
-    keys = Keys.of("eng-1", request)
+    keys = Keys.of("eng-1", request.key, request.exact_key)
     assert keys.limits == "kalah:v1:eng-1:h6s4neo00:444444-0-444444-0-s:t500d4"
     assert keys.exact == "kalah:v1:eng-1:h6s4neo00:444444-0-444444-0-s:exact"
 
@@ -258,8 +258,8 @@ def test_inexact_answers_are_keyed_on_the_book_and_database_proven_ones_are_not(
     """A new book or a database attached later can prove what an earlier search could not:
     the keys of answers for limits name both, the key of proven answers neither."""
     request = AnalysisRequest(Position.start(Rules()), Rules(), Limits(1000))
-    before = Keys.of("eng-1", request, "book-aaa.egdb-1")
-    after = Keys.of("eng-1", request, "book-aaa.egdb24")
+    before = Keys.of("eng-1", request.key, request.exact_key, "book-aaa.egdb-1")
+    after = Keys.of("eng-1", request.key, request.exact_key, "book-aaa.egdb24")
     assert before.exact == after.exact
     assert before.limits != after.limits and before.lock != after.lock
     used = keys_of(redis_app, Rules(), "444444-0-444444-0-s", Limits(1000))
