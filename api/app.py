@@ -29,7 +29,6 @@ from .batch.embedded_jobs import make_job_store
 from .board import page as board_page
 from .board import routes as board_routes
 from .bounds import init_body_guard
-from .cache import make_cache
 from .config import ENV_NAMES, MAX_BODY_BYTES, Settings, load_settings
 from .core.analyser import Analyser
 from .core.problems import ApiProblem
@@ -45,6 +44,7 @@ from .schemas import COMPONENTS, ProblemSchema, component_ref
 from .security import init_security
 from .spec_limits import ServerLimitsPlugin
 from .state import check_state_store, make_state_client
+from .store import make_store
 
 RESOURCES = (
     analysis_routes,
@@ -150,7 +150,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     )
     app.config.update({k: v for k, v in config.items() if k not in ENV_NAMES})
 
-    cache = make_cache(settings, max_connections=settings.threads + 4)
+    cache = make_store(settings, max_connections=settings.threads + 4)
     app.extensions["kalah"] = Analyser(settings, cache, meter=RequestMeter())
     if settings.state_url:
         check_state_store(make_state_client(settings.state_url, timeout_s=2.0))

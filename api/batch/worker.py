@@ -23,10 +23,10 @@ from types import FrameType
 
 import redis
 
-from ..cache import make_cache
 from ..config import Settings, load_settings
 from ..core.analyser import Analyser
 from ..state import check_state_store, make_state_client
+from ..store import make_store
 from .jobs import REAP_EVERY_S, WORKER_BEAT_S, JobStore, job_store
 
 log = logging.getLogger("api.batch.worker")
@@ -52,7 +52,7 @@ def _state() -> tuple[Analyser, JobStore]:
 def _make_state(settings: Settings) -> tuple[Analyser, JobStore]:
     assert settings.state_url
     check_state_store(make_state_client(settings.state_url, timeout_s=2.0))
-    cache = make_cache(settings, max_connections=4)
+    cache = make_store(settings, max_connections=4)
     return Analyser(settings, cache), job_store(settings)
 
 

@@ -30,8 +30,8 @@ from kalah_core.rules import Rules
 from kalah_core.solver import ENGINE_VERSION, Engine
 
 from .. import egdb, metrics
-from ..cache import AnswerCache, Entry, Keys, make_cache
 from ..config import MAX_PV_SOWINGS, Settings, load_settings
+from ..store import AnswerStore, Entry, Keys, make_store
 from .answer import Answer, dumps
 from .engines import EnginePool
 from .problems import ApiProblem, problem_object
@@ -58,7 +58,7 @@ class Analyser:
     """One per app: the settings, the cache and this process's engine."""
 
     def __init__(
-        self, settings: Settings, cache: AnswerCache, *, meter: Meter | None = None
+        self, settings: Settings, cache: AnswerStore, *, meter: Meter | None = None
     ) -> None:
         self.settings = settings
         self.cache = cache
@@ -205,7 +205,7 @@ def default_analyser() -> Analyser:
     the local batch runner's): the server's cache (``KALAH_REDIS_URL``) and limits."""
     if not _DEFAULT:
         settings = load_settings()
-        _DEFAULT.append(Analyser(settings, make_cache(settings, max_connections=2)))
+        _DEFAULT.append(Analyser(settings, make_store(settings, max_connections=2)))
     return _DEFAULT[0]
 
 

@@ -12,9 +12,10 @@ import redis
 from flask import Flask
 
 from api import create_app
-from api.cache import Entry, Keys, MemoryCache, RedisCache, _Lru
 from api.core.analyser import Analyser
 from api.core.request import AnalysisRequest, Limits
+from api.store import EmbeddedStore, RedisStore
+from api.store.base import Entry, Keys, Lru
 from kalah_core import Position, Rules, book
 
 if TYPE_CHECKING:
@@ -179,7 +180,7 @@ def test_redis_recovers_without_a_health_check(own_redis: RedisServer) -> None:
     own_redis.stop()
     assert analyse(app, f"position=start&{SMALL}").status_code == 200
     own_redis.start()
-    time.sleep(RedisCache.BACKOFF_S + 0.1)
+    time.sleep(RedisStore.BACKOFF_S + 0.1)
     analyse(app, "position=start&houses=2&seeds=2")
     other = create_app({"TESTING": True, "KALAH_REDIS_URL": own_redis.url})
     assert analyse(other, "position=start&houses=2&seeds=2").get_json()["cached"] is True
@@ -188,7 +189,7 @@ def test_redis_recovers_without_a_health_check(own_redis: RedisServer) -> None:
 # ---------------------------------------------------------------------------------- memory
 
 
-def test_memory_cache_computes_once_in_a_process(app: Flask) -> None:
+def test_the_embedded_store_computes_once_in_a_process(app: Flask) -> None:
     calls = count_searches(app)
     with ThreadPoolExecutor(6) as pool:
         answers = list(
@@ -199,7 +200,7 @@ def test_memory_cache_computes_once_in_a_process(app: Flask) -> None:
 
 
 def test_lru_is_bounded_and_expires() -> None:
-    lru = _Lru(3)
+    lru = Lru(3)
     for i in range(5):
         lru.put(f"k{i}", Entry(b"{}", True, None), None)
     assert len(lru) == 3 and lru.get("k0") is None and lru.get("k4") is not None
@@ -209,8 +210,8 @@ def test_lru_is_bounded_and_expires() -> None:
     assert lru.get("h") is None
 
 
-def test_memory_heuristic_replaced_only_by_deeper() -> None:
-    cache = MemoryCache(10, 60)
+def test_embedded_heuristic_replaced_only_by_deeper(tmp_path: Path) -> None:
+    cache = EmbeddedStore(tmp_path / "answers", size_mb=1, ttl_s=60, lru_size=10)
     keys = Keys("v:exact", "v:t1", "v:t1:lock")
     cache.put(keys, Entry(b'{"d":5}', False, 5))
     cache.put(keys, Entry(b'{"d":4}', False, 4))
