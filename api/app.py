@@ -38,7 +38,9 @@ from .health import routes as health_routes
 from .keys import Authenticator, make_key_store
 from .play import routes as play_routes
 from .problems import routes as problems_routes
-from .ratelimit import COSTS_DOC, RateLimitDocsPlugin, RequestMeter, init_rate_limits
+from .ratelimit.charging import RequestMeter, charge_body, init_rate_limits
+from .ratelimit.costs import COSTS_DOC
+from .ratelimit.spec import RateLimitDocsPlugin
 from .rules import routes as rules_routes
 from .schemas import COMPONENTS, ProblemSchema, component_ref
 from .security import init_security
@@ -175,7 +177,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     _register_metrics(app)
     _start_databases(app, settings)
     _register_callers_and_limits(app, settings)
-    init_body_guard(app)
+    init_body_guard(app, on_read=charge_body)
     return app
 
 

@@ -22,7 +22,8 @@ from ..core.analyser import Analyser
 from ..core.problems import ApiProblem
 from ..errors import document_problems
 from ..keys import Caller, current_caller
-from ..ratelimit import charge_batch, search_cost
+from ..ratelimit.charging import charge_batch
+from ..ratelimit.costs import search_cost
 from .embedded_jobs import EmbeddedJobStore
 from .items import Batch as ParsedBatch
 from .items import inline_ok, parse_batch

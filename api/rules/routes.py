@@ -25,7 +25,8 @@ from ..config import (
     TIERS,
 )
 from ..core.request import MAX_POSITION_TEXT
-from ..ratelimit import SEARCH_UNIT_MS
+from ..ratelimit.charging import limits_apply
+from ..ratelimit.costs import SEARCH_UNIT_MS
 from .schemas import RulesAnswerSchema
 
 blp = Blueprint("rules", __name__, url_prefix="/v1", description="The rule presets and options.")
@@ -77,6 +78,8 @@ class RulesView(MethodView):
             "rate_limits": {
                 "tiers": {tier: settings.tier_limit(tier) for tier in TIERS},
                 "search_unit_ms": SEARCH_UNIT_MS,
+                "mode": settings.limits,
+                "applies": limits_apply(settings),
             },
             "databases": egdb.service(settings.egdb_path, settings.egdb_seeds).status(),
             "book": book.shipped().info(),

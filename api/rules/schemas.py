@@ -106,6 +106,19 @@ class RateLimitsSchema(ma.Schema):
             "of search it ran."
         }
     )
+    mode = fields.String(
+        validate=validate.OneOf(["auto", "on", "off"]),
+        metadata={
+            "description": "KALAH_LIMITS: auto (every caller but one on a loopback address of "
+            "a server without Redis), on (every caller) or off (none)."
+        },
+    )
+    applies = fields.Boolean(
+        metadata={
+            "description": "Whether the rate limits apply to the caller of this request (false: "
+            "it is not charged, and answers carry no RateLimit headers)."
+        }
+    )
 
 
 @answer()

@@ -13,7 +13,9 @@ from flask.testing import FlaskClient
 
 from api import create_app
 from api.keys import RedisKeyStore, digest, require_key
-from api.ratelimit import ROUTE_COSTS, SYNC_S, charge, charge_batch
+from api.ratelimit.buckets import SYNC_S
+from api.ratelimit.charging import charge, charge_batch
+from api.ratelimit.costs import ROUTE_COSTS
 
 if TYPE_CHECKING:
     from conftest import RedisServer
@@ -28,6 +30,7 @@ def limited_app(anonymous: str = "10/minute", **config: Any) -> Flask:
         {
             "TESTING": True,
             "KALAH_REDIS_URL": "",
+            "KALAH_LIMITS": "on",  # these callers are on loopback: limited all the same
             "KALAH_LIMIT_ANONYMOUS": anonymous,
             "KALAH_LIMIT_STANDARD": "50/minute",
             **config,
@@ -212,7 +215,7 @@ def test_charge_batch_needs_a_key_and_pays_each_item_up_front() -> None:
 
 
 def test_route_costs_table(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("api.ratelimit.ROUTE_COSTS", {**ROUTE_COSTS, "rules.RulesView": 5})
+    monkeypatch.setattr("api.ratelimit.costs.ROUTE_COSTS", {**ROUTE_COSTS, "rules.RulesView": 5})
     client = limited_app("7/minute").test_client()
     assert client.get(RULES).headers["Kalah-Cost"] == "5"
     assert client.get(RULES).status_code == 429  # 2 left, base cost 5
@@ -223,6 +226,8 @@ def test_rules_publishes_the_tiers_and_the_search_unit() -> None:
     assert published == {
         "tiers": {"anonymous": "7/minute", "standard": "50/minute", "premium": "12000/minute"},
         "search_unit_ms": 100,
+        "mode": "on",
+        "applies": True,
     }
 
 
