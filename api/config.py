@@ -7,6 +7,7 @@ The table in ``CONFIG.md`` documents them; keep both in step.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -100,6 +101,8 @@ class Settings:
     limit_premium: str = "12000/minute"
     trusted_proxies: int = 0
     cors_origins: str = "*"
+    metrics_allow: str = "127.0.0.0/8,::1"
+    """Networks that may read ``/metrics`` (comma-separated; ``*``: anyone)."""
 
     @property
     def state_url(self) -> str | None:
@@ -147,6 +150,7 @@ _VARIABLES: dict[str, tuple[str, type, Any, float | None, float | None]] = {
     "KALAH_LIMIT_PREMIUM": ("limit_premium", str, "12000/minute", None, None),
     "KALAH_TRUSTED_PROXIES": ("trusted_proxies", int, 0, 0, 16),
     "KALAH_CORS_ORIGINS": ("cors_origins", str, "*", None, None),
+    "KALAH_METRICS_ALLOW": ("metrics_allow", str, "127.0.0.0/8,::1", None, None),
 }
 
 ENV_NAMES = tuple(_VARIABLES)
@@ -187,7 +191,28 @@ def load_settings(
         raise ValueError(f"KALAH_LIMITS={settings.limits!r}: expected one of auto, on, off")
     for tier in TIERS:
         _check_limit(f"KALAH_LIMIT_{tier.upper()}", settings.tier_limit(tier))
+    parse_networks(settings.metrics_allow)  # a ValueError naming a bad entry
     return settings
+
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def parse_networks(text: str) -> tuple[Network, ...] | None:
+    """The networks of a ``KALAH_METRICS_ALLOW`` value (comma-separated addresses or CIDR
+    networks; ``*``: anyone, returned as None). Raises ValueError naming a bad entry."""
+    entries = [entry.strip() for entry in text.split(",") if entry.strip()]
+    if "*" in entries:
+        return None
+    networks = []
+    for entry in entries:
+        try:
+            networks.append(ipaddress.ip_network(entry, strict=False))
+        except ValueError:
+            raise ValueError(
+                f"KALAH_METRICS_ALLOW: {entry!r} is not an address or network"
+            ) from None
+    return tuple(networks)
 
 
 def _check_limit(name: str, value: str) -> None:

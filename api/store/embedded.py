@@ -19,6 +19,7 @@ all of which we would have to write.
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import threading
@@ -28,6 +29,8 @@ from typing import Any
 import diskcache
 
 from .base import AnswerStore, Entry, Keys, Lru
+
+log = logging.getLogger("api.embedded")
 
 SQLITE_TIMEOUT_S = 5
 """How long a writer waits for SQLite's lock before diskcache gives up (a miss then)."""
@@ -96,9 +99,10 @@ class EmbeddedStore(AnswerStore):
     def ping(self) -> tuple[bool, str]:
         try:
             count = len(self.store)
-        except Exception as error:  # reported by /readyz, never raised
-            return False, f"embedded store {self.directory} unusable: {error}"
-        return True, f"embedded store {self.directory}: {count} entries"
+        except Exception as error:  # reported by /readyz (without the path), never raised
+            log.warning("embedded store %s unusable: %s", self.directory, error)
+            return False, "embedded store unusable (the server log has the error)"
+        return True, f"embedded store: {count} entries"
 
     def size(self) -> int | None:
         return len(self.store)

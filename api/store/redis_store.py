@@ -135,7 +135,7 @@ class RedisStore(AnswerStore):
             self.client.ping()
         except self.errors as error:
             self.failed(error)
-            return False, f"redis unreachable: {self._last_error}"
+            return False, "redis unreachable (the server log has the error)"
         self._down_until = 0.0
         self._recovered()
         return True, "redis reachable"

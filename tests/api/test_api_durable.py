@@ -25,6 +25,8 @@ from api.config import load_settings
 from api.ratelimit.costs import body_cost
 from api.state import EvictingStateStore
 
+pytestmark = pytest.mark.system
+
 COMPOSE = ROOT / "deploy" / "compose.yaml"
 K8S_REDIS = ROOT / "deploy" / "k8s" / "redis.yaml"
 
