@@ -42,7 +42,8 @@ from .ratelimit.charging import RequestMeter, charge_body, init_rate_limits
 from .ratelimit.costs import COSTS_DOC
 from .ratelimit.spec import RateLimitDocsPlugin
 from .rules import routes as rules_routes
-from .schemas import COMPONENTS, ProblemSchema, component_ref
+from .schemas.answers import ProblemSchema
+from .schemas.components import COMPONENTS, component_ref
 from .security import init_security
 from .spec_limits import ServerLimitsPlugin
 from .state import check_state_store, make_state_client

@@ -19,7 +19,7 @@ from kalah_core.errors import KalahError
 
 from .config import MAX_BODY_BYTES
 from .core.problems import PROBLEMS, TYPE_PREFIX, ApiProblem, bounded, slug_of
-from .schemas import ProblemSchema
+from .schemas.answers import ProblemSchema
 
 PROBLEM_JSON = "application/problem+json"
 

@@ -6,19 +6,9 @@ import marshmallow as ma
 from marshmallow import fields, validate
 
 from ..config import MAX_DEPTH
-from ..schemas import (
-    DEPTH_DOC,
-    NODES_DOC,
-    TIME_DOC,
-    BoardSchema,
-    LimitsSchema,
-    PositionQuerySchema,
-    RulesOptionsSchema,
-    answer,
-    move_field,
-    position_field,
-    rules_field,
-)
+from ..schemas.answers import BoardSchema, RulesOptionsSchema
+from ..schemas.fields import answer, move_field, position_field, rules_field
+from ..schemas.requests import DEPTH_DOC, NODES_DOC, TIME_DOC, LimitsSchema, PositionQuerySchema
 
 
 class AnalysisRequestSchema(ma.Schema):

@@ -7,7 +7,7 @@ from marshmallow import fields, validate
 
 from kalah_core.rules import MAX_HOUSES
 
-from ..schemas import PositionQuerySchema
+from ..schemas.requests import PositionQuerySchema
 
 MIN_SIZE, MAX_SIZE = 64, 2048
 

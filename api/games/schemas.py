@@ -9,15 +9,9 @@ from kalah_core.finnish import MAX_GAME_LENGTH
 from kalah_core.review import JUDGEMENT_DOC
 
 from ..config import MAX_DEPTH, MAX_MOVES
-from ..schemas import (
-    DEPTH_DOC,
-    NODES_DOC,
-    RulesOptionsSchema,
-    answer,
-    move_field,
-    position_field,
-    rules_field,
-)
+from ..schemas.answers import RulesOptionsSchema
+from ..schemas.fields import answer, move_field, position_field, rules_field
+from ..schemas.requests import DEPTH_DOC, NODES_DOC
 
 GAME_TIME_DOC = (
     "Search budget for the whole game in milliseconds; default KALAH_DEFAULT_TIME_MS per "

@@ -26,7 +26,7 @@ from ..batch.embedded_jobs import EmbeddedJobStore
 from ..batch.jobs import stalled_reason
 from ..core.problems import PROBLEMS, TYPE_PREFIX
 from ..errors import problem_response
-from ..schemas import ProblemSchema
+from ..schemas.answers import ProblemSchema
 from ..state import make_state_client
 from .access import metrics_allowed, metrics_refusal
 from .schemas import LiveSchema, ReadySchema

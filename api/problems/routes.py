@@ -10,7 +10,7 @@ from flask.views import MethodView
 from flask_smorest import Blueprint  # type: ignore[import-untyped]
 
 from ..core.problems import PROBLEMS, TYPE_PREFIX
-from ..schemas import ProblemSchema
+from ..schemas.answers import ProblemSchema
 from .schemas import ProblemTypeSchema
 
 blp = Blueprint(

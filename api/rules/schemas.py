@@ -5,7 +5,8 @@ from __future__ import annotations
 import marshmallow as ma
 from marshmallow import fields, validate
 
-from ..schemas import RulesOptionsSchema, answer
+from ..schemas.answers import RulesOptionsSchema
+from ..schemas.fields import answer
 
 
 @answer()
