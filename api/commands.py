@@ -137,7 +137,7 @@ def cmd_analyse_game(args: argparse.Namespace) -> int:
 
     from .core.analyser import default_analyser
     from .core.problems import ApiProblem
-    from .games.service import review_game
+    from .core.review import review_game
 
     os.environ.setdefault("KALAH_EGDB_SEEDS", "0")  # the databases there are, no build
     rules = rules_from_args(args)

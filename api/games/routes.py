@@ -8,10 +8,10 @@ from typing import Any
 from flask.views import MethodView
 from flask_smorest import Blueprint  # type: ignore[import-untyped]
 
+from ..core.review import review_game
 from ..errors import document_problems
 from ..web import analyser
 from .schemas import GameAnswerSchema, GameRequestSchema
-from .service import review_game
 
 blp = Blueprint(
     "games",

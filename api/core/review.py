@@ -9,16 +9,16 @@ import time
 from collections.abc import Sequence
 
 from kalah_core.answer import analysis_from_json
-from kalah_core.game import Game, Move
+from kalah_core.game import Move
 from kalah_core.position import Position
 from kalah_core.results import Analysis
 from kalah_core.review import Review, evaluate_backwards, review_history
-from kalah_core.rules import Rules
 
 from ..config import Settings
-from ..core.analyser import Analyser
-from ..core.problems import ApiProblem, renamed_field
-from ..core.request import AnalysisRequest, Limits, parse_position_field, parse_rules
+from .analyser import Analyser
+from .play import replay
+from .problems import ApiProblem
+from .request import AnalysisRequest, Limits, parse_position_field, parse_rules
 
 MS_PER_POSITION = 5
 """The least budget a review gives each distinct position: the work around one search (the
@@ -53,20 +53,6 @@ def review_budget(settings: Settings, time_ms: int | None, sowings: int, positio
             field="limits.time_ms",
         )
     return time_ms
-
-
-def replay(
-    rules: Rules, start: Position, *, game: str | None, moves: Sequence[Move] | None
-) -> Game:
-    """The game played from ``start``; errors name ``game`` or ``moves.<i>``."""
-    played = Game(rules, start)
-    if game is not None:
-        with renamed_field(lambda _field: "game"):
-            played.push_fi(game)
-    for index, move in enumerate(moves or ()):
-        with renamed_field(lambda _field, i=index: f"moves.{i}"):  # type: ignore[misc]
-            played.push(move)
-    return played
 
 
 def review_game(
