@@ -133,6 +133,12 @@ MEANINGS: dict[str, str] = {
         "Redis connect and socket timeout. A failed Redis call is a cache miss: the request is "
         "computed and answered, and Redis is tried again after 0.5 s."
     ),
+    "KALAH_LIMITS": (
+        "Who is rate-limited: `auto` limits every caller except those on a loopback address "
+        "of a server without a state store (the README's first command on a person's own "
+        "machine); `on` limits everyone (`deploy/` sets it); `off` limits no one. "
+        "`GET /v1/rules` says which applies (`rate_limits.applies`). See docs/limits.md."
+    ),
     "KALAH_LIMIT_ANONYMOUS": (
         "Rate limit of callers without an API key, per client IP, in cost units (see "
         "[api.md](api.md#limits)); any rate in the `limits` library's syntax, several "

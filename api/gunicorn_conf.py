@@ -78,7 +78,7 @@ def post_fork(server: object, worker: object) -> None:
 
 
 def post_worker_init(worker: Any) -> None:
-    """Make the worker's engines now, in the background (see api.analysis.engines)."""
+    """Make the worker's engines now, in the background (see api.core.engines)."""
     worker.app.wsgi().extensions["kalah"].engines().prepare()
 
 
