@@ -26,6 +26,8 @@ import argparse
 import json
 import os
 import sys
+import threading
+import time
 from collections.abc import Callable, Sequence
 from importlib import metadata
 from typing import Any, TypeAlias
@@ -36,11 +38,14 @@ from .errors import InvalidRulesError, KalahError
 from .game import Game, legal_moves, outcome, play
 from .position import Position, Side, parse_position
 from .rules import OPTION_DOCS, PRESET_DOCS, PRESETS, Rules
-from .solver import MAX_THREADS, Analysis, Engine
+from .solver import MAX_THREADS, Analysis, Engine, Prove
 
 EXIT_OK = 0
 EXIT_ERROR = 2
 """Exit status for bad input, the same as argparse's own usage errors."""
+EXIT_INTERRUPTED = 130
+"""Exit status of ``kalah solve`` stopped by Ctrl-C (128 + SIGINT, as a shell reports it);
+it still prints what is proven so far."""
 
 Command = Callable[[argparse.Namespace], int]
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -320,18 +325,96 @@ def cmd_solve(args: argparse.Namespace) -> int:
     elif not rules.majority:  # what KALAH_EGDB_PATH finds (the cache folder by default)
         for database in databases.open_best(key=rule_key(rules)):
             engine.attach(database)
-    analysis = engine.analyse(
-        position,
-        rules,
-        time_ms=budget_ms,
-        nodes=args.nodes,
-        depth=args.depth,
-        prove=args.prove or ("optimal" if args.best_only else "all"),
+    prove: Prove = args.prove or ("optimal" if args.best_only else "all")
+    show = sys.stderr.isatty() if args.progress is None else args.progress
+    analysis, interrupted = _analyse_interruptibly(
+        engine,
+        lambda: engine.analyse(
+            position, rules, time_ms=budget_ms, nodes=args.nodes, depth=args.depth, prove=prove
+        ),
+        show,
     )
     time_ms = None if budget_ms is None else round(budget_ms)
     limits = {"time_ms": time_ms, "depth": args.depth, "nodes": args.nodes}
-    emit(args, analysis_text(position, analysis), analysis_json(position, rules, analysis, limits))
-    return EXIT_OK
+    data = analysis_json(position, rules, analysis, limits)
+    text = analysis_text(position, analysis)
+    if interrupted:
+        data["interrupted"] = True
+        text = f"interrupted: what is proven so far\n{text}"
+    emit(args, text, data)
+    return EXIT_INTERRUPTED if interrupted else EXIT_OK
+
+
+PROGRESS_EVERY_S = 0.5
+"""How often ``kalah solve`` rewrites its progress line on a terminal."""
+
+
+def _analyse_interruptibly(
+    engine: Engine, analyse: Callable[[], Analysis], show: bool
+) -> tuple[Analysis, bool]:
+    """Run ``analyse`` on a thread of its own, so that Ctrl-C (SIGINT) reaches this one at
+    once: the search runs without the GIL, and a signal handler runs only between bytecodes
+    of the main thread. Ctrl-C interrupts the search, which returns within a few ms with what
+    is proven so far. With ``show``, a line on stderr gives the proven bounds and nodes/s,
+    rewritten as they change. Returns the analysis and whether it was interrupted."""
+    outcome: list[Analysis] = []
+    failure: list[BaseException] = []
+    # An Event, not Thread.join: a join cut short by KeyboardInterrupt may report the thread
+    # dead while it runs (CPython gh-90882).
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome.append(analyse())
+        except BaseException as error:  # re-raised on the calling thread
+            failure.append(error)
+        finally:
+            done.set()
+
+    worker = threading.Thread(target=run, name="kalah-solve", daemon=True)
+    started = time.perf_counter()
+    shown = ""
+    interrupted = False
+    worker.start()
+    while not done.is_set():
+        try:
+            done.wait(PROGRESS_EVERY_S / 5 if interrupted else PROGRESS_EVERY_S)
+        except KeyboardInterrupt:
+            interrupted = True
+        if interrupted:
+            engine.interrupt()  # again each time round: the analysis may not have begun
+            continue
+        if show and not done.is_set():
+            shown = _show_progress(engine, started, shown)
+    if show and shown:
+        sys.stderr.write("\r" + " " * len(shown) + "\r")
+        sys.stderr.flush()
+    if failure:
+        raise failure[0]
+    return outcome[0], interrupted
+
+
+def _show_progress(engine: Engine, started: float, shown: str) -> str:
+    progress = engine.progress()
+    if progress is None:
+        return shown
+    lower, upper, nodes = progress
+    elapsed = time.perf_counter() - started
+    rate = nodes / max(elapsed, 1e-9)
+    line = (
+        f"proven [{lower:+d}, {upper:+d}]  {_si(nodes)} nodes  {_si(rate)} nodes/s  "
+        f"{int(elapsed) // 60}:{int(elapsed) % 60:02d}  (Ctrl-C: stop with these bounds)"
+    )
+    sys.stderr.write("\r" + line.ljust(len(shown)))
+    sys.stderr.flush()
+    return line
+
+
+def _si(n: float) -> str:
+    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n:.0f}"
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -540,6 +623,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     solve.add_argument(
         "--no-book", action="store_true", help="search even where the opening book knows"
+    )
+    solve.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="show the proven bounds and nodes/s on stderr while solving (default: when "
+        "stderr is a terminal); Ctrl-C stops the search and prints what is proven so far",
     )
     solve.add_argument(
         "--best-only",
