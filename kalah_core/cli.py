@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -32,13 +33,18 @@ from collections.abc import Callable, Sequence
 from importlib import metadata
 from typing import Any, TypeAlias
 
+from . import book, databases
 from .answer import analysis_json
 from .bench import BENCH_TT_MB, run_bench
+from .book_build import build_section, merge
+from .databases import build_dir
+from .egdb import EndgameDatabase, build, default_path, rule_key
 from .errors import InvalidRulesError, KalahError
 from .game import Game, legal_moves, outcome, play
 from .position import Position, Side, parse_position
+from .results import Analysis
 from .rules import OPTION_DOCS, PRESET_DOCS, PRESETS, Rules
-from .solver import MAX_THREADS, Analysis, Engine, Prove
+from .solver import MAX_THREADS, Engine, Prove
 
 EXIT_OK = 0
 EXIT_ERROR = 2
@@ -310,9 +316,6 @@ def cmd_solve(args: argparse.Namespace) -> int:
     """Solve a position exactly, or give proven bounds and an estimate within the budget."""
     rules = rules_from_args(args)
     position = position_from_arg(args.position, rules)
-    from . import book, databases
-    from .egdb import EndgameDatabase, rule_key
-
     engine = Engine(
         tt_mb=args.tt_mb,
         book=None if args.no_book else book.shipped(),
@@ -354,13 +357,12 @@ def _analyse_interruptibly(
 ) -> tuple[Analysis, bool]:
     """Run ``analyse`` on a thread of its own, so that Ctrl-C (SIGINT) reaches this one at
     once: the search runs without the GIL, and a signal handler runs only between bytecodes
-    of the main thread. Ctrl-C interrupts the search, which returns within a few ms with what
-    is proven so far. With ``show``, a line on stderr gives the proven bounds and nodes/s,
-    rewritten as they change. Returns the analysis and whether it was interrupted."""
+    of the main thread. Ctrl-C interrupts the search (no KeyboardInterrupt), which returns
+    within a few ms with what is proven so far. With ``show``, a line on stderr gives the
+    proven bounds and nodes/s, rewritten as they change. Returns the analysis and whether it
+    was interrupted."""
     outcome: list[Analysis] = []
     failure: list[BaseException] = []
-    # An Event, not Thread.join: a join cut short by KeyboardInterrupt may report the thread
-    # dead while it runs (CPython gh-90882).
     done = threading.Event()
 
     def run() -> None:
@@ -374,18 +376,27 @@ def _analyse_interruptibly(
     worker = threading.Thread(target=run, name="kalah-solve", daemon=True)
     started = time.perf_counter()
     shown = ""
-    interrupted = False
-    worker.start()
-    while not done.is_set():
-        try:
-            done.wait(PROGRESS_EVERY_S / 5 if interrupted else PROGRESS_EVERY_S)
-        except KeyboardInterrupt:
-            interrupted = True
-        if interrupted:
-            engine.interrupt()  # again each time round: the analysis may not have begun
-            continue
-        if show and not done.is_set():
-            shown = _show_progress(engine, started, shown)
+    stop = threading.Event()
+
+    def on_sigint(signum: int, frame: object) -> None:
+        stop.set()
+        engine.interrupt()
+
+    # A handler that interrupts the search instead of raising KeyboardInterrupt wherever the
+    # main thread happens to be (the main thread only, where Python runs signal handlers).
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, on_sigint) if main_thread else None
+    try:
+        worker.start()
+        while not done.wait(PROGRESS_EVERY_S / 5 if stop.is_set() else PROGRESS_EVERY_S):
+            if stop.is_set():
+                engine.interrupt()  # again each time round: the analysis may not have begun
+            elif show:
+                shown = _show_progress(engine, started, shown)
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGINT, previous)
+    interrupted = stop.is_set()
     if show and shown:
         sys.stderr.write("\r" + " " * len(shown) + "\r")
         sys.stderr.flush()
@@ -454,9 +465,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_egdb_build(args: argparse.Namespace) -> int:
     """Build the endgame database of every board with at most --seeds seeds in houses."""
-    from .databases import build_dir
-    from .egdb import build, default_path
-
     max_seeds: int = args.seeds
     # --seeds is the database's bound here, not the start's seeds (which no database uses).
     rules = rules_from_args(argparse.Namespace(**{**vars(args), "seeds": None}))
@@ -484,8 +492,6 @@ def cmd_egdb_build(args: argparse.Namespace) -> int:
 
 def cmd_egdb_info(args: argparse.Namespace) -> int:
     """Describe an endgame database file (and check its entries with --verify)."""
-    from .egdb import EndgameDatabase
-
     db = EndgameDatabase.open_any(args.path)
     data: dict[str, Any] = {
         "path": str(db.path),
@@ -512,12 +518,6 @@ def cmd_egdb_info(args: argparse.Namespace) -> int:
 
 def cmd_book_build(args: argparse.Namespace) -> int:
     """Solve every position of the first --depth sowings and add them to the opening book."""
-    import time
-
-    from . import book, databases
-    from .book_build import build_section, merge
-    from .egdb import rule_key
-
     rules = rules_from_args(args)
     key = rule_key(rules)
     found = databases.headers().get(key)
@@ -554,8 +554,6 @@ def cmd_book_build(args: argparse.Namespace) -> int:
 
 def cmd_book_info(args: argparse.Namespace) -> int:
     """Describe an opening book (the shipped one by default)."""
-    from . import book
-
     path = args.path or book.SHIPPED
     loaded = book.Book.load(path)
     sections = loaded.info()

@@ -6,8 +6,9 @@ import pytest
 
 from kalah_core import Position, Rules
 from kalah_core.game import Game, outcome
+from kalah_core.results import Analysis
 from kalah_core.review import evaluate_backwards, judge, review_fi, review_moves
-from kalah_core.solver import Analysis, Engine
+from kalah_core.solver import Engine
 
 EXAMPLE = "45-46, 1*-5, 2-, -63*, 6-, -561646562, 4-3, 656-"
 # The seed-000 example game under kalaha: every sowing's exact loss, in order.
