@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from importlib import metadata
 from typing import Any, TypeAlias
 
-from . import book, databases
+from . import __version__, book, databases
 from .answer import analysis_json
 from .bench import BENCH_TT_MB, run_bench
 from .book_build import build_section, merge
@@ -44,7 +44,7 @@ from .game import Game, legal_moves, outcome, play
 from .position import Position, Side, parse_position
 from .results import Analysis
 from .rules import OPTION_DOCS, PRESET_DOCS, PRESETS, Rules
-from .solver import MAX_THREADS, Engine, Prove
+from .solver import ENGINE_VERSION, MAX_THREADS, Engine, Prove
 
 EXIT_OK = 0
 EXIT_ERROR = 2
@@ -260,7 +260,7 @@ def cmd_moves(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    """Replay a game in the seed-000 notation and print where it ends."""
+    """Replay a game in the Finnish notation and print where it ends."""
     rules = rules_from_args(args)
     start = position_from_arg(args.start, rules)
     game = Game.parse_fi(args.game, rules, start)
@@ -577,6 +577,11 @@ def build_parser() -> argparse.ArgumentParser:
         f"project's rules ({RULES_DOC}).",
         epilog="presets: " + "; ".join(f"{name}: {doc}" for name, doc in PRESET_DOCS.items()),
     )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"kalah {__version__} (engine {ENGINE_VERSION})",
+    )
     commands = parser.add_subparsers(
         title="commands", dest="command", required=True, metavar="COMMAND"
     )
@@ -587,7 +592,7 @@ def build_parser() -> argparse.ArgumentParser:
     moves = add_command(commands, "moves", cmd_moves, "list the legal moves and what each does")
     moves.add_argument("position", metavar="POSITION", help=POSITION_HELP)
 
-    replay = add_command(commands, "replay", cmd_replay, "replay a game in the seed-000 notation")
+    replay = add_command(commands, "replay", cmd_replay, "replay a game in the Finnish notation")
     replay.add_argument(
         "game",
         metavar="GAME",

@@ -86,7 +86,7 @@ class ServerLimitsSchema(ma.Schema):
         metadata={"description": "The longest position text accepted (compact or JSON as text)."}
     )
     max_game_length = fields.Integer(
-        metadata={"description": "The longest seed-000 game text accepted by /v1/play."}
+        metadata={"description": "The longest game text (Finnish notation) accepted by /v1/play."}
     )
 
 
