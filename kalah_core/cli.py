@@ -469,7 +469,17 @@ def cmd_egdb_build(args: argparse.Namespace) -> int:
     # --seeds is the database's bound here, not the start's seeds (which no database uses).
     rules = rules_from_args(argparse.Namespace(**{**vars(args), "seeds": None}))
     path = args.output or default_path(rules, max_seeds, build_dir())
-    stats = build(path, rules, max_seeds, progress=not args.quiet, threads=args.threads)
+    if args.server_pid:
+        _stop_with(args.server_pid)
+    stats = build(
+        path,
+        rules,
+        max_seeds,
+        progress=not args.quiet,
+        threads=args.threads,
+        progress_file=args.progress_file,
+        log=_log_line if args.log else None,
+    )
     data = {
         "path": str(stats.path),
         "rules": str(stats.key),
@@ -488,6 +498,52 @@ def cmd_egdb_build(args: argparse.Namespace) -> int:
     )
     emit(args, text, data)
     return EXIT_OK
+
+
+def _log_line(text: str) -> None:
+    print(f"kalah egdb build: {text}", file=sys.stderr, flush=True)
+
+
+SERVER_POLL_S = 1.0
+"""How often a build started by a server checks that the server is still there."""
+
+
+def _stop_with(server_pid: int) -> None:
+    """End this process (a build started by a server) when the server process ends, however
+    it ends: SIGTERM from the kernel when it is this process's parent (``PR_SET_PDEATHSIG``,
+    Linux), and a thread that checks every SERVER_POLL_S that it still runs. SIGTERM becomes
+    SystemExit, so the build cancels and removes its temporary files."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    if server_pid == os.getppid() and sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
+
+    def watch() -> None:
+        while _process_alive(server_pid):
+            time.sleep(SERVER_POLL_S)
+        _log_line(f"the server (pid {server_pid}) is gone: stopping")
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    if not _process_alive(server_pid):  # gone before the watch began
+        sys.exit(128 + signal.SIGTERM)
+    threading.Thread(target=watch, name="server-watch", daemon=True).start()
+
+
+def _process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, killed but not yet reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True  # no /proc: kill(0) said it exists
 
 
 def cmd_egdb_info(args: argparse.Namespace) -> int:
@@ -692,6 +748,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--threads", type=int, default=None, metavar="T", help="default: every core"
     )
     egdb_build.add_argument("--quiet", action="store_true", help="no progress bar")
+    egdb_build.add_argument(
+        "--log", action="store_true", help="a line on stderr as each level is done"
+    )
+    egdb_build.add_argument(
+        "--progress-file",
+        action="store_true",
+        help="also write the progress as JSON to OUT.progress (what a server reports)",
+    )
+    egdb_build.add_argument(  # the server's background builds: stop when it stops
+        "--server-pid", type=int, default=None, help=argparse.SUPPRESS
+    )
     egdb_info = egdb_commands.add_parser(
         "info", help="describe a database file", description="Describe a database file."
     )

@@ -131,6 +131,19 @@ class DatabaseBuildSchema(ma.Schema):
     seconds = fields.Float(
         allow_none=True, metadata={"description": "How long it took to build and attach."}
     )
+    progress = fields.Float(
+        metadata={
+            "description": "Share of the boards solved, 0..1 (1 once attached, 0 while queued "
+            "or waiting for another build); every process of the server reads the same."
+        }
+    )
+    eta_s = fields.Float(
+        allow_none=True,
+        metadata={
+            "description": "Seconds until the build is done, estimated from its progress so "
+            "far; 0 once attached, null while unknown (queued, or under 1 % done)."
+        },
+    )
 
 
 @answer()
