@@ -26,7 +26,7 @@ from . import egdb, metrics
 from .analysis import routes as analysis_routes
 from .analysis.analyser import Analyser
 from .batch import routes as batch_routes
-from .batch.embedded_jobs import make_job_store
+from .batch.stores import make_job_store
 from .board import page as board_page
 from .board import routes as board_routes
 from .bounds import init_body_guard

@@ -8,10 +8,13 @@ sets the bucket's size (``KALAH_LIMIT_<TIER>``, e.g. ``120/minute`` units, the s
 - plus 1 per started :data:`SEARCH_UNIT_MS` of search the request ran (:func:`charge_search`):
   a cached answer runs none, an uncached one at the default 1 s budget costs up to 11;
 - plus whatever the view charges with :func:`charge`; a batch run as a job calls
-  :func:`charge_batch`: a key is required and each item costs 1 unit, paid up front (its
-  search runs later on the workers, whose queue is the limit on search time; the batch's
-  total budget is capped by ``KALAH_BATCH_MAX_BUDGET_MS``). A batch answered inline pays for
-  the search it ran, like single analyses.
+  :func:`charge_batch`: a key is required (with Redis), every started :data:`ITEMS_PER_UNIT`
+  items cost 1 unit up front, and the bucket must hold the first chunk's search budget; its
+  searches are charged as they run, the CPU each chunk actually spent, to the caller's bucket
+  (:func:`charge_later`, by the worker that ran it). A job is bounded by concurrency, not
+  by a budget reserved up front: its chunks wait in the fair queue and take one worker at a
+  time per caller in turn (see :mod:`api.batch.redis_store`). A batch answered inline pays
+  for the search it ran, like single analyses.
 
 A request is admitted while its bucket holds its base cost. A search reserves its budget's
 cost before it runs (:func:`reserve`: added to the bucket in Redis at once, atomically, and
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import logging
 import math
 import os
@@ -63,6 +67,10 @@ ROUTE_COSTS: Mapping[str, int] = {}
 
 SEARCH_UNIT_MS = 100
 """A request is charged one more unit per started this many milliseconds of search."""
+
+ITEMS_PER_UNIT = 100
+"""A batch run as a job is charged one unit per started this many items when it is posted
+(parsing and storing them); its searches are charged as they run (:func:`charge_later`)."""
 
 LIMITED_PREFIX = "/v1/"
 """Paths that are charged; health, metrics, the spec and the docs are free."""
@@ -154,17 +162,45 @@ def search_cost(time_ms: float) -> int:
     return math.ceil(time_ms / SEARCH_UNIT_MS) if time_ms > 0 else 0
 
 
-def charge_batch(items: int, budget_units: int, *, need_key: bool = True) -> None:
+def charge_batch(items: int, first_units: int, *, need_key: bool = True) -> None:
     """The hook of an endpoint that queues analyses for background workers: it needs an API
-    key when ``need_key`` (a 401 problem without one) and costs 1 unit per item (bad ones
-    included) plus ``budget_units``, the cost of its searches' budgets, paid up front (a 429
-    problem if the bucket cannot pay them all)."""
+    key when ``need_key`` (a 401 problem without one) and costs 1 unit per started
+    :data:`ITEMS_PER_UNIT` items (bad ones included), paid up front; the bucket must also hold
+    ``first_units`` (the cost of the first chunk's searches, a 429 problem otherwise), which
+    are not charged here: the searches are charged as they run (:func:`payer`,
+    :func:`charge_later`)."""
     from .keys import require_key
 
     if need_key:
         require_key()
-    reserve(items + budget_units)
-    charge(items + budget_units)
+    units = math.ceil(items / ITEMS_PER_UNIT)
+    ensure_budget(request_cost() + units + first_units)
+    reserve(units)
+    charge(units)
+
+
+def payer() -> str:
+    """Who pays for work the current request leaves to run later (a batch job's searches):
+    the caller's identity and limits as text, for :func:`charge_later`; empty when no limit
+    applies to the request."""
+    window: _Admitted | None = g.get("kalah_window")
+    if window is None:
+        return ""
+    limits = [f"{i.amount}/{i.multiples} {i.GRANULARITY.name}" for i in window.items]
+    return json.dumps({"identity": window.identity, "limits": limits})
+
+
+def charge_later(buckets: Buckets, payer_text: str, search_ms: float) -> None:
+    """Charge ``payer_text`` (from :func:`payer`) for ``search_ms`` of search run outside its
+    request (a job's chunk, on a batch worker or a server's runner thread), in ``buckets``
+    (synced at once where every worker sees it, with a state store)."""
+    units = search_cost(search_ms)
+    if not payer_text or units <= 0:
+        return
+    data = json.loads(payer_text)
+    items = tuple(parse_many(";".join(data["limits"])))
+    buckets.add(data["identity"], items, units)
+    buckets.sync()
 
 
 def ensure_budget(units: int) -> None:
@@ -437,7 +473,8 @@ def init_rate_limits(app: Flask, settings: Settings, auth: Authenticator) -> Buc
         window: _Admitted | None = g.get("kalah_window")
         if window is None:
             return response
-        refused = response.status_code == 429  # refused requests are not charged
+        # Refused requests are not charged, nor those the service could not serve (503).
+        refused = response.status_code in (429, 503)
         cost = 0 if refused else request_cost()
         # What was reserved is counted already: add the rest, or refund what was not spent.
         unsettled = cost - int(g.get("kalah_reserved", 0))
@@ -452,7 +489,7 @@ def init_rate_limits(app: Flask, settings: Settings, auth: Authenticator) -> Buc
         response.headers["RateLimit-Limit"] = str(item.amount)
         response.headers["RateLimit-Remaining"] = str(max(0, left))
         response.headers["RateLimit-Reset"] = str(int(reset + 1))
-        if refused and "Retry-After" not in response.headers:
+        if response.status_code == 429 and "Retry-After" not in response.headers:
             response.headers["Retry-After"] = _retry_after(reset)
         return response
 
@@ -465,8 +502,9 @@ the API key of `Authorization: Bearer <key>`, or the client IP without one (the 
 tier). A request costs 1 unit, plus 1 per started {SEARCH_UNIT_MS} ms of search it ran (a
 cached answer runs none; an uncached one at the default 1 s budget costs up to 11), reserved
 before the search runs (429 if the bucket cannot hold the budget's cost; the unspent part is
-refunded); a batch run as a job needs an API key and costs 1 unit per item plus the cost of
-every distinct item's search budget, paid up front. Answers carry
+refunded); a batch run as a job needs an API key, costs 1 unit per started {ITEMS_PER_UNIT}
+items when posted (the bucket must also hold its first chunk's search budget), and then the
+search its chunks actually ran, charged as each chunk finishes. Answers carry
 `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`
 (Unix time of the window's end) and `Kalah-Cost` (what this request cost); a spent bucket is a
 429 problem with `Retry-After`. An unknown or revoked key is a 401 problem, charged 1 unit to

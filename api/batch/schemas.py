@@ -10,6 +10,7 @@ from kalah_core.rules import PRESETS
 from ..analysis.schemas import LimitsSchema
 from ..config import BATCH_PAGE_MAX
 from ..schemas import RulesField, answer, position_field, ref, rules_field
+from .store import STATUSES
 
 RESULT_DOC = {
     "description": "The item's analysis answer (as POST /v1/analysis gives it; `cached` says "
@@ -81,10 +82,11 @@ class JobStatusSchema(ma.Schema):
 
     id = fields.String(metadata={"description": "The job id."})
     status = fields.String(
-        validate=validate.OneOf(["queued", "running", "finished", "failed"]),
+        validate=validate.OneOf(list(STATUSES)),
         metadata={
             "description": "queued (no chunk started), running, finished (every result is "
-            "there) or failed (a chunk lost its worker 3 times; see error)."
+            "there), failed (a chunk lost its worker 3 times; see error) or cancelled (by its "
+            "owner, DELETE: the results so far stay readable)."
         },
     )
     progress = fields.Nested(ProgressSchema, metadata={"description": "How far the job is."})
@@ -98,6 +100,11 @@ class JobStatusSchema(ma.Schema):
             "has reported recently: it waits until one runs); null otherwise."
         },
     )
+
+
+@answer()
+class JobStatusAnswerSchema(JobStatusSchema):
+    """DELETE /v1/jobs/{id}: the job's status after cancelling."""
 
 
 @answer()

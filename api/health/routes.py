@@ -11,8 +11,7 @@ from flask.views import MethodView
 from flask_smorest import Blueprint  # type: ignore[import-untyped]
 
 from .. import metrics
-from ..batch.embedded_jobs import EmbeddedJobStore
-from ..batch.jobs import stalled_reason
+from ..batch.store import JobStore
 from ..errors import PROBLEMS, TYPE_PREFIX, problem_response
 from ..schemas import ProblemSchema
 from .schemas import LiveSchema, ReadySchema
@@ -78,17 +77,18 @@ class Ready(MethodView):
 
 
 def _jobs_check() -> tuple[bool, str]:
-    """Whether batch jobs can run now: a worker alive (Redis), or this server's processes."""
-    store = current_app.extensions["kalah_jobs"]
-    if isinstance(store, EmbeddedJobStore):
-        return True, "jobs run by this server's processes (embedded store)"
+    """Whether batch jobs can run now: a worker alive (Redis), or this server's processes.
+    No worker only degrades readiness (analyses are served; a new job is refused with a 503)."""
+    store: JobStore = current_app.extensions["kalah_jobs"]
     try:
         workers = store.workers()
-        stalled = stalled_reason(workers)
+        stalled = store.stalled()
         if stalled is not None:
             return False, f"{stalled}; {store.unfinished()} unfinished jobs"
     except redis.RedisError as error:
         return False, f"the job queue is unreachable: {type(error).__name__}"
+    if workers is None:
+        return True, "jobs run by this server's processes (embedded store)"
     return True, f"{workers} batch workers alive"
 
 

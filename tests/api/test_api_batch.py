@@ -17,7 +17,8 @@ from flask.testing import FlaskClient
 
 from api import create_app
 from api.batch.items import parse_batch
-from api.batch.jobs import MAX_ATTEMPTS, JobKeys, JobStore
+from api.batch.redis_store import LEASES, JobKeys, RedisJobStore
+from api.batch.store import MAX_ATTEMPTS, Completed
 from api.config import load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -195,6 +196,7 @@ def test_a_job_needs_an_api_key(redis_app: Flask) -> None:
 def test_job_lifecycle_paging_and_ndjson(redis_app: Flask, redis_server: Any) -> None:
     client = redis_app.test_client()
     key, _ = redis_app.extensions["kalah_auth"].store.create("standard")
+    redis_app.extensions["kalah_jobs"].beat("a worker about to start")  # else a 503
     positions = [*small_positions(60), {"position": "bad"}, *small_positions(5)]
     response = client.post(
         "/v1/batch",
@@ -254,43 +256,48 @@ def test_job_lifecycle_paging_and_ndjson(redis_app: Flask, redis_server: Any) ->
     assert client.get("/v1/jobs/" + "f" * 32).status_code == 404
 
 
-def test_reaper_requeues_a_lapsed_chunk_and_fails_the_job_after_max_attempts(
+def test_a_lapsed_lease_is_taken_again_first_and_fails_the_job_after_max_attempts(
     redis_server: Any,
 ) -> None:
     redis_server.flush()
     settings = load_settings({"KALAH_REDIS_URL": redis_server.url}, environ={})
-    store = JobStore(redis_server.url, ttl_s=600)
+    store = RedisJobStore(redis_server.url, ttl_s=600)
     batch = parse_batch(settings, small_positions(3), SMALL, {"time_ms": 100})
     job = store.create(batch, chunk_size=2, owner="k1")  # two chunks
     keys = JobKeys(job.id)
-    assert store.queue.count == 2, "one ticket per chunk"
-    assert store.take() == (job.id, 0)
-    assert store.begin_chunk(job.id, 0, "dead-worker") is not None
-    assert store.reap() == 0, "a leased chunk is left alone"
-    for attempt in range(1, MAX_ATTEMPTS + 1):
-        store.redis.delete(keys.lease(0))  # the worker died: its lease lapses
-        assert store.reap() == (1 if attempt < MAX_ATTEMPTS else 0)
-        assert store.reap() == 0, "re-queued once, by one reaper"
-        if attempt < MAX_ATTEMPTS:
-            assert store.queue.count == 2 + attempt, "a ticket for the re-queued chunk"
-            assert store.take() == (job.id, 0), "a re-queued chunk goes first"
-            assert store.begin_chunk(job.id, 0, "another-dead-worker") is not None
+    lease = store.take("dead-worker")
+    assert lease is not None and (lease.job_id, lease.chunk, lease.attempt) == (job.id, 0, 1)
+    assert store.renew(lease), "a live lease is renewed"
+    second = store.take("w2")
+    assert second is not None and second.chunk == 1, "a leased chunk is left alone"
+    assert store.take("w3") is None, "nothing else waits"
+    for attempt in range(2, MAX_ATTEMPTS + 2):
+        store.redis.zadd(LEASES, {keys.entry(0): 0})  # the worker died: its lease lapsed
+        again = store.take(f"worker-{attempt}")
+        if attempt <= MAX_ATTEMPTS:
+            assert again is not None and (again.chunk, again.attempt) == (0, attempt)
+            assert not store.renew(lease), "the dead worker's lease went to another"
+        else:
+            assert again is None, "a chunk lost MAX_ATTEMPTS times fails its job"
     status = store.status(job.id)
     assert status is not None and status.status == "failed"
     assert status.error == f"chunk 0 lost its worker {MAX_ATTEMPTS} times"
-    assert store.begin_chunk(job.id, 1, "late") is None, "a failed job runs no more chunks"
+    assert not store.renew(second), "a failed job runs no more chunks"
+    assert not store.complete(second, Completed([(2, b"{}")], 5.0))
 
 
 def test_a_chunk_run_twice_counts_once(redis_server: Any) -> None:
     redis_server.flush()
     settings = load_settings({"KALAH_REDIS_URL": redis_server.url}, environ={})
-    store = JobStore(redis_server.url, ttl_s=600)
+    store = RedisJobStore(redis_server.url, ttl_s=600)
     batch = parse_batch(settings, small_positions(2), SMALL, {"time_ms": 100})
     job = store.create(batch, chunk_size=10, owner="k1")
-    assert store.begin_chunk(job.id, 0, "a") is not None
-    assert store.complete_chunk(job.id, 0, [(0, b'{"cached":false,"x":1}'), (1, b"{}")])
-    assert not store.complete_chunk(job.id, 0, [(0, b'{"cached":false,"x":2}'), (1, b"{}")])
+    lease = store.take("a")
+    assert lease is not None
+    assert store.complete(lease, Completed([(0, b'{"cached":false,"x":1}'), (1, b"{}")]))
+    assert not store.complete(lease, Completed([(0, b'{"cached":false,"x":1}'), (1, b"{}")]))
     status = store.status(job.id)
     assert status is not None and (status.status, status.done) == ("finished", 2)
     assert store.results(job.id, 0, 1) == [b'{"cached":false,"x":1}']
-    assert store.begin_chunk(job.id, 0, "b") is None
+    assert store.take("b") is None
+    assert not store.pending()

@@ -4,14 +4,12 @@ HTTP with a real worker; every line equals the single-position answer."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
+from test_batch_workers import start_worker
 
 from api.keys import make_key_store
 from kalah_core.cli import main
@@ -82,14 +80,7 @@ def test_against_gunicorn_with_a_worker(
     source = tmp_path / "in.jsonl"
     source.write_text("".join(json.dumps(i) + "\n" for i in inputs))
     out = tmp_path / "out.jsonl"
-    env = {**os.environ, "KALAH_REDIS_URL": redis_server.url, "KALAH_EGDB_PATH": "off"}
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "kalah_core.cli", "worker"],
-        cwd=ROOT,
-        env={**env, "KALAH_TT_MB": "16"},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    worker = start_worker(redis_server.url, tmp_path / "worker.log")
     try:
         key, _ = make_key_store(redis_server.url, timeout_s=2.0).create("standard")
         argv = ["batch", str(source), "-o", str(out), "--houses", "3", "--seeds", "2"]
