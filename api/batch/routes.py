@@ -110,7 +110,7 @@ def _store_errors() -> Iterator[None]:
         log.warning("the job store failed: %s: %s", type(error).__name__, error)
         raise ApiProblem(
             "not-ready",
-            "the job store is not reachable; try again later",
+            "the job store is unavailable or did not answer in time; try again later",
             headers={"Retry-After": str(RETRY_AFTER_S)},
         ) from None
 

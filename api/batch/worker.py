@@ -48,6 +48,10 @@ def _make(settings: Settings) -> tuple[Analyser, RedisJobStore, Buckets]:
 
 def run_worker(*, burst: bool = False, name: str | None = None) -> int:
     """Run chunks until stopped (or, with ``burst``, until no chunk waits or runs)."""
+    logging.basicConfig(
+        level=os.environ.get("KALAH_LOG_LEVEL", "INFO").upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     analyser, store, buckets = _make(load_settings())
     analyser.self_test()
     # The engine and its databases before the first chunk (a worker searches one at a time).
