@@ -29,6 +29,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import api  # before the paths below: their tests/api folder is not the package
+from api import create_app
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 sys.path.insert(0, str(HERE))
@@ -37,9 +40,6 @@ import redis  # noqa: E402
 from flask.testing import FlaskClient  # noqa: E402
 from harness import RedisServer, wait_for  # noqa: E402
 from load_api import midgame_positions  # noqa: E402
-
-import api  # noqa: E402
-from api import create_app  # noqa: E402
 
 WORKERS = "kalah:v1:workers"
 
