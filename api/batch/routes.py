@@ -3,7 +3,7 @@
 
 A small batch is answered inline; a larger one becomes a job (202 with ``Location``) for the
 ``kalah worker`` processes on the API's Redis, or without Redis for the server's own
-processes (:mod:`.embedded_jobs`).
+processes (:mod:`.embedded_store`).
 """
 
 from __future__ import annotations

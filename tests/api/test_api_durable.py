@@ -24,6 +24,8 @@ from api.batch.redis_store import RedisJobStore
 from api.config import load_settings
 from api.state import EvictingStateStore
 
+pytestmark = pytest.mark.system
+
 COMPOSE = ROOT / "deploy" / "compose.yaml"
 K8S_REDIS = ROOT / "deploy" / "k8s" / "redis.yaml"
 

@@ -11,6 +11,7 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
 import redis
 from conftest import RedisServer
 from figures import measured
@@ -18,6 +19,8 @@ from test_batch_workers import endgame_positions, start_worker
 
 from api import create_app
 from api.batch.redis_store import WORKER_STALE_S, WORKERS
+
+pytestmark = pytest.mark.system
 
 
 def test_readiness_and_the_job_say_when_no_worker_runs(

@@ -13,11 +13,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
 from flask.testing import FlaskClient
 
 from api import create_app
 from api.batch.redis_store import TOKENS, WORKERS, JobKeys
+
+pytestmark = pytest.mark.system
 
 ROOT = Path(__file__).resolve().parents[2]
 VOLATILE = ("cached", "nodes", "time_ms", "pv")
