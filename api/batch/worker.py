@@ -21,7 +21,10 @@ import os
 import signal
 import socket
 import threading
+import time
 from types import FrameType
+
+import redis
 
 from ..analysis.analyser import Analyser
 from ..cache import make_cache
@@ -30,7 +33,7 @@ from ..lease import owner_token
 from ..ratelimit import Buckets, charge_later
 from ..state import check_state_store, make_state_client
 from .redis_store import WORKER_BEAT_S, RedisJobStore, job_store
-from .runner import beating, serve
+from .runner import PAUSE_MAX_S, PAUSE_S, beating, serve
 
 log = logging.getLogger("api.batch.worker")
 
@@ -52,7 +55,16 @@ def run_worker(*, burst: bool = False, name: str | None = None) -> int:
         level=os.environ.get("KALAH_LOG_LEVEL", "INFO").upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    analyser, store, buckets = _make(load_settings())
+    settings = load_settings()
+    pause = PAUSE_S
+    while True:  # a state store not up yet (a deployment starting) is waited for
+        try:
+            analyser, store, buckets = _make(settings)
+            break
+        except (redis.ConnectionError, redis.TimeoutError) as error:
+            log.warning("the state store is unreachable (%s); trying again in %.1f s", error, pause)
+            time.sleep(pause)
+            pause = min(2 * pause, PAUSE_MAX_S)
     analyser.self_test()
     # The engine and its databases before the first chunk (a worker searches one at a time).
     with analyser.engines().engine(analyser.settings.default_time_ms):
