@@ -302,3 +302,32 @@ def test_a_chunk_run_twice_counts_once(redis_server: Any) -> None:
     assert store.results(job.id, 0, 1) == [b'{"cached":false,"x":1}']
     assert store.take("b") is None
     assert not store.pending()
+
+
+def test_without_redis_the_caller_cancels_its_job(client: FlaskClient) -> None:
+    """``DELETE /v1/jobs/{id}`` on the embedded store: the job is cancelled for its owner (its
+    address here), the running chunk stops, the results so far stay readable."""
+    positions = [
+        {"position": {"south": [4, 4, 4, 4, 4, i], "north": [4, 4, 4, 4, 4, 4], "stores": [0, 0]}}
+        for i in range(1, 18)
+    ]
+    body = {"positions": positions, "rules": "kalah", "limits": {"time_ms": 300}}
+    created = post(client, body)
+    assert created.status_code == 202, created.json
+    location = created.headers["Location"]
+    other = client.delete(location, environ_base={"REMOTE_ADDR": "192.0.2.7"})
+    assert other.status_code == 404, "another caller's job does not exist for it"
+    cancelled = client.delete(location)
+    assert cancelled.status_code == 200, cancelled.json
+    assert cancelled.json["status"] == "cancelled"
+    store = client.application.extensions["kalah_jobs"]
+    deadline = time.monotonic() + 120
+    while store.pending():  # the running chunk stops after its current search
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    job = client.get(location + "?limit=100").json
+    assert job["status"] == "cancelled" and job["warning"] is None
+    answered = [r for r in job["results"] if r is not None]
+    assert len(answered) < len(positions)
+    assert all(r["position"] for r in answered), "what was answered stays readable"
+    assert client.delete(location).json["status"] == "cancelled"
