@@ -127,6 +127,16 @@ class EmbeddedJobStore:
                 store.set(f"job:{job_id}:meta", meta, expire=self.ttl_s)
         return self.status(job_id)
 
+    def unfinished_of(self, owner: str) -> int:
+        store = self.store
+        leases: dict[str, Any] = store.get(LEASES, {})
+        queue: list[list[Any]] = store.get(QUEUE, [])
+        jobs = {entry[0] for entry in queue} | {name.rsplit(":", 1)[0] for name in leases}
+        metas: list[dict[str, Any] | None] = [store.get(f"job:{job}:meta") for job in jobs]
+        return sum(
+            1 for m in metas if m is not None and m["owner"] == owner and m["status"] in UNFINISHED
+        )
+
     def workers(self) -> None:
         """None: this server's own processes run the jobs."""
         return None

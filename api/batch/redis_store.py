@@ -42,13 +42,15 @@ import redis
 from ..analysis.request import AnalysisRequest
 from ..config import Settings
 from .items import Batch, as_cached
-from .store import MAX_ATTEMPTS, Completed, JobStatus, Lease, stalled_reason
+from .store import MAX_ATTEMPTS, UNFINISHED, Completed, JobStatus, Lease, stalled_reason
 
 log = logging.getLogger("api.batch")
 
 PREFIX = "kalah:v1:job"
 ACTIVE = "kalah:v1:jobs:active"
 """Ids of jobs with unfinished chunks."""
+OWNED_PREFIX = "kalah:v1:jobs:of:"
+"""``<prefix><owner>``: a set of the owner's jobs that may be unfinished (cleaned as read)."""
 FAIR_PREFIX = "kalah:v1:fair:"
 RING = FAIR_PREFIX + "ring"
 """Owners with waiting chunks, served round-robin (see the module docstring)."""
@@ -68,6 +70,8 @@ LEASE_MS = 5000
 HEARTBEAT_S = 1.0
 WAIT_S = 5
 """How long an idle runner blocks on the bell before it looks at the queue again."""
+
+UNFINISHED_B = tuple(status.encode() for status in UNFINISHED)
 
 _NOW = """
 local now = redis.call('TIME')
@@ -324,6 +328,8 @@ class RedisJobStore:
             pipe.expire(key, self.ttl_s)
         if chunks:
             pipe.sadd(ACTIVE, job.id)
+            pipe.sadd(OWNED_PREFIX + owner, job.id)
+            pipe.expire(OWNED_PREFIX + owner, self.ttl_s)
             entries = [job.entry(n) for n in range(len(chunks))]
             for start in range(0, len(entries), 1000):
                 self._wait(
@@ -383,6 +389,17 @@ class RedisJobStore:
         if not self._cancel(keys=[job.meta, ACTIVE], args=[job_id]):
             return None
         return self.status(job_id)
+
+    def unfinished_of(self, owner: str) -> int:
+        owned = OWNED_PREFIX + owner
+        ids = sorted(cast(set[bytes], self.redis.smembers(owned)))
+        if not ids:
+            return 0
+        statuses = [self.redis.hget(JobKeys(i.decode()).meta, "status") for i in ids]
+        over = [i for i, status in zip(ids, statuses, strict=True) if status not in UNFINISHED_B]
+        if over:
+            self.redis.srem(owned, *over)
+        return len(ids) - len(over)
 
     def workers(self) -> int:
         """How many workers beat within the last :data:`WORKER_STALE_S`."""

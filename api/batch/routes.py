@@ -35,7 +35,7 @@ from .schemas import (
     JobSchema,
     JobStatusAnswerSchema,
 )
-from .store import UNFINISHED, JobStatus, JobStore
+from .store import MAX_UNFINISHED_JOBS, UNFINISHED, JobStatus, JobStore
 
 blp = Blueprint(
     "batch",
@@ -177,7 +177,10 @@ class Batch(MethodView):
         At most `KALAH_BATCH_INLINE_MAX` items whose budgets add up to at most
         `KALAH_MAX_TIME_MS` are answered inline; a larger batch is a job (202, `Location:
         /v1/jobs/{id}`) run by `kalah worker` processes, or without Redis by the server's own
-        processes."""
+        processes. A job costs 1 unit per started 100 items when posted, then the search its
+        chunks actually run, charged as each chunk finishes; the bucket must hold the first
+        chunk's budget. A caller may have 4 jobs queued or running at once (a 429 beyond);
+        with no batch worker alive a job is refused with a 503, charged nothing."""
         settings = _analyser().settings
         batch = parse_batch(settings, data["positions"], data.get("rules"), data.get("limits"))
         if inline_ok(settings, batch):
@@ -198,10 +201,21 @@ class Batch(MethodView):
         # (the CPU they spent, charged to the caller's bucket by the runner); the bucket must
         # hold the first chunk's budget. With Redis it needs an API key (keys live there);
         # without, it belongs to the caller's address.
+        owner = _owner(current_caller(), store)
+        if owner is not None:
+            with _store_errors():
+                unfinished = store.unfinished_of(owner)
+            if unfinished >= MAX_UNFINISHED_JOBS:
+                raise ApiProblem(
+                    "rate-limited",
+                    f"{unfinished} jobs of this caller are queued or running, the most at once: "
+                    "wait for one to finish, or cancel one (DELETE /v1/jobs/{id})",
+                    headers={"Retry-After": str(RETRY_AFTER_S)},
+                    max=MAX_UNFINISHED_JOBS,
+                )
         chunks = batch.chunks(settings.batch_chunk)
         first = sum(search_cost(t["limits"]["time_ms"]) for t in chunks[0].tasks) if chunks else 0
         charge_batch(len(batch.slots), first, need_key=not store.in_server)
-        owner = _owner(current_caller(), store)
         assert owner is not None  # charge_batch required a key
         with _store_errors():
             status = store.create(batch, settings.batch_chunk, owner=owner, payer=payer())

@@ -31,6 +31,11 @@ STATUSES = ("queued", "running", "finished", "failed", "cancelled")
 
 UNFINISHED = ("queued", "running")
 
+MAX_UNFINISHED_JOBS = 4
+"""A caller may have this many jobs queued or running at once; a new one is a 429 until one
+finishes (or is cancelled). With jobs no longer paid up front, this bounds what one caller
+keeps in the state store and in the queue."""
+
 
 @dataclass(frozen=True, slots=True)
 class JobStatus:
@@ -100,6 +105,10 @@ class JobStore(Protocol):
     def cancel(self, job_id: str) -> JobStatus | None:
         """Cancel an unfinished job (a finished, failed or cancelled one stays as it is); its
         status after, or None for no such job."""
+        ...
+
+    def unfinished_of(self, owner: str) -> int:
+        """How many of ``owner``'s jobs are queued or running."""
         ...
 
     def workers(self) -> int | None:

@@ -18,7 +18,7 @@ from flask.testing import FlaskClient
 from api import create_app
 from api.batch.items import parse_batch
 from api.batch.redis_store import LEASES, JobKeys, RedisJobStore
-from api.batch.store import MAX_ATTEMPTS, Completed
+from api.batch.store import MAX_ATTEMPTS, MAX_UNFINISHED_JOBS, Completed
 from api.config import load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -331,3 +331,24 @@ def test_without_redis_the_caller_cancels_its_job(client: FlaskClient) -> None:
     assert len(answered) < len(positions)
     assert all(r["position"] for r in answered), "what was answered stays readable"
     assert client.delete(location).json["status"] == "cancelled"
+
+
+def test_a_caller_has_at_most_a_few_jobs_unfinished(redis_app: Flask) -> None:
+    """With jobs no longer paid up front, the number a caller keeps queued or running is
+    bounded: one more is a 429 (charged nothing) until one ends; a cancelled one frees it."""
+    client = redis_app.test_client()
+    key, _ = redis_app.extensions["kalah_auth"].store.create("premium")
+    client.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {key}"
+    redis_app.extensions["kalah_jobs"].beat("a worker that takes nothing")
+    body = {"positions": small_positions(20), "rules": SMALL, "limits": {"time_ms": 100}}
+    jobs = [post(client, body) for _ in range(MAX_UNFINISHED_JOBS)]
+    assert [job.status_code for job in jobs] == [202] * MAX_UNFINISHED_JOBS
+    refused = post(client, body)
+    assert refused.status_code == 429 and refused.json["max"] == MAX_UNFINISHED_JOBS
+    assert refused.headers["Kalah-Cost"] == "0" and "Retry-After" in refused.headers
+    other, _ = redis_app.extensions["kalah_auth"].store.create("premium")
+    assert (
+        client.post("/v1/batch", json=body, headers={"Authorization": f"Bearer {other}"})
+    ).status_code == 202, "another caller is not held back"
+    assert client.delete(jobs[0].headers["Location"]).json["status"] == "cancelled"
+    assert post(client, body).status_code == 202
