@@ -130,7 +130,14 @@ def serve(
                     pause = PAUSE_S
                     continue
             if done is None:
-                done = run_chunk(store, analyser, lease, hard)
+                try:
+                    done = run_chunk(store, analyser, lease, hard)
+                except Exception:  # not the store's: a chunk this runner cannot run
+                    # Let its lease lapse: another take counts an attempt, and a chunk that
+                    # fails every time fails its job (MAX_ATTEMPTS) instead of looping here.
+                    log.exception("chunk %d of job %s failed", lease.chunk, lease.job_id)
+                    lease = None
+                    continue
             # Retried until it goes through (a full or unreachable store): the answers are
             # kept, and a chunk counts once however often it is completed.
             counted = store.complete(lease, done)

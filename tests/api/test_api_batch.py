@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from api import create_app
+from api.batch import redis_store, runner
 from api.batch.items import parse_batch
 from api.batch.redis_store import LEASES, JobKeys, RedisJobStore
 from api.batch.store import MAX_ATTEMPTS, MAX_UNFINISHED_JOBS, Completed
@@ -352,3 +354,25 @@ def test_a_caller_has_at_most_a_few_jobs_unfinished(redis_app: Flask) -> None:
     ).status_code == 202, "another caller is not held back"
     assert client.delete(jobs[0].headers["Location"]).json["status"] == "cancelled"
     assert post(client, body).status_code == 202
+
+
+def test_a_chunk_that_cannot_run_fails_its_job_instead_of_looping(
+    redis_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A runner whose analysis raises something that is neither a problem nor the store's
+    lets the chunk's lease lapse: taken again, it fails again, and after MAX_ATTEMPTS the job
+    fails with a reason; the runner itself goes on (and, in a burst, stops when idle)."""
+    redis_server.flush()
+    monkeypatch.setattr(redis_store, "LEASE_MS", 200)
+    settings = load_settings({"KALAH_REDIS_URL": redis_server.url}, environ={})
+    store = RedisJobStore(redis_server.url, ttl_s=600)
+    job = store.create(parse_batch(settings, small_positions(3), SMALL), 10, owner="k1")
+
+    class Broken:
+        def analyse(self, request: Any) -> Any:
+            raise RuntimeError("a bug")
+
+    runner.serve(store, Broken(), worker="w", stop=threading.Event(), burst=True)  # type: ignore[arg-type]
+    status = store.status(job.id)
+    assert status is not None and status.status == "failed", status
+    assert status.error == f"chunk 0 lost its worker {MAX_ATTEMPTS} times"
