@@ -1,5 +1,6 @@
 # mypy: disable-error-code="untyped-decorator"
-"""``POST /v1/batch`` and ``GET /v1/jobs/{id}``: thin routes over :mod:`.items` and :mod:`.jobs`.
+"""``POST /v1/batch``, ``GET`` and ``DELETE /v1/jobs/{id}``: thin routes over :mod:`.items`,
+:mod:`.runner` and a :class:`~.store.JobStore`.
 
 A small batch is answered inline; a larger one becomes a job (202 with ``Location``) for the
 ``kalah worker`` processes on the API's Redis, or without Redis for the server's own
