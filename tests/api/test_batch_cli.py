@@ -11,6 +11,8 @@ import pytest
 from flask.testing import FlaskClient
 from test_batch_workers import start_worker
 
+from api.batch.remote import MAX_OUTSTANDING, run_remote
+from api.batch.store import MAX_UNFINISHED_JOBS
 from api.keys import make_key_store
 from kalah_core.cli import main
 
@@ -91,10 +93,15 @@ def test_against_gunicorn_with_a_worker(
         assert main(argv) == 0
         inline = out.read_text()
         assert main([*argv, "--key", key]) == 0  # one job
+        # In 12 jobs of 10: more than a caller may have unfinished at once, so the client
+        # waits for the oldest before it posts the next.
+        pieces = run_remote(gunicorn_server, inputs, SMALL, {"time_ms": 200}, piece=10, key=key)
     finally:
         worker.terminate()
         worker.wait(10)
     assert "120 positions in" in capsys.readouterr().out
+    from_job = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [json.loads(line) for line in pieces] == from_job
     for text in (inline, out.read_text()):
         lines = [json.loads(line) for line in text.splitlines()]
         assert len(lines) == 120
@@ -128,3 +135,7 @@ def test_malformed_input_files_name_the_item(
     source.write_text(text)
     assert main(["batch", str(source), "--quiet", "--workers", "1"]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_client_keeps_within_the_servers_limit_of_unfinished_jobs() -> None:
+    assert MAX_OUTSTANDING == MAX_UNFINISHED_JOBS
