@@ -17,7 +17,7 @@ import os
 import re
 import sys
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kalah_core.cli import (
     EXIT_OK,
@@ -30,6 +30,9 @@ from kalah_core.cli import (
 )
 from kalah_core.errors import KalahError
 from kalah_core.position import Position
+
+if TYPE_CHECKING:
+    from .core.answer import Answer
 
 
 def _missing_server_requirements() -> list[str]:
@@ -60,11 +63,11 @@ if _MISSING:
 # --------------------------------------------------------------------- analysis
 
 
-def _analysis_answer(args: argparse.Namespace) -> tuple[Position, dict[str, Any]]:
+def _analysis_answer(args: argparse.Namespace) -> tuple[Position, Answer]:
     """The API's own analysis code path (limits checked against the server configuration)."""
-    from .analysis.analyser import default_analyser
-    from .analysis.request import AnalysisRequest
-    from .errors import ApiProblem
+    from .core.analyser import default_analyser
+    from .core.problems import ApiProblem
+    from .core.request import AnalysisRequest
 
     # A one-shot command uses the databases there are; it starts no background build.
     os.environ.setdefault("KALAH_EGDB_SEEDS", "0")
@@ -74,7 +77,7 @@ def _analysis_answer(args: argparse.Namespace) -> tuple[Position, dict[str, Any]
     limits = {"time_ms": args.time_ms, "depth": args.depth}
     try:
         request = AnalysisRequest.of(analyser.settings, position, rules, limits)
-        answer = analyser.analyse(request).json()
+        answer = analyser.analyse(request)
     except ApiProblem as problem:
         raise KalahError(problem.detail) from None
     return position, answer
@@ -82,7 +85,8 @@ def _analysis_answer(args: argparse.Namespace) -> tuple[Position, dict[str, Any]
 
 def cmd_analyse(args: argparse.Namespace) -> int:
     """Analyse a position as ``POST /v1/analysis`` does."""
-    position, answer = _analysis_answer(args)
+    position, analysis = _analysis_answer(args)
+    answer = analysis.json()
     text = "\n".join(
         [
             f"{position.to_move.value.capitalize()} to move in {position.compact()}: value "
@@ -100,10 +104,8 @@ def cmd_analyse(args: argparse.Namespace) -> int:
 
 def cmd_best_move(args: argparse.Namespace) -> int:
     """The best move and its value, as ``GET /v1/best-move`` gives them."""
-    from .analysis.answer import best_move_of
-
     _, full = _analysis_answer(args)
-    answer = best_move_of(full)
+    answer = full.best_move().json()
     label = "exact" if answer["exact"] else "heuristic"
     emit(args, f"{answer['best_move']} ({answer['value']:+d}, {label})", answer)
     return EXIT_OK
@@ -133,9 +135,9 @@ def cmd_analyse_game(args: argparse.Namespace) -> int:
     """Judge every sowing of a game as ``POST /v1/games/analysis`` does."""
     from kalah_core.review import JUDGEMENT_DOC
 
-    from .analysis.analyser import default_analyser
-    from .errors import ApiProblem
-    from .games.service import review_game
+    from .core.analyser import default_analyser
+    from .core.problems import ApiProblem
+    from .core.review import review_game
 
     os.environ.setdefault("KALAH_EGDB_SEEDS", "0")  # the databases there are, no build
     rules = rules_from_args(args)
@@ -213,7 +215,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
     from .batch.local import parse_local, read_items, run_local, write_jsonl
     from .batch.remote import run_remote
-    from .errors import ApiProblem
+    from .core.problems import ApiProblem
 
     os.environ.setdefault("KALAH_EGDB_SEEDS", "0")  # the databases there are, no build
     rules = rules_from_args(args).to_json()

@@ -334,7 +334,7 @@ def test_every_command_is_offered(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     for command in ENGINE_COMMANDS + SERVICE_COMMANDS:
         assert f"    {command} " in out or f"    {command}\n" in out, command
-    assert "docs/RULES.md" in out
+    assert "docs/rules.md" in out
 
 
 def test_the_engine_never_imports_the_service() -> None:

@@ -26,8 +26,9 @@ from typing import Any
 
 import diskcache
 
-from ..analysis.request import AnalysisRequest
-from .items import Batch, as_cached
+from ..core.answer import as_cached
+from ..core.request import AnalysisRequest
+from .items import Batch
 from .store import MAX_ATTEMPTS, UNFINISHED, Completed, JobStatus, Lease
 
 log = logging.getLogger("api.batch.embedded")

@@ -21,10 +21,10 @@ from typing import IO, Any
 
 from kalah_core.errors import InvalidNotationError
 
-from ..analysis.analyser import default_analyser
-from ..analysis.request import AnalysisRequest
 from ..config import load_settings
-from ..errors import ApiProblem
+from ..core.analyser import default_analyser
+from ..core.problems import ApiProblem
+from ..core.request import AnalysisRequest
 from .items import Batch, parse_batch
 from .runner import answer_all
 

@@ -39,9 +39,10 @@ from typing import Any, cast
 
 import redis
 
-from ..analysis.request import AnalysisRequest
 from ..config import Settings
-from .items import Batch, as_cached
+from ..core.answer import as_cached
+from ..core.request import AnalysisRequest
+from .items import Batch
 from .store import MAX_ATTEMPTS, UNFINISHED, Completed, JobStatus, Lease, stalled_reason
 
 log = logging.getLogger("api.batch")

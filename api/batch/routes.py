@@ -20,11 +20,14 @@ from flask import Response, current_app, json, request, url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint  # type: ignore[import-untyped]
 
-from ..analysis.analyser import Analyser
 from ..config import BATCH_PAGE_MAX, MAX_BATCH_BODY_BYTES
-from ..errors import ApiProblem, document_problems
+from ..core.analyser import Analyser
+from ..core.problems import ApiProblem
+from ..errors import document_problems
 from ..keys import Caller, current_caller, require_key
-from ..ratelimit import Buckets, charge_batch, charge_later, charge_search, payer, search_cost
+from ..ratelimit.buckets import Buckets
+from ..ratelimit.charging import charge_batch, charge_later, payer
+from ..ratelimit.costs import search_cost
 from .items import Batch as ParsedBatch
 from .items import inline_ok, parse_batch
 from .runner import answer_all, start_in_server
@@ -117,12 +120,8 @@ def _store_errors() -> Iterator[None]:
 
 
 def _inline(batch: ParsedBatch) -> Response:
-    answers: list[bytes] = []
-    search_ms = 0.0
-    for answered in answer_all(_analyser(), batch.tasks):
-        answers.append(answered.body)
-        search_ms += answered.search_ms
-    charge_search(search_ms)
+    # Each search is charged to the caller as it runs (the analyser's meter).
+    answers = [answered.body for answered in answer_all(_analyser(), batch.tasks)]
     body = b'{"results":[' + b",".join(batch.assemble(answers)) + b"]}"
     return Response(body, status=200, mimetype="application/json")
 

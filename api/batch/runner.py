@@ -2,7 +2,8 @@
 
 - :func:`answer_one` is the only place a batch analyses an item: the ``/v1/analysis`` code
   path (:meth:`Analyser.analyse`: the same cache and the same answer), an error becoming the
-  item's problem object.
+  item's problem object (as :meth:`Analyser.analyse_item`, keeping the search time, which a
+  job's runner charges to the job's payer).
 - :func:`answer_all` runs it over a list of tasks; inline batches, ``kalah batch`` (in each of
   its processes) and the job runners below all call it.
 - :func:`serve` is the job runners' loop over any :class:`~api.batch.store.JobStore`: take a
@@ -17,7 +18,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import threading
@@ -26,9 +26,10 @@ from dataclasses import dataclass
 
 from kalah_core.errors import KalahError
 
-from ..analysis.analyser import Analyser
-from ..analysis.request import AnalysisRequest
-from ..errors import ApiProblem, problem_object
+from ..core.analyser import Analyser
+from ..core.answer import dumps
+from ..core.problems import ApiProblem, problem_object
+from ..core.request import AnalysisRequest
 from ..lease import owner_token, renewing
 from .store import Completed, JobStore, Lease
 
@@ -56,8 +57,8 @@ def answer_one(analyser: Analyser, task: AnalysisRequest) -> Answered:
     try:
         answer = analyser.analyse(task)
     except (ApiProblem, KalahError) as error:
-        return Answered(json.dumps(problem_object(error)).encode())
-    return Answered(answer.body, answer.search_ms)
+        return Answered(dumps(problem_object(error)))
+    return Answered(answer.body(), answer.search_ms)
 
 
 def answer_all(

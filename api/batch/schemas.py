@@ -7,9 +7,10 @@ from marshmallow import fields, validate
 
 from kalah_core.rules import PRESETS
 
-from ..analysis.schemas import LimitsSchema
 from ..config import BATCH_PAGE_MAX
-from ..schemas import RulesField, answer, position_field, ref, rules_field
+from ..schemas.components import ref
+from ..schemas.fields import RulesField, answer, position_field, rules_field
+from ..schemas.requests import LimitsSchema
 from .store import STATUSES
 
 RESULT_DOC = {

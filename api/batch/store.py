@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..analysis.request import AnalysisRequest
+from ..core.request import AnalysisRequest
 from .items import Batch
 
 MAX_ATTEMPTS = 3
@@ -56,7 +56,7 @@ class Lease:
     token: str
     tasks: list[tuple[int, AnalysisRequest]]
     payer: str = ""
-    """Whom the chunk's search is charged to (:func:`api.ratelimit.payer` as text; empty:
+    """Whom the chunk's search is charged to (:func:`api.ratelimit.charging.payer` as text; empty:
     nobody, e.g. limits off)."""
     attempt: int = 1
 

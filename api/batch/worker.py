@@ -26,12 +26,13 @@ from types import FrameType
 
 import redis
 
-from ..analysis.analyser import Analyser
-from ..cache import make_cache
 from ..config import Settings, load_settings
+from ..core.analyser import Analyser
 from ..lease import owner_token
-from ..ratelimit import Buckets, charge_later
+from ..ratelimit.buckets import Buckets
+from ..ratelimit.charging import charge_later, make_counters
 from ..state import check_state_store, make_state_client
+from ..store import make_store
 from .redis_store import WORKER_BEAT_S, RedisJobStore, job_store
 from .runner import PAUSE_MAX_S, PAUSE_S, beating, serve
 
@@ -44,8 +45,8 @@ def _make(settings: Settings) -> tuple[Analyser, RedisJobStore, Buckets]:
             "kalah worker needs KALAH_STATE_REDIS_URL or KALAH_REDIS_URL (the API's)"
         )
     check_state_store(make_state_client(settings.state_url, timeout_s=2.0))
-    cache = make_cache(settings, max_connections=4)
-    buckets = Buckets(settings.state_url, timeout_s=settings.redis_timeout_s)
+    cache = make_store(settings, max_connections=4)
+    buckets = Buckets(make_counters(settings))
     return Analyser(settings, cache), job_store(settings), buckets
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import marshmallow as ma
 from marshmallow import fields, validate
 
-from ..schemas import RulesOptionsSchema, answer
+from ..schemas.answers import RulesOptionsSchema
+from ..schemas.fields import answer
 
 
 @answer()
@@ -104,6 +105,19 @@ class RateLimitsSchema(ma.Schema):
         metadata={
             "description": "A request costs 1 unit plus 1 per started this many milliseconds "
             "of search it ran."
+        }
+    )
+    mode = fields.String(
+        validate=validate.OneOf(["auto", "on", "off"]),
+        metadata={
+            "description": "KALAH_LIMITS: auto (every caller but one on a loopback address of "
+            "a server without Redis), on (every caller) or off (none)."
+        },
+    )
+    applies = fields.Boolean(
+        metadata={
+            "description": "Whether the rate limits apply to the caller of this request (false: "
+            "it is not charged, and answers carry no RateLimit headers)."
         }
     )
 

@@ -13,7 +13,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from api import create_app
-from api.games.service import OVERRUN_S
+from api.core.review import OVERRUN_S
 from kalah_core import Position, Rules
 from kalah_core.cli import main
 from kalah_core.game import Game, legal_moves

@@ -32,7 +32,7 @@ from test_batch_workers import endgame_positions, start_worker
 
 from api.batch.redis_store import FAIR_PREFIX, LEASES, WORKER_STALE_S, JobKeys
 from api.keys import make_key_store
-from api.ratelimit import ITEMS_PER_UNIT
+from api.ratelimit.costs import ITEMS_PER_UNIT
 
 pytestmark = pytest.mark.system
 
