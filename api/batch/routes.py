@@ -20,6 +20,7 @@ from flask import Response, current_app, json, request, url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint  # type: ignore[import-untyped]
 
+from ..bounds import stop_reading
 from ..config import BATCH_PAGE_MAX, MAX_BATCH_BODY_BYTES
 from ..core.analyser import Analyser
 from ..core.problems import ApiProblem
@@ -27,7 +28,7 @@ from ..errors import document_problems
 from ..keys import Caller, current_caller, require_key
 from ..ratelimit.buckets import Buckets
 from ..ratelimit.charging import charge_batch, charge_later, payer
-from ..ratelimit.costs import search_cost
+from ..ratelimit.costs import FREE_BODY_BYTES, search_cost
 from .items import Batch as ParsedBatch
 from .items import inline_ok, parse_batch
 from .runner import answer_all, start_in_server
@@ -119,6 +120,36 @@ def _store_errors() -> Iterator[None]:
         ) from None
 
 
+def _no_worker(store: JobStore) -> ApiProblem | None:
+    """The 503 of a job no worker would run (nothing charged), or None."""
+    with _store_errors():
+        stalled = store.stalled()
+    if stalled is None:
+        return None
+    return ApiProblem(
+        "not-ready",
+        f"a job cannot run now: {stalled}",
+        headers={"Retry-After": str(RETRY_AFTER_S)},
+    )
+
+
+@blp.before_request
+def _refuse_unrunnable_bodies() -> None:
+    """A batch body above the free size can only be a job: with no worker alive it is refused
+    before it is read (a 503 costs nothing, so reading and parsing it must not happen)."""
+    if request.method != "POST" or (request.content_length or 0) <= FREE_BODY_BYTES:
+        return
+    store: JobStore = current_app.extensions["kalah_jobs"]
+    try:
+        refusal = _no_worker(store)
+    except ApiProblem:
+        stop_reading()
+        raise
+    if refusal is not None:
+        stop_reading()
+        raise refusal
+
+
 def _inline(batch: ParsedBatch) -> Response:
     # Each search is charged to the caller as it runs (the analyser's meter).
     answers = [answered.body for answered in answer_all(_analyser(), batch.tasks)]
@@ -189,14 +220,9 @@ class Batch(MethodView):
         if not store.in_server:
             require_key()  # jobs in Redis belong to API keys (which live there)
         # Refused before anything is charged when no worker would run it.
-        with _store_errors():
-            stalled = store.stalled()
-        if stalled is not None:
-            raise ApiProblem(
-                "not-ready",
-                f"a job cannot run now: {stalled}",
-                headers={"Retry-After": str(RETRY_AFTER_S)},
-            )
+        refusal = _no_worker(store)
+        if refusal is not None:
+            raise refusal
         # A job pays 1 unit per item (bad ones too) now, and its searches as its chunks finish
         # (the CPU they spent, charged to the caller's bucket by the runner); the bucket must
         # hold the first chunk's budget. With Redis it needs an API key (keys live there);

@@ -243,9 +243,11 @@ def test_a_job_pays_its_items_up_front_and_needs_room_for_its_first_chunk(
     assert response.status_code == 202, response.json
     assert response.headers["Kalah-Cost"] == str(1 + 1), "the items and the request"
     big = {"positions": endgame_positions(10_000, seed=9), "limits": {"time_ms": 1000}}
-    response = client.post("/v1/batch", json=big)
+    data = json.dumps(big).encode()
+    response = client.post("/v1/batch", data=data, content_type="application/json")
     assert response.status_code == 202, response.json  # 110,001 units before: a 429
-    assert response.headers["Kalah-Cost"] == str(100 + 1)
+    # The items (1 per 100), the request, and reading the body (above 64 KiB)
+    assert response.headers["Kalah-Cost"] == str(100 + 1 + body_cost(len(data)))
     # 32 items of 10 s (the first chunk: 3,200 units) do not fit in what is left.
     heavy = {"positions": big["positions"][:100], "limits": {"time_ms": 10000}}
     response = client.post("/v1/batch", json=heavy)

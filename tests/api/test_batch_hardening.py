@@ -15,6 +15,7 @@ finish, not reserved up front.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import socket
 import threading
@@ -341,3 +342,27 @@ def test_a_redis_timeout_reading_a_job_is_a_503(own_redis: RedisServer, tmp_path
         gunicorn.close()
         proxy.close()
     measured("Redis timing out on HMGET: GET /v1/jobs/{id} is a 503 with Retry-After: 5")
+
+
+def test_with_no_worker_a_jobs_large_body_is_refused_unread(
+    server: tuple[str, RedisServer],
+) -> None:
+    """33.13 with 33.1: no worker alive, a batch body above 64 KiB (only a job could be that
+    large) is refused with a 503 before it is read: nothing is parsed for free, nothing is
+    charged (before: accepted, 202, and charged its whole budget)."""
+    base, own_redis = server
+    headers, identity = new_key(own_redis.url)
+    items = [{"position": "444444-0-444444-0-s", "limits": {"time_ms": 1000}}] * 10000
+    body = json.dumps({"positions": items}).encode()
+    refused = requests.post(
+        base + "/v1/batch",
+        data=body,
+        headers={**headers, "Content-Type": "application/json"},
+        timeout=120,
+    )
+    assert refused.status_code == 503, refused.text
+    assert "no batch worker" in refused.json()["detail"]
+    assert refused.headers["Kalah-Cost"] == "0" and refused.headers["Retry-After"] == "5"
+    assert refused.headers["Connection"] == "close", "the body was not read"
+    states = redis.Redis.from_url(own_redis.url)
+    assert charged(states, identity) == 0
