@@ -62,9 +62,11 @@ control_socket_disable = True  # gunicorn >= 25: no shared control socket betwee
 
 
 def on_starting(server: object) -> None:
-    """Drop metric files left by an earlier run in the same folder."""
+    """Drop metric files left by an earlier run in the same folder; name this process (the
+    master) as the server that background database builds stop with (``api.egdb``)."""
     for path in _METRICS_DIR.glob("*.db"):
         path.unlink(missing_ok=True)
+    os.environ["KALAH_SERVER_PID"] = str(os.getpid())
 
 
 def post_fork(server: object, worker: object) -> None:

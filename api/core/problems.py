@@ -55,7 +55,7 @@ PROBLEMS: dict[str, ProblemType] = {
             "invalid-notation",
             400,
             "Invalid notation",
-            "A compact position or a seed-000 game that cannot be parsed.",
+            "A compact position or a game in the Finnish notation that cannot be parsed.",
         ),
         ProblemType(
             "illegal-move",

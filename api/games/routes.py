@@ -36,9 +36,9 @@ class GameAnalysis(MethodView):
     @blp.response(200, GameAnswerSchema, description="One entry per sowing and a summary.")
     @document_problems(blp, ERRORS)
     def post(self, data: dict[str, Any]) -> dict[str, Any]:
-        """Analyse a game: a seed-000 text (`game`) or `moves` from `position` (default the
-        start). Each sowing gets the position before it, the mover's value before and after,
-        the best moves, the seeds lost against perfect play and a judgement: best (0),
+        """Analyse a game: a text in the Finnish notation (`game`) or `moves` from `position`
+        (default the start). Each sowing gets the position before it, the mover's value before
+        and after, the best moves, the seeds lost against perfect play and a judgement: best (0),
         inaccuracy (1-2), mistake (3-5), blunder (6 or more seeds); `exact` says whether the
         loss is proven. Each position is analysed as `/v1/analysis` does (same cache)."""
         limits = data.get("limits") or {}
