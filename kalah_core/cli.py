@@ -59,7 +59,7 @@ Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 COMMANDS_GROUP = "kalah.commands"
 
-RULES_DOC = "docs/RULES.md"
+RULES_DOC = "docs/rules.md"
 """The rules in the project's words (presets, options, the seed-000 notation)."""
 
 POSITION_HELP = (

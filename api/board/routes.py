@@ -14,10 +14,10 @@ from kalah_core.errors import IllegalMoveError
 from kalah_core.game import Move, legal_moves
 from kalah_core.svg import board_svg
 
-from ..analysis.answer import etag_of
-from ..analysis.request import parse_position_field, parse_query_rules
-from ..analysis.schemas import RULE_PARAMETERS
+from ..core.answer import etag_of
+from ..core.request import RULE_PARAMETERS, parse_position_field, parse_query_rules
 from ..errors import document_problems
+from ..web import not_modified
 from .schemas import BoardImageQuerySchema
 
 blp = Blueprint("board", __name__, url_prefix="/v1", description="Images of positions (SVG).")
@@ -88,7 +88,7 @@ class BoardImage(MethodView):
         body = board_svg(position, move=move, flipped=args["flip"], size=args.get("size")).encode()
         tag = etag_of(body)
         headers = {"ETag": tag, "Cache-Control": CACHE_CONTROL}
-        if request.if_none_match and request.if_none_match.contains_weak(tag.strip('"')):
+        if not_modified(tag):
             return Response(status=304, headers=headers)
         mimetype = SVG if request.accept_mimetypes.best_match([SVG, BINARY]) != BINARY else BINARY
         return Response(body, status=200, mimetype=mimetype, headers=headers)

@@ -8,14 +8,8 @@ from marshmallow import fields, validate
 from kalah_core.finnish import MAX_GAME_LENGTH
 
 from ..config import MAX_MOVES
-from ..schemas import (
-    BoardSchema,
-    RulesOptionsSchema,
-    answer,
-    move_field,
-    position_field,
-    rules_field,
-)
+from ..schemas.answers import BoardSchema, RulesOptionsSchema
+from ..schemas.fields import answer, move_field, position_field, rules_field
 
 
 class PlayRequestSchema(ma.Schema):

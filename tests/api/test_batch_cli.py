@@ -32,6 +32,7 @@ def stable(answer: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in answer.items() if k not in VOLATILE}
 
 
+@pytest.mark.system
 def test_local_jsonl_on_two_processes(
     tmp_path: Path, client: FlaskClient, capsys: pytest.CaptureFixture[str]
 ) -> None:
