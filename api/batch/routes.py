@@ -51,7 +51,7 @@ DEFAULT_PAGE = 100
 STREAM_PAGE = 500
 
 ERRORS = {
-    400: "A malformed body.",
+    400: "A malformed body (not JSON).",
     413: f"The body is above {MAX_BATCH_BODY_BYTES} bytes.",
     422: "A malformed item (field positions.<i>.<field>), invalid shared rules or limits, too "
     "many positions or too much budget.",
