@@ -74,6 +74,8 @@ class Engine:
         self.deep_move_depth = DEEP_MOVE_DEPTH
         """After a deep estimate, the proof tries first the moves of heuristic entries this deep."""
         self._emptied = False  # this analysis has emptied the table at a pause (_mtdf)
+        self._cuts: list[tuple[int, int]] = []  # (move code, v): the root's fail-highs (_settle)
+        self._last_cut: tuple[int, int] | None = None  # the last fail-high of _mtdf's position
         self.databases: list[EndgameDatabase] = []
         for database in databases:
             self.attach(database)
@@ -130,6 +132,7 @@ class Engine:
 
         s = self.searcher
         self._emptied = False
+        self._cuts = []
         root = (-INFINITE, INFINITE)  # proven bounds on the root value from a root search
         steps: dict[str, int] = {}  # the bounds tests' steps, from one round to the next
         rounds = _schedule(time_ms or 0.0, nodes or 0) if depth is None else []
@@ -165,6 +168,7 @@ class Engine:
                     rules, lines, reached + 1, HEURISTIC_MAX_DEPTH, None, reached
                 )
 
+        self._settle(position, rules, lines, root, time_ms, nodes)
         lines.sort(key=lambda ln: (-ln.value, not ln.exact, _order(ln.result.move)))
         lower = max(max(ln.lower for ln in lines), root[0])
         upper = min(max(ln.upper for ln in lines), root[1])
@@ -268,7 +272,10 @@ class Engine:
         mine = position.store(position.to_move) - position.store(position.to_move.other)
         low, high = max(-abs(mine) - rest, root[0]), min(abs(mine) + rest, root[1])
         guess = max(line.value for line in lines) + GUESS_BIAS
+        self._last_cut = None
         low, high = self._mtdf(position, rules, guess, low, high)
+        if self._last_cut is not None:
+            self._cuts.append(self._last_cut)
         if low != high:
             return low, high
         preferred = s.table_move(position)
@@ -345,6 +352,8 @@ class Engine:
             else:
                 if v >= beta:
                     low = v
+                    if s.cut_move is not None:
+                        self._cuts.append((s.cut_move, v))
                 else:
                     high = v
                 if (v >= beta) == (side == "low"):
@@ -352,6 +361,70 @@ class Engine:
         for line in lines:
             line.upper = min(line.upper, high)
         return low, high
+
+    def _settle(
+        self,
+        position: Position,
+        rules: Rules,
+        lines: list[_Line],
+        root: tuple[int, int],
+        time_ms: float | None,
+        nodes: int | None,
+    ) -> None:
+        """Every move's bounds as narrow as what the analysis proved about that move:
+
+        - the bounds the table holds for the position the move leads to (each root search
+          stores its children's bounds there: the tests that failed low bounded every move
+          from above, the one that failed high bounded the move that made it fail high);
+        - the root's upper bound: no move is worth more than the root;
+        - the root's lower bound, for the move that proved it: the root's move stored right
+          after a root test failed high (``Searcher.cut_move``, recorded in ``self._cuts``).
+          That move is checked before it is trusted, by a null-window test of its child on the
+          warm table (the proof is still there) within SETTLE_MS, since a bound the table
+          already held carries the move of its entry's last store; if it fails, or the root
+          has no table entry (a swap pending), the other moves are tried, best estimate
+          first, within the same budget."""
+        s = self.searcher
+        for line in lines:
+            if line.exact:
+                continue
+            bounds = s.table_bounds(line.result.after)
+            if bounds is not None:
+                b_low, b_high = sorted((line.sign * bounds[0], line.sign * bounds[1]))
+                line.lower, line.upper = max(line.lower, b_low), min(line.upper, b_high)
+            line.upper = min(line.upper, root[1])
+        target = root[0]
+        if target <= max(line.lower for line in lines):
+            return
+        # The moves that made root tests fail high (the last first), then the others, best
+        # estimate first: the first one proven to reach the root's lower bound takes it.
+        by_code = {_code(line.result.move): line for line in lines}
+        cuts = [
+            by_code[code] for code, v in reversed(self._cuts) if v >= target and code in by_code
+        ]
+        s.set_budget(SETTLE_MS if time_ms else 0.0, max(1, nodes // 100) if nodes else 0)
+        tried: set[int] = set()
+        for line in cuts + sorted(lines, key=lambda ln: -ln.value):
+            if id(line) in tried or line.upper < target:
+                continue
+            tried.add(id(line))
+            if self._proven_at_least(line, rules, target):
+                line.lower = target
+                break
+            if s.aborted:
+                break
+
+    def _proven_at_least(self, line: _Line, rules: Rules, target: int) -> bool:
+        """Whether a null-window test proves the root move's value >= ``target`` (False when
+        it is lower or the budget runs out)."""
+        if line.lower >= target:
+            return True
+        if line.sign > 0:
+            ok = self.searcher.test(line.result.after, rules, target)
+        else:
+            ok = self.searcher.test(line.result.after, rules, -target + 1)
+            ok = None if ok is None else not ok
+        return bool(ok)
 
     def _solve(self, line: _Line, rules: Rules) -> None:
         """Narrow a root move's bounds to its exact value (unless the budget runs out)."""
@@ -381,6 +454,8 @@ class Engine:
         low, high, spent, aborted = s.mtdf(
             position, rules, guess, low, high, fresh=False, pause_after=self.deepen_after
         )
+        if s.cut_move is not None:
+            self._last_cut = (s.cut_move, low)
         if low == high or aborted:
             return low, high
         if not self._emptied:
@@ -395,6 +470,8 @@ class Engine:
             low, high, _, _ = s.mtdf(position, rules, estimate, low, high, fresh=False)
         finally:
             s.heuristic_move_depth = move_depth
+        if s.cut_move is not None:
+            self._last_cut = (s.cut_move, low)
         return low, high
 
     def _deep_estimate(self, position: Position, rules: Rules, spent: int) -> int | None:
@@ -538,6 +615,8 @@ INFINITE = 1 << 20
 EXACT_SHARE = 0.75  # of a budget for the exact search
 BOUNDS_SHARE = 0.15  # for proven bounds when the exact search did not prove the value; the rest
 #                      improves the fallback estimate
+SETTLE_MS = 5.0  # to check the move that proved the root's lower bound (_settle), after the
+#                budget: a test on the warm table, whose proof of that bound is still there
 ROUND_MS = 10_000.0  # budgets longer than this (the API's longest) alternate exact and bounds
 BISECT_FIRST = 8  # the first bounds test on a side: 1/8 of the way from its bound to the estimate
 GUESS_BIAS = 2  # MTD(f) starts this far above the estimate, for the player to move in the
