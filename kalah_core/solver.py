@@ -8,6 +8,7 @@ heuristic estimate from a depth-limited search (``depth`` sowings deep).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -145,6 +146,12 @@ class Engine:
             reached = self._deepen(rules, lines, 1, depth, None)
         else:
             reached = self._deepen(rules, lines, 1, HEURISTIC_MAX_DEPTH, ESTIMATE_NODES)
+            if len(rounds) == 1 and not self._in_reach(position, time_ms, nodes):
+                # No proof in sight: the estimate the user sees gets most of the budget.
+                root, reached = self._beyond_reach(
+                    position, rules, lines, prove, steps, started, time_ms, nodes, reached
+                )
+                rounds = []
             for i, (exact_part, bounds_part) in enumerate(rounds):
                 if i:  # a later round: the table is warm, the bounds so far stand
                     s.set_budget(*self._part(started, exact_part, time_ms, nodes))
@@ -206,6 +213,56 @@ class Engine:
             int(s.nodes),
             _ms(started),
         )
+
+    def _in_reach(self, position: Position, time_ms: float | None, nodes: int | None) -> bool:
+        """Whether a proof of ``position`` may fit a budget of one round, judged before any
+        exact search from its seeds in houses: at most REACH_SEEDS at 1 s without a database,
+        REACH_PER_DB_SEED more per seed the endgame database holds (none under ``majority``),
+        REACH_PER_DOUBLING more per doubling of the budget. An unbounded analysis is always in
+        reach (it proves or runs forever)."""
+        if not time_ms and not nodes:
+            return True
+        budget_ms = time_ms if time_ms else (nodes or 0) / NODES_PER_MS
+        rest = sum(position.south) + sum(position.north)
+        reach = REACH_SEEDS + REACH_PER_DB_SEED * max(self.searcher.database_seeds, 0)
+        reach += REACH_PER_DOUBLING * math.log2(max(budget_ms, 1.0) / 1000.0)
+        return rest <= reach
+
+    def _beyond_reach(
+        self,
+        position: Position,
+        rules: Rules,
+        lines: list[_Line],
+        prove: Prove,
+        steps: dict[str, int],
+        started: float,
+        time_ms: float | None,
+        nodes: int | None,
+        reached: int,
+    ) -> tuple[tuple[int, int], int]:
+        """A budget where no proof is in sight (``_in_reach``): PROBE_SHARE for an exact search
+        (a short proof may still be there: a forced line, a position the table holds), then the
+        estimate deepens until ESTIMATE_UNTIL of the budget, and proven bounds get the rest
+        (their tests then aim at the deeper estimate). Returns the root bounds and the depth
+        reached."""
+        s = self.searcher
+        root = (-INFINITE, INFINITE)
+
+        def until(share: float) -> tuple[float, int]:
+            return self._part(
+                started, ((time_ms or 0.0) * share, int((nodes or 0) * share)), time_ms, nodes
+            )
+
+        s.set_budget(*until(PROBE_SHARE))
+        root = self._prove(position, rules, lines, prove, root)
+        if not s.aborted or all(ln.exact for ln in lines):
+            return root, reached
+        s.set_budget(*until(ESTIMATE_UNTIL))
+        reached = self._deepen(rules, lines, reached + 1, HEURISTIC_MAX_DEPTH, None, reached)
+        proven = max(max(ln.lower for ln in lines), root[0])
+        if proven < min(max(ln.upper for ln in lines), root[1]):
+            root = self._bisect_root(position, rules, lines, root, steps, *until(1.0))
+        return root, reached
 
     def _line(self, position: Position, rules: Rules, move: Move) -> _Line:
         result = play(position, rules, move)
@@ -615,6 +672,14 @@ INFINITE = 1 << 20
 EXACT_SHARE = 0.75  # of a budget for the exact search
 BOUNDS_SHARE = 0.15  # for proven bounds when the exact search did not prove the value; the rest
 #                      improves the fallback estimate
+PROBE_SHARE = 0.1  # of a budget beyond reach (_in_reach) for the exact search
+ESTIMATE_UNTIL = 0.75  # then the estimate deepens until this share; the bounds get the rest
+REACH_SEEDS = 30  # seeds in houses a 1 s budget may prove without a database; a 24-seed one
+#                   adds 0.6 a seed: benchmarks/move_quality.py's labels (prove="all", 20 s) took
+#                   1-2 s at 29-34 seeds without one (majority), 1.2-2.9 s at 44-46 with one
+REACH_PER_DB_SEED = 0.6
+REACH_PER_DOUBLING = 2  # more seeds per doubling of the budget
+NODES_PER_MS = 2_000  # a node budget's time, for _in_reach (about one core's speed)
 SETTLE_MS = 5.0  # to check the move that proved the root's lower bound (_settle), after the
 #                budget: a test on the warm table, whose proof of that bound is still there
 ROUND_MS = 10_000.0  # budgets longer than this (the API's longest) alternate exact and bounds
