@@ -2,6 +2,7 @@
 
     python benchmarks/move_quality.py generate --egdb-dir .egdb    # writes data/move_quality.json
     python benchmarks/move_quality.py run --baseline HEAD~1 --egdb-dir .egdb [--budgets 1000 100]
+    python benchmarks/move_quality.py depth --baseline HEAD~1 --budgets 1000 [--repeat 5]
 
 ``generate`` plays self-play games with some noise (a depth-4 search picks among the moves
 within NOISE_MARGIN of its best, and a random move one time in NOISE_RANDOM) for every preset
@@ -326,7 +327,11 @@ def run(args: argparse.Namespace) -> None:
             groups[("all", "all")].append(i)
             if entry["phase"] != PHASES[0]:
                 groups[("all", "10+")].append(i)
-        for (set_name, phase), indices in groups.items():
+        order = [*rule_sets(), "all"]
+        phases = [*PHASES, "10+", "all"]
+        for (set_name, phase), indices in sorted(
+            groups.items(), key=lambda g: (order.index(g[0][0]), phases.index(g[0][1]))
+        ):
             known = sum(1 for i in indices if entries[i].get("values"))
             line = f"{set_name:10} {phase:6} {len(indices):3} {known:5}"
             for name in names:
@@ -358,20 +363,65 @@ def run(args: argparse.Namespace) -> None:
                     )
 
 
+def depth(args: argparse.Namespace) -> None:
+    """The 6-seed starts at each budget, ``--repeat`` times, both builds alternately: the depth
+    reached and the bounds, medians (the machine's load moves single runs by a depth or two)."""
+    from kalah_core import Position
+
+    sets = rule_sets()
+    starts = [
+        {"set": n, "rules": sets[n].to_json(), "position": Position.start(sets[n]).compact()}
+        for n in ("piet-hein", "kalah-ru", "kgp-6x6")
+    ]
+    with tempfile.TemporaryDirectory(prefix="move-quality-baseline-") as tmp:
+        print(f"building {args.baseline} in {tmp} ...", flush=True)
+        build_baseline(args.baseline, Path(tmp))
+        workers = {"base": Worker(Path(tmp), args.egdb_dir), "new": Worker(ROOT, args.egdb_dir)}
+        print(f"load average before: {os.getloadavg()}")
+        got: dict[tuple[str, str, float], list[dict[str, Any]]] = defaultdict(list)
+        for r in range(args.repeat):
+            for entry in starts:
+                for budget in args.budgets:
+                    for name in sorted(workers, reverse=r % 2 == 1):
+                        got[(entry["set"], name, budget)].append(
+                            workers[name].analyse(entry, budget)
+                        )
+        for worker in workers.values():
+            worker.close()
+    print(f"load average after: {os.getloadavg()}")
+    print(
+        f"{'start':10} {'budget':>6} | {'base depth':>10} {'bounds':>10} | "
+        f"{'new depth':>9} {'bounds':>10}"
+    )
+    for entry in starts:
+        for budget in args.budgets:
+            line = f"{entry['set']:10} {budget:6g}"
+            for name in ("base", "new"):
+                answers = got[(entry["set"], name, budget)]
+                d = statistics.median(a["depth"] for a in answers)
+                low = statistics.median(a["lower"] for a in answers)
+                high = statistics.median(a["upper"] for a in answers)
+                line += f" | {d:{10 if name == 'base' else 9}g} {f'[{low:+g},{high:+g}]':>10}"
+            print(line + f"   ({args.repeat} runs)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("command", choices=("generate", "run"))
+    parser.add_argument("command", choices=("generate", "run", "depth"))
     parser.add_argument("--egdb-dir", default=".egdb", help="folder of *.egdb files to attach")
     parser.add_argument("--baseline", default="HEAD~1", help="commit to compare against ('' none)")
     parser.add_argument("--budgets", type=float, nargs="+", default=[1000.0, 100.0])
     parser.add_argument("--rules", nargs="*", help="only these rule sets")
     parser.add_argument("--label-ms", type=float, default=LABEL_MS)
     parser.add_argument("--show-published", action="store_true")
+    parser.add_argument("--repeat", type=int, default=5, help="depth: runs of each start")
     args = parser.parse_args()
     if args.command == "generate":
         generate(args)
+    elif args.command == "depth":
+        depth(args)
     else:
         run(args)
 
