@@ -176,7 +176,8 @@ class Engine:
                 )
 
         self._settle(position, rules, lines, root, time_ms, nodes)
-        lines.sort(key=lambda ln: (-ln.value, not ln.exact, _order(ln.result.move)))
+        # Equal estimates: the move with more of its value proven first.
+        lines.sort(key=lambda ln: (-ln.value, not ln.exact, -ln.lower, _order(ln.result.move)))
         lower = max(max(ln.lower for ln in lines), root[0])
         upper = min(max(ln.upper for ln in lines), root[1])
         exact = lower == upper
