@@ -58,7 +58,7 @@ def check(analysis: Analysis, exact: dict[object, int], root_value: int) -> bool
 @pytest.mark.parametrize("prove", ["all", "value", "optimal"])
 def test_move_bounds_hold_and_carry_the_roots(rules: Rules, prove: Prove) -> None:
     attributed = unattributed = 0
-    for i, position in enumerate(positions(rules, 12, seed=f"{rules.key}-{prove}")):
+    for position in positions(rules, 12, seed=f"{rules.key}-{prove}"):
         EXACT.clear()
         truth = EXACT.analyse(position, rules, prove="all")
         assert truth.exact
