@@ -16,6 +16,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import Sequence
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
@@ -133,7 +134,7 @@ def add_best_move(commands: Commands) -> None:
 
 def cmd_analyse_game(args: argparse.Namespace) -> int:
     """Judge every sowing of a game as ``POST /v1/games/analysis`` does."""
-    from kalah_core.review import JUDGEMENT_DOC
+    from kalah_core.review import JUDGEMENT_DOC, count_text
 
     from .core.analyser import default_analyser
     from .core.problems import ApiProblem
@@ -161,7 +162,7 @@ def cmd_analyse_game(args: argparse.Namespace) -> int:
     ]
     summary = [
         f"{side}: {s['sowings']} sowings, average loss {s['average_loss']:.2f}, "
-        + ", ".join(f"{n} {name}" for name, n in s["judgements"].items())
+        + ", ".join(count_text(n, name) for name, n in s["judgements"].items())
         + ("" if s["exact"] else " (estimated)")
         for side, s in data["summary"].items()
     ]
@@ -186,7 +187,7 @@ def add_analyse_game(commands: Commands) -> None:
         commands,
         "analyse-game",
         cmd_analyse_game,
-        "judge every sowing of a seed-000 game against perfect play",
+        "judge every sowing of a game in the Finnish notation against perfect play",
     )
     review.add_argument(
         "game", metavar="GAME", help="the game, e.g. '45-46, 1*-5'; '--' before one starting '-'"
@@ -248,21 +249,44 @@ def cmd_batch(args: argparse.Namespace) -> int:
         with open(args.output, "wb") as out:
             write_jsonl(lines, out)
     rate = len(items) / seconds if seconds > 0 else 0.0
+    counts = _batch_counts(lines)
     summary = {
         "positions": len(items),
         "distinct": distinct,
+        **counts,
         "seconds": round(seconds, 3),
         "positions_per_second": round(rate, 1),
         "output": args.output,
+        "server": args.server,
     }
-    if args.output != "-" or args.json:
+    where = f" on {args.server}" if args.server else ""
+    noun = "position" if len(items) == 1 else "positions"
+    text = (
+        f"{len(items)} {noun} in {seconds:.2f} s ({rate:,.1f}/s){where}: "
+        f"{counts['exact']} exact, {counts['estimated']} estimated, {counts['cached']} cached, "
+        f"{counts['errors']} {'error' if counts['errors'] == 1 else 'errors'} -> {args.output}"
+    )
+    # The summary goes to stderr when the answers go to stdout (the JSON lines stay clean).
+    if args.json or not args.quiet or args.output != "-":
         print(
-            json.dumps(summary)
-            if args.json
-            else f"{len(items)} positions in {seconds:.2f} s ({rate:,.1f}/s) -> {args.output}",
+            json.dumps(summary) if args.json else text,
             file=sys.stderr if args.output == "-" else sys.stdout,
         )
     return EXIT_OK
+
+
+def _batch_counts(lines: Sequence[bytes]) -> dict[str, int]:
+    """How many result lines are exact answers, estimates, answered from the cache, and
+    problems (an item's error: a problem+json object with a ``status``)."""
+    counts = {"exact": 0, "estimated": 0, "cached": 0, "errors": 0}
+    for line in lines:
+        result = json.loads(line)
+        if "status" in result and "title" in result:
+            counts["errors"] += 1
+            continue
+        counts["exact" if result.get("exact") else "estimated"] += 1
+        counts["cached"] += bool(result.get("cached"))
+    return counts
 
 
 def add_batch(commands: Commands) -> None:
@@ -318,14 +342,18 @@ def cmd_worker(args: argparse.Namespace) -> int:
 def add_worker(commands: Commands) -> None:
     worker = commands.add_parser(
         "worker",
-        help="run a batch worker (RQ) on the API's Redis",
+        help="run a batch worker on the API's Redis",
         description="Take chunks of batch jobs from the API's Redis and analyse them with a "
         "warm engine; any number of workers on any number of machines may share one Redis.",
     )
     worker.set_defaults(func=cmd_worker)
     worker.add_argument("--redis-url", default=None, metavar="URL", help="default: KALAH_REDIS_URL")
-    worker.add_argument("--burst", action="store_true", help="stop when the queue is empty")
-    worker.add_argument("--name", default=None, help="the worker's name in RQ (default: random)")
+    worker.add_argument("--burst", action="store_true", help="stop when no chunk waits or runs")
+    worker.add_argument(
+        "--name",
+        default=None,
+        help="the worker's name in logs and in the count of workers alive (default: host:pid)",
+    )
 
 
 # --------------------------------------------------------------------- the service

@@ -2,7 +2,7 @@
 
 ``load_settings()`` reads the environment (plus overrides given to ``create_app``) and checks
 every value; a bad value stops the service at start with a message naming the variable.
-The table in ``CONFIG.md`` documents them; keep both in step.
+docs/config.md documents them, generated from this table by :mod:`api.config_docs`.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def _default_workers() -> int:
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """The service's configuration; see CONFIG.md for each variable."""
+    """The service's configuration; see docs/config.md for each variable."""
 
     redis_url: str | None = None
     state_redis_url: str | None = None

@@ -107,6 +107,7 @@ ctypedef struct Search:
     int64_t nodes
     int64_t node_limit       # 0: none
     int64_t deadline_ns      # 0: none
+    int* interrupt           # the searcher's interrupt flag (Searcher.interrupt), or NULL
     int aborted
     int64_t horizon          # leaves scored by the evaluation (or by a heuristic entry)
     int eval_kind
@@ -135,6 +136,9 @@ cdef inline void count_node(Search* s) noexcept nogil:
 
 cdef void check_budget(Search* s) noexcept nogil:
     cdef int64_t total = s.nodes
+    if s.interrupt != NULL and atomic_load_int(s.interrupt):
+        s.aborted = 1
+        return
     if s.shared != NULL:
         total = atomic_add(&s.shared.nodes, CHECK_EVERY + 1) + CHECK_EVERY + 1
         if atomic_load_int(&s.shared.stop):
@@ -652,11 +656,16 @@ cdef class Searcher:
     cdef bint _dirty                 # something was stored since the last clear
     cdef int _unstored_above_db
     cdef int _etc_min_seeds
+    cdef int _cut_move               # the root's move at the last fail-high (NO_MOVE: none)
+    cdef int _interrupt              # set by interrupt(): every search aborts within 1024 nodes
+    cdef int _live_lower             # mtdf's proven bounds so far (see live_bounds)
+    cdef int _live_upper
 
     def __cinit__(self, int tt_mb=64):
         tt_init(&self.table, tt_mb)
         self.size_bytes = self.table.size_bytes
         self.s.tt = &self.table
+        self.s.interrupt = &self._interrupt
         self._etc_min_seeds = 8
         self._unstored_above_db = UNSTORED_ABOVE_DB
         self.s.eval_kind = EVAL_SIDES
@@ -667,6 +676,7 @@ cdef class Searcher:
         self.s.db_max_seeds = -1
         self.threads = 1
         self._smp = SMP_ABDADA
+        self._cut_move = NO_MOVE
 
     def __dealloc__(self):
         tt_free(&self.table)
@@ -820,6 +830,8 @@ cdef class Searcher:
         self.s.keyed_on_store = rules.majority
         self.s.salt = rules_salt(&self.s.r, self.s.keyed_on_store)
         self.s.nodes = 0
+        if self.shared != NULL:
+            self.shared.nodes = 0        # live_nodes reads it
         self.s.horizon = 0
         self.s.aborted = 0
         self.s.node_limit = nodes if nodes > 0 else 0
@@ -873,6 +885,7 @@ cdef class Searcher:
         cdef int g, beta, v
         cdef uint64_t root_hash
         cdef int64_t start_nodes, budget_limit
+        self._cut_move = NO_MOVE
         if fresh:
             b = self._prepare(position, rules, time_ms, nodes)
         else:
@@ -885,6 +898,8 @@ cdef class Searcher:
             raise ValueError("the game is over in this position")
         g = min(max(guess, lower), upper)
         root_hash = self._hash(&b)
+        atomic_store_int(&self._live_lower, lower)
+        atomic_store_int(&self._live_upper, upper)
         with nogil:
             while lower < upper:
                 beta = g + 1 if g == lower else g
@@ -893,12 +908,16 @@ cdef class Searcher:
                     break
                 if v < beta:
                     upper = v
+                    atomic_store_int(&self._live_upper, upper)
                 else:
                     lower = v
+                    self._cut_move = self._stored_move(root_hash)
+                    atomic_store_int(&self._live_lower, lower)
                 g = v
         if self.s.node_limit != budget_limit:   # paused, unless the budget ran out too
             self.s.node_limit = budget_limit
             if self.s.aborted and not (budget_limit and self.s.nodes >= budget_limit) \
+                    and not atomic_load_int(&self._interrupt) \
                     and not (self.s.deadline_ns and now_ns() >= self.s.deadline_ns):
                 self.s.aborted = 0
         return lower, upper, self.s.nodes - start_nodes, bool(self.s.aborted)
@@ -909,10 +928,13 @@ cdef class Searcher:
         cdef Board b = make_board(position)
         cdef int v
         cdef uint64_t h = self._hash(&b)
+        self._cut_move = NO_MOVE
         with nogil:
             v = self.run(&b, alpha, beta, PROVEN, h)
         if self.s.aborted:
             return None
+        if v >= beta:
+            self._cut_move = self._stored_move(h)
         return v
 
     def test(self, position, rules, int beta):
@@ -951,6 +973,23 @@ cdef class Searcher:
             v = self.run(&b, alpha, beta, depth, h)
         return v, self.s.nodes - start_nodes, bool(self.s.aborted), self.s.horizon - start_horizon
 
+    cdef int _stored_move(self, uint64_t h) noexcept nogil:
+        """The move of the table's entry for ``h`` (NO_MOVE without one). Right after a search
+        of that node failed high it is the move that proved the bound (``exact`` stores it)."""
+        cdef Probe p
+        if h == 0:
+            return NO_MOVE
+        probe(&self.s, h, &p)
+        return p.move if p.found and p.depth == PROVEN else NO_MOVE
+
+    @property
+    def cut_move(self):
+        """The root's move (a move code) that proved the lower bound of the last ``mtdf`` or
+        ``probe`` to fail high, as the table recorded it right after that search; None when
+        none failed high or the table holds no move. A hint: a caller checks it before relying
+        on it (a bound read from the table, not searched, may carry an older move)."""
+        return None if self._cut_move == NO_MOVE else self._cut_move
+
     def begin(self, position, rules, double time_ms=0, long long nodes=0):
         """Start an analysis: select the rules and start the budget clock."""
         self._prepare(position, rules, time_ms, nodes)
@@ -979,6 +1018,32 @@ cdef class Searcher:
     @property
     def nodes(self):
         return self.s.nodes
+
+    @property
+    def live_nodes(self):
+        """Nodes so far, read from another thread while a search runs (every thread's)."""
+        cdef int64_t n = self.s.nodes
+        if self.shared != NULL and self.shared.nodes > n:
+            n = self.shared.nodes
+        return n
+
+    @property
+    def live_bounds(self):
+        """The bounds the running (or last) ``mtdf`` has proven so far on its position, as
+        (lower, upper): safe to read from another thread while it runs."""
+        return atomic_load_int(&self._live_lower), atomic_load_int(&self._live_upper)
+
+    def interrupt(self):
+        """Stop the running search from another thread: every search aborts (as when its
+        budget runs out) within CHECK_EVERY + 1 nodes, until ``clear_interrupt``."""
+        atomic_store_int(&self._interrupt, 1)
+
+    def clear_interrupt(self):
+        atomic_store_int(&self._interrupt, 0)
+
+    @property
+    def interrupted(self):
+        return atomic_load_int(&self._interrupt) != 0
 
     @property
     def debug_build(self):

@@ -1,4 +1,4 @@
-"""Rule options and the named presets of RULES.md.
+"""Rule options and the named presets of docs/rules.md.
 
 A :class:`Rules` is an immutable value; presets are plain instances, and ``Rules.preset(name,
 **overrides)`` builds a variant. ``to_json()`` is the normalized form used in cache keys.
@@ -36,7 +36,7 @@ OPTION_DOCS: dict[str, str] = {
 
 @dataclass(frozen=True, slots=True)
 class Rules:
-    """Every option of RULES.md; defaults are the standard ``kalah`` preset."""
+    """Every option of docs/rules.md; defaults are the standard ``kalah`` preset."""
 
     houses: int = 6
     seeds: int = 4
@@ -169,9 +169,12 @@ PRESETS: dict[str, Rules] = {
 }
 
 PRESET_DOCS: dict[str, str] = {
-    "kalah": "the modern standard rule, used by the published solutions",
-    "kalaha": "the Finnish article (seed 000) and seed 001",
-    "kalah-ru": "seed 002: mover-empty end, empty side takes the rest, majority ends the game",
-    "piet-hein": "seed 003: empty capture",
-    "kalah-pie": "seed 004: standard rules with the pie (swap) rule",
+    "kalah": "Kalah, the standard rules (4 seeds): the rules of the published solutions",
+    "kalaha": "Finnish kalaha, 3 seeds: the game ends when the player to move has no seed",
+    "kalah-ru": "Russian kalah, 6 seeds: the game ends when the player to move has no seed "
+    "or a store holds more than half of them; an empty row takes the rest",
+    "piet-hein": "Piet Hein's rules, 6 seeds: a last seed in an empty house is always stored",
+    "kalah-pie": "Kalah with the pie rule: North may swap places after South's first move",
 }
+"""Each preset in a player's words (help, ``GET /v1/rules``, the board page); docs/RULES.md
+says which rule text each follows."""

@@ -21,10 +21,10 @@ blp = Blueprint(
 )
 
 ERRORS = {
-    400: "Unparsable input: a malformed body, position or game notation.",
+    400: "A malformed body (not JSON).",
     413: "The body is too large.",
-    422: "Invalid rules or position, an illegal move (field game or moves.<index>), or a "
-    "budget above the server's maximum.",
+    422: "Invalid rules or position, a game or position notation that cannot be read, an "
+    "illegal move (field game or moves.<index>), or a budget above the server's maximum.",
     503: "The engine is not available, or the review ran past twice its budget and a second "
     "(a busy server; see Retry-After).",
 }
@@ -36,9 +36,9 @@ class GameAnalysis(MethodView):
     @blp.response(200, GameAnswerSchema, description="One entry per sowing and a summary.")
     @document_problems(blp, ERRORS)
     def post(self, data: dict[str, Any]) -> dict[str, Any]:
-        """Analyse a game: a seed-000 text (`game`) or `moves` from `position` (default the
-        start). Each sowing gets the position before it, the mover's value before and after,
-        the best moves, the seeds lost against perfect play and a judgement: best (0),
+        """Analyse a game: a text in the Finnish notation (`game`) or `moves` from `position`
+        (default the start). Each sowing gets the position before it, the mover's value before
+        and after, the best moves, the seeds lost against perfect play and a judgement: best (0),
         inaccuracy (1-2), mistake (3-5), blunder (6 or more seeds); `exact` says whether the
         loss is proven. Each position is analysed as `/v1/analysis` does (same cache)."""
         limits = data.get("limits") or {}

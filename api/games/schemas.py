@@ -42,7 +42,7 @@ class GameRequestSchema(ma.Schema):
     game = fields.String(
         validate=validate.Length(min=1, max=MAX_GAME_LENGTH),
         metadata={
-            "description": "The game in the seed-000 notation, e.g. '45-46, 1*-5, 2-, -63*'; "
+            "description": "The game in the Finnish notation, e.g. '45-46, 1*-5, 2-, -63*'; "
             "give this or moves."
         },
     )
@@ -130,10 +130,10 @@ class GameAnswerSchema(ma.Schema):
         RulesOptionsSchema, metadata={"description": "The rules, every option normalized."}
     )
     start = fields.String(metadata={"description": "The start position, compact notation."})
-    game = fields.String(metadata={"description": "The game, canonical seed-000 notation."})
+    game = fields.String(metadata={"description": "The game, canonical Finnish notation."})
     annotated = fields.String(
         metadata={
-            "description": "The game in the seed-000 notation with each sowing's judgement: "
+            "description": "The game in the Finnish notation with each sowing's judgement: "
             "'?!' inaccuracy, '?' mistake, '??' blunder."
         }
     )

@@ -1,5 +1,5 @@
 # mypy: disable-error-code="untyped-decorator"
-"""``POST /v1/play``: apply moves or a seed-000 game, return every step and the status."""
+"""``POST /v1/play``: apply moves or a game (Finnish notation), return every step and the status."""
 
 from __future__ import annotations
 
@@ -20,9 +20,10 @@ blp = Blueprint(
 
 
 ERRORS = {
-    400: "Unparsable input.",
+    400: "A malformed body (not JSON).",
     413: "The body is too large.",
-    422: "Invalid rules or position, or an illegal move (field moves.<index> or game).",
+    422: "Invalid rules or position, a game or position notation that cannot be read, or an "
+    "illegal move (field moves.<index> or game).",
 }
 
 
@@ -32,7 +33,7 @@ class Play(MethodView):
     @blp.response(200, PlayAnswerSchema, description="Every step and the final status.")
     @document_problems(blp, ERRORS)
     def post(self, data: dict[str, Any]) -> dict[str, Any]:
-        """Play moves (house numbers or 'swap') or a game in the seed-000 notation from a
+        """Play moves (house numbers or 'swap') or a game in the Finnish notation from a
         position (default: the start) and return each intermediate position with the events
         of its sowing and the game status."""
         if not request.get_data(cache=True):  # every field has a default, but a body is required

@@ -22,6 +22,11 @@ class RateLimitDocsPlugin(BasePlugin):
     headers and the 401 and 429 problems, on every path under ``/v1/``."""
 
     def init_spec(self, spec: APISpec) -> None:
+        # The key is optional everywhere, said once at the document's root (anonymous, or the
+        # bearer key) rather than on each operation: client generators (openapi-python-client)
+        # read an operation's own ``security`` as "a key is required" and demand an
+        # authenticated client. Operations outside ``/v1/`` take no key: ``security: []``.
+        spec.options.setdefault("security", [{}, {"apiKey": []}])
         spec.components.security_scheme(
             "apiKey",
             {
@@ -35,14 +40,17 @@ class RateLimitDocsPlugin(BasePlugin):
     def operation_helper(
         self, path: str | None = None, operations: dict[str, Any] | None = None, **kwargs: Any
     ) -> None:
-        if not path or not path.startswith(LIMITED_PREFIX) or not operations:
+        if not path or not operations:
+            return
+        if not path.startswith(LIMITED_PREFIX):
+            for operation in operations.values():
+                operation.setdefault("security", [])
             return
         problem = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
         headers = {
             n: {"description": d, "schema": {"type": "integer"}} for n, d in _HEADER_DOCS.items()
         }
         for operation in operations.values():
-            operation.setdefault("security", [{}, {"apiKey": []}])
             responses = operation.setdefault("responses", {})
             if "requestBody" in operation:
                 responses.setdefault(

@@ -95,10 +95,10 @@ def test_pie_swap_is_a_move(client: FlaskClient) -> None:
         ({"rules": "kalaha", "moves": [1, 1, 1]}, 422, "moves.2"),
         ({"rules": "kalaha", "moves": [4], "game": "4-"}, 422, "game"),
         ({"rules": "kalaha"}, 422, "game"),
-        ({"rules": "kalaha", "game": "4"}, 400, "game"),
+        ({"rules": "kalaha", "game": "4"}, 422, "game"),
         ({"rules": "kalaha", "game": "4-7"}, 422, "game"),
         ({"rules": "nope", "game": "1-"}, 422, "rules"),
-        ({"game": "1-", "position": "1-2"}, 400, "position"),
+        ({"game": "1-", "position": "1-2"}, 422, "position"),
         ({"rules": "kalaha", "game": "1-", "limits": {"time_ms": 999999}}, 422, "limits.time_ms"),
         ({"rules": "kalaha", "game": "1-", "limits": {"depth": 1000}}, 422, "limits.depth"),
     ],
@@ -130,6 +130,9 @@ def test_cli_analyse_game(
     out = capsys.readouterr().out
     assert out.splitlines()[0] == "4?5-46?, 1*?!-5, 2?!-63*, 6??-561646562*, 4-3, 656-"
     assert " 10  south     6    -2  -12    10  blunder     5" in out
+    # Counts in words with their plurals.
+    assert "5 best sowings, 2 inaccuracies, 1 mistake, 1 blunder" in out
+    assert "14 best sowings, 0 inaccuracies, 1 mistake, 0 blunders" in out
     assert main(["analyse-game", "--rules", "kalaha", "--json", EXAMPLE]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [m["loss"] for m in data["moves"]] == EXAMPLE_LOSSES

@@ -39,7 +39,7 @@ def test_play_moves_from_the_start(client: FlaskClient) -> None:
 
 
 def test_play_the_seed_000_example_game(client: FlaskClient) -> None:
-    """RULES.md: the Finnish article's example game ends South 12, North 24."""
+    """docs/rules.md: the Finnish article's example game ends South 12, North 24."""
     game = "45-46, 1*-5, 2-, -63*, 6-, -561646562, 4-3, 656-"
     answer = client.post("/v1/play", json={"rules": "kalaha", "game": game}).get_json()
     assert answer["status"]["over"] is True
@@ -134,7 +134,7 @@ def test_metrics(client: FlaskClient) -> None:
     text = response.get_data(as_text=True)
     for name in (
         'kalah_http_requests_total{endpoint="/v1/analysis",method="GET",status="200"}',
-        'kalah_http_requests_total{endpoint="/v1/analysis",method="GET",status="400"}',
+        'kalah_http_requests_total{endpoint="/v1/analysis",method="GET",status="422"}',
         "kalah_http_request_duration_seconds_bucket",
         'kalah_cache_lookups_total{level="memory",result="hit"}',
         'kalah_cache_lookups_total{level="embedded",result="miss"}',
