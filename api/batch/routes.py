@@ -60,7 +60,7 @@ RETRY_AFTER_S = 5
 """What a 503 about the job store tells the client to wait (Retry-After)."""
 
 ERRORS = {
-    400: "A malformed body.",
+    400: "A malformed body (not JSON).",
     413: f"The body is above {MAX_BATCH_BODY_BYTES} bytes.",
     422: "A malformed item (field positions.<i>.<field>), invalid shared rules or limits, too "
     "many positions or too much budget.",

@@ -69,7 +69,7 @@ def test_inline_results_in_order_with_per_item_overrides_and_problems(client: Fl
     assert results[0]["cached"] is False and results[0]["limits"]["time_ms"] == 500
     assert results[3]["cached"] is True, "a repeat is computed once and reported as cached"
     assert results[2]["field"] == "positions.2.position"
-    assert results[2]["type"] == "/problems/invalid-notation" and results[2]["status"] == 400
+    assert results[2]["type"] == "/problems/invalid-notation" and results[2]["status"] == 422
     assert results[4]["field"] == "positions.4.limits.time_ms"
     assert results[4]["type"] == "/problems/limit-exceeded"
     # The same code path and cache keys as POST /v1/analysis: asking it is a hit, same answer.

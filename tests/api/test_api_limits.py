@@ -13,6 +13,7 @@ from flask import Flask, jsonify
 from flask.testing import FlaskClient
 
 from api import create_app
+from api.core.problems import ApiProblem
 from api.keys import RedisKeyStore, digest, require_key
 from api.ratelimit.buckets import SYNC_S
 from api.ratelimit.charging import charge, charge_batch
@@ -536,3 +537,19 @@ def test_a_large_body_is_charged_before_it_is_read_and_kept_when_refused() -> No
     unread = client.post("/v1/batch", **post)
     assert unread.status_code == 429 and unread.headers["Kalah-Cost"] == "0"
     assert f"may cost {1 + units} units" in unread.get_json()["detail"]
+
+
+def test_a_request_the_service_fails_is_charged_nothing() -> None:
+    """Issue 33, finding 4: a job refused with a 503 (a full state store) was still charged
+    its 81 units. Whatever a request reserved is refunded when the service fails it."""
+    app = limited_app("100/minute")
+
+    @app.post("/v1/test-failing-job")
+    def failing_job() -> Any:
+        charge_batch(80, 0, need_key=False)
+        raise ApiProblem("not-ready", "the job queue is not reachable; try again later")
+
+    client = app.test_client()
+    failed = client.post("/v1/test-failing-job")
+    assert failed.status_code == 503 and failed.headers["Kalah-Cost"] == "0"
+    assert client.get(RULES).headers["RateLimit-Remaining"] == "99"
