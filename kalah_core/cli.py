@@ -33,6 +33,7 @@ from typing import Any, TypeAlias
 from .answer import analysis_json
 from .bench import BENCH_TT_MB, run_bench
 from .errors import InvalidRulesError, KalahError
+from .finnish import house_token
 from .game import Game, legal_moves, outcome, play
 from .position import Position, Side, parse_position
 from .rules import OPTION_DOCS, PRESET_DOCS, PRESETS, Rules
@@ -288,7 +289,7 @@ def analysis_text(position: Position, analysis: Analysis) -> str:
         + (f"  captures {m.captured}" if m.captured else "")
         for m in analysis.moves
     ]
-    pv = "  ".join("".join(str(move) for move in turn) for turn in analysis.pv)
+    pv = "  ".join("".join(house_token(move) for move in turn) for turn in analysis.pv)
     return "\n".join(
         [
             f"{position.to_move.value.capitalize()} to move in {position.compact()}: {verdict}",
