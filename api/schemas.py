@@ -14,7 +14,7 @@ import marshmallow as ma
 from marshmallow import fields, validate
 
 from kalah_core.position import COMPACT_PATTERN, MAX_SEEDS
-from kalah_core.rules import MAX_HOUSES, OPTION_DOCS, PRESETS
+from kalah_core.rules import MAX_HOUSES, MAX_START_SEEDS, OPTION_DOCS, PRESETS
 
 MAX_POSITION_TEXT = 1024
 """Longest position text accepted (the compact notation is at most 64 characters; the rest is
@@ -73,13 +73,13 @@ RULES_OBJECT_DOC = {
         "houses": {
             "type": "integer",
             "minimum": 1,
-            "maximum": 8,
+            "maximum": MAX_HOUSES,
             "description": OPTION_DOCS["houses"],
         },
         "seeds": {
             "type": "integer",
             "minimum": 1,
-            "maximum": 10,
+            "maximum": MAX_START_SEEDS,
             "description": OPTION_DOCS["seeds"],
         },
         "capture": {
@@ -115,7 +115,7 @@ MOVE_DOC = {
         {
             "type": "integer",
             "minimum": 1,
-            "maximum": 8,
+            "maximum": MAX_HOUSES,
             "description": "A house, 1..houses from the mover's left.",
         },
         {"type": "string", "enum": ["swap"], "description": "The pie rule's swap."},
@@ -226,12 +226,12 @@ class MoveField(fields.Field[Any]):
     component = "Move"
 
     default_error_messages = {  # noqa: RUF012
-        "type": "A move is a house number (1..8) or 'swap'.",
+        "type": f"A move is a house number (1..{MAX_HOUSES}) or 'swap'.",
     }
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
         if value == "swap" or (
-            isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 8
+            isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_HOUSES
         ):
             return value
         raise self.make_error("type")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import marshmallow as ma
 from marshmallow import fields, validate
 
-from kalah_core.rules import PRESETS
+from kalah_core.rules import MAX_HOUSES, MAX_START_SEEDS, PRESETS
 
 from ..config import MAX_DEPTH
 from ..schemas import (
@@ -77,13 +77,17 @@ class _QueryBase(ma.Schema):
     )
     # The range is documented but checked by the core, whose errors name the rule option.
     houses = fields.Integer(
-        metadata={"description": "Override: houses per side, 1..8.", "minimum": 1, "maximum": 8}
+        metadata={
+            "description": f"Override: houses per side, 1..{MAX_HOUSES}.",
+            "minimum": 1,
+            "maximum": MAX_HOUSES,
+        }
     )
     seeds = fields.Integer(
         metadata={
-            "description": "Override: seeds per house at the start, 1..10.",
+            "description": f"Override: seeds per house at the start, 1..{MAX_START_SEEDS}.",
             "minimum": 1,
-            "maximum": 10,
+            "maximum": MAX_START_SEEDS,
         }
     )
     capture = fields.String(

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from marshmallow import fields, validate
 
+from kalah_core.rules import MAX_HOUSES
+
 from ..analysis.schemas import _QueryBase
 
 MIN_SIZE, MAX_SIZE = 64, 2048
@@ -12,7 +14,10 @@ MIN_SIZE, MAX_SIZE = 64, 2048
 
 class BoardImageQuerySchema(_QueryBase):
     move = fields.String(
-        validate=validate.Regexp(r"^([1-8]|swap)$", error="a house number 1..8 or 'swap'"),
+        validate=validate.OneOf(
+            [str(house) for house in range(1, MAX_HOUSES + 1)] + ["swap"],
+            error=f"a house number 1..{MAX_HOUSES} or 'swap'",
+        ),
         metadata={
             "description": "A legal move of the side to move to mark: a house number from the "
             "mover's own left, or 'swap'."
