@@ -90,6 +90,7 @@ ctypedef struct Search:
     int64_t nodes
     int64_t node_limit       # 0: none
     int64_t deadline_ns      # 0: none
+    int* interrupt           # the searcher's interrupt flag (Searcher.interrupt), or NULL
     int aborted
     int64_t horizon          # leaves scored by the evaluation (or by a heuristic entry)
     int eval_kind
@@ -118,6 +119,9 @@ cdef inline void count_node(Search* s) noexcept nogil:
 
 cdef inline void check_budget(Search* s) noexcept nogil:
     cdef int64_t total = s.nodes
+    if s.interrupt != NULL and atomic_load_int(s.interrupt):
+        s.aborted = 1
+        return
     if s.shared != NULL:
         total = atomic_add(&s.shared.nodes, CHECK_EVERY + 1) + CHECK_EVERY + 1
         if atomic_load_int(&s.shared.stop):

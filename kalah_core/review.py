@@ -24,8 +24,8 @@ from typing import Any
 from .finnish import house_token, write_fi
 from .game import Game, Move, MoveResult
 from .position import Position, Side
+from .results import Analysis
 from .rules import Rules
-from .solver import Analysis
 
 JUDGEMENTS: tuple[tuple[int, str], ...] = (
     (6, "blunder"),
@@ -45,6 +45,21 @@ JUDGEMENT_DOC = (
     "Judgement of a sowing by its loss in seeds against perfect play: best (0), inaccuracy "
     "(1-2), mistake (3-5), blunder (6 or more)."
 )
+
+
+_PLURALS = {
+    "best": ("best sowing", "best sowings"),
+    "inaccuracy": ("inaccuracy", "inaccuracies"),
+    "mistake": ("mistake", "mistakes"),
+    "blunder": ("blunder", "blunders"),
+}
+
+
+def count_text(count: int, judgement: str) -> str:
+    """``count`` sowings of a ``judgement`` in words: "1 inaccuracy", "2 inaccuracies",
+    "0 blunders"."""
+    one, many = _PLURALS[judgement]
+    return f"{count} {one if count == 1 else many}"
 
 
 def judge(loss: int) -> str:

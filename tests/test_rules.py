@@ -1,4 +1,4 @@
-"""Rule options and presets: exactly the table of RULES.md, overrides, JSON form, errors."""
+"""Rule options and presets: exactly the table of docs/rules.md, overrides, JSON form, errors."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from kalah_core import PRESETS, InvalidRulesError, KalahError, Position, Rules, 
 from kalah_core.position import MAX_SEEDS
 from kalah_core.rules import MAX_HOUSES, MAX_START_SEEDS, OPTION_DOCS, PRESET_DOCS
 
-# The presets table of RULES.md, column for column.
+# The presets table of docs/rules.md, column for column.
 TABLE = {
     "kalah": (6, 4, "nonempty", "either-side-empty", "owner", False, False),
     "kalaha": (6, 3, "nonempty", "mover-empty", "owner", False, False),

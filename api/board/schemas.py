@@ -7,16 +7,15 @@ from marshmallow import fields, validate
 
 from kalah_core.rules import MAX_HOUSES
 
-from ..analysis.schemas import _QueryBase
+from ..schemas.requests import PositionQuerySchema
 
 MIN_SIZE, MAX_SIZE = 64, 2048
 
 
-class BoardImageQuerySchema(_QueryBase):
+class BoardImageQuerySchema(PositionQuerySchema):
     move = fields.String(
-        validate=validate.OneOf(
-            [str(house) for house in range(1, MAX_HOUSES + 1)] + ["swap"],
-            error=f"a house number 1..{MAX_HOUSES} or 'swap'",
+        validate=validate.Regexp(
+            r"^([1-9]|[1-9][0-9]|swap)$", error=f"a house number 1..{MAX_HOUSES} or 'swap'"
         ),
         metadata={
             "description": "A legal move of the side to move to mark: a house number from the "
