@@ -11,6 +11,51 @@ cdef enum:
     TABLE_MOVE_SLOT = MAX_CHILDREN - 1
     EXTRA_TURN_WEIGHT = ORDER_EXTRA_TURN     # see the move order in _searchdefs.pxd
 
+# The budget: compiled into each search (not inline: called once in 1024 nodes).
+
+cdef inline void count_node(Search* s) noexcept nogil:
+    s.nodes += 1
+    if (s.nodes & CHECK_EVERY) == 0:
+        check_budget(s)
+
+cdef void check_budget(Search* s) noexcept nogil:
+    cdef int64_t total = s.nodes
+    if s.interrupt != NULL and atomic_load_int(s.interrupt):
+        s.aborted = 1
+        return
+    if s.shared != NULL:
+        total = atomic_add(&s.shared.nodes, CHECK_EVERY + 1) + CHECK_EVERY + 1
+        if atomic_load_int(&s.shared.stop):
+            s.aborted = 1
+            return
+    if s.node_limit and total >= s.node_limit:
+        s.aborted = 1
+    elif s.deadline_ns and now_ns() >= s.deadline_ns:
+        s.aborted = 1
+    elif s.watch_n:
+        check_watch(s)
+
+cdef void check_watch(Search* s) noexcept nogil:
+    """Cancel the search of the outermost watched node whose proven bounds in the table (another
+    thread's, found meanwhile) already decide its window: the rest of its search is waste."""
+    cdef Probe p
+    cdef Watch* w
+    cdef int i
+    for i in range(s.watch_n):
+        w = &s.watch[i]
+        tt_probe(s.tt, w.hash, &p)
+        if not p.found or p.depth != PROVEN:
+            continue
+        if p.lower + w.d >= w.beta:
+            s.cancel_value = p.lower + w.d
+        elif p.upper + w.d <= w.alpha:
+            s.cancel_value = p.upper + w.d
+        else:
+            continue
+        s.cancel = i + 1
+        s.aborted = 1
+        return
+
 cdef inline uint64_t hash_of(const Search* s, const Board* b) noexcept nogil:
     cdef uint64_t x = houses_hash(b, s.salt)
     if s.keyed_on_store:

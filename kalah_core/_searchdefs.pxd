@@ -112,28 +112,6 @@ cdef inline int64_t now_ns() noexcept nogil:
     clock_gettime(CLOCK_MONOTONIC, &t)
     return <int64_t>t.tv_sec * 1000000000 + t.tv_nsec
 
-cdef inline void count_node(Search* s) noexcept nogil:
-    s.nodes += 1
-    if (s.nodes & CHECK_EVERY) == 0:
-        check_budget(s)
-
-cdef inline void check_budget(Search* s) noexcept nogil:
-    cdef int64_t total = s.nodes
-    if s.interrupt != NULL and atomic_load_int(s.interrupt):
-        s.aborted = 1
-        return
-    if s.shared != NULL:
-        total = atomic_add(&s.shared.nodes, CHECK_EVERY + 1) + CHECK_EVERY + 1
-        if atomic_load_int(&s.shared.stop):
-            s.aborted = 1
-            return
-    if s.node_limit and total >= s.node_limit:
-        s.aborted = 1
-    elif s.deadline_ns and now_ns() >= s.deadline_ns:
-        s.aborted = 1
-    elif s.watch_n:
-        check_watch(s)
-
 # ---------------------------------------------------------------------------------------------
 # Threads of one search: each its own Search struct (counters, budget flag), sharing the
 # table, a stop flag and the set of nodes being searched.
@@ -152,27 +130,6 @@ cdef inline void set_busy(Shared* sh, uint64_t h) noexcept nogil:
 cdef inline void clear_busy(Shared* sh, uint64_t h) noexcept nogil:
     if h and tt_load(&sh.busy[busy_slot(h)]) == h:
         tt_store_word(&sh.busy[busy_slot(h)], 0)
-
-cdef inline void check_watch(Search* s) noexcept nogil:
-    """Cancel the search of the outermost watched node whose proven bounds in the table (another
-    thread's, found meanwhile) already decide its window: the rest of its search is waste."""
-    cdef Probe p
-    cdef Watch* w
-    cdef int i
-    for i in range(s.watch_n):
-        w = &s.watch[i]
-        tt_probe(s.tt, w.hash, &p)
-        if not p.found or p.depth != PROVEN:
-            continue
-        if p.lower + w.d >= w.beta:
-            s.cancel_value = p.lower + w.d
-        elif p.upper + w.d <= w.alpha:
-            s.cancel_value = p.upper + w.d
-        else:
-            continue
-        s.cancel = i + 1
-        s.aborted = 1
-        return
 
 cdef inline void probe(const Search* s, uint64_t h, Probe* p) noexcept nogil:
     tt_probe(s.tt, h, p)
