@@ -269,7 +269,7 @@ def test_rule_options_reach_the_command(capsys: pytest.CaptureFixture[str]) -> N
     ("argv", "field", "words"),
     [
         (["show", "--rules", "oware", "start"], "preset", "oware"),
-        (["show", "--houses", "9", "start"], "houses", "1..8"),
+        (["show", "--houses", "13", "start"], "houses", "1..12"),
         (["show", "--seeds", "0", "start"], "seeds", "1..10"),
         (["show", "--capture", "sometimes", "start"], "capture", "'always'"),
         (["moves", "--end", "never", "start"], "end", "mover-empty"),
