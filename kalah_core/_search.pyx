@@ -108,6 +108,8 @@ ctypedef struct Search:
     int64_t node_limit       # 0: none
     int64_t deadline_ns      # 0: none
     int aborted
+    int* halt                # Searcher.halt(): every search, on every thread, stops at its next
+                             # budget check until Searcher.resume() (set from another thread)
     int64_t horizon          # leaves scored by the evaluation (or by a heuristic entry)
     int eval_kind
     int etc_min_seeds        # enhanced transposition cutoff at nodes with at least this many
@@ -135,6 +137,9 @@ cdef inline void count_node(Search* s) noexcept nogil:
 
 cdef void check_budget(Search* s) noexcept nogil:
     cdef int64_t total = s.nodes
+    if atomic_load_int(s.halt):
+        s.aborted = 1
+        return
     if s.shared != NULL:
         total = atomic_add(&s.shared.nodes, CHECK_EVERY + 1) + CHECK_EVERY + 1
         if atomic_load_int(&s.shared.stop):
@@ -652,8 +657,10 @@ cdef class Searcher:
     cdef bint _dirty                 # something was stored since the last clear
     cdef int _unstored_above_db
     cdef int _etc_min_seeds
+    cdef int _halt                   # see halt(); s.halt points here
 
     def __cinit__(self, int tt_mb=64):
+        self.s.halt = &self._halt
         tt_init(&self.table, tt_mb)
         self.size_bytes = self.table.size_bytes
         self.s.tt = &self.table
@@ -950,6 +957,20 @@ cdef class Searcher:
         with nogil:
             v = self.run(&b, alpha, beta, depth, h)
         return v, self.s.nodes - start_nodes, bool(self.s.aborted), self.s.horizon - start_horizon
+
+    def halt(self):
+        """Stop the running search (called from another thread while it runs without the
+        GIL): it aborts at its next budget check, exactly as when its budget runs out, and so
+        does every later search until :meth:`resume`."""
+        atomic_store_int(&self._halt, 1)
+
+    def resume(self):
+        """Let searches run again after :meth:`halt`."""
+        atomic_store_int(&self._halt, 0)
+
+    @property
+    def halted(self):
+        return atomic_load_int(&self._halt) != 0
 
     def begin(self, position, rules, double time_ms=0, long long nodes=0):
         """Start an analysis: select the rules and start the budget clock."""
