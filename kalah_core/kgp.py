@@ -194,7 +194,10 @@ class WebSocketConnection:
                 "WebSocket servers need the 'websockets' package: pip install 'kalah-core[kgp]'",
                 text=url,
             ) from error
-        self._ws: Any = ws_connect(url, open_timeout=timeout, max_size=4 * MAX_LINE)
+        self._stack = contextlib.ExitStack()
+        self._ws: Any = self._stack.enter_context(
+            ws_connect(url, open_timeout=timeout, max_size=4 * MAX_LINE)
+        )
         self._buffer = ""
         self._lines: list[str] = []
         self._lock = threading.Lock()
@@ -220,7 +223,7 @@ class WebSocketConnection:
 
     def close(self) -> None:
         with contextlib.suppress(Exception):  # closing a broken connection
-            self._ws.close()
+            self._stack.close()
 
 
 def connect(url: str, timeout: float = 10.0) -> Connection:

@@ -249,17 +249,21 @@ class Tracker:
         self.game: GameRecord | None = None
         self.count = 0
         self._on_end = on_end
+        self.reconnected = False
+        """Set on a new connection: a first state equal to the last one is that state again."""
 
     def observe(self, state: Position, rules: Rules) -> bool:
         """Take in a new state; True when it starts a new game."""
         game = self.game
+        resent, self.reconnected = self.reconnected, False
         if game is not None and game.last is not None and game.rules == rules:
-            if (state.south, state.north, state.stores) == (
+            if resent and (state.south, state.north, state.stores) == (
                 game.last.south,
                 game.last.north,
                 game.last.stores,
             ):
-                return False  # the same state again (after a reconnection)
+                game.last_move = None
+                return False  # the state sent again after a reconnection
             ours = [game.last_move] if game.last_move is not None else []
             path = bridge(game.last, state, rules, ours) if ours else None
             if path is None:  # a different move of ours reached the server (or none)
@@ -426,9 +430,12 @@ class Thinker:
                         log.exception("game record")
 
     def _send(self, job: Job, move: int, *, final: bool = False) -> None:
-        if job.stop.is_set() or move not in legal_houses(job.position):
+        if job.stop.is_set() or job.yielded or move not in legal_houses(job.position):
             return
-        if move != job.sent:
+        if move != job.sent or final:
+            # The final move goes out again before ``yield``: go-kgp files a state under its id
+            # only after sending it, and answers a move that comes sooner "No state associated
+            # with id", dropping it.
             job.send(format_command("move", move, ref=job.id))
             job.sent = move
         if final and not job.yielded:
@@ -628,6 +635,7 @@ class Agent:
                     self.done.wait(RECONNECT_DELAYS[failures])
                     failures += 1
                     continue
+                self.tracker.reconnected = connected_once
                 connected_once = True
                 failures = 0
                 self._conn = conn
