@@ -366,10 +366,8 @@ class KgpTestServer:
 
 def _closer(conn: socket.socket) -> Any:
     def close() -> None:
-        try:
+        with suppress(OSError):
             conn.shutdown(socket.SHUT_RDWR)  # the reader's file keeps the socket open
-        except OSError:
-            pass
         conn.close()
 
     return close
