@@ -67,6 +67,9 @@ log = logging.getLogger("kalah.kgp")
 
 QUICK_DEPTH = 2
 """The depth of the search behind the first move sent for a state."""
+QUICK_DELAY_S = 0.005
+"""The first move waits this long after its state: go-kgp files a state under its id only after
+sending it, and drops a move that comes sooner ("No state associated with id")."""
 HEURISTIC_SHARE = 0.6
 """Of a move's time, for the depth-limited search before the proofs."""
 RESULT_SHARE = 0.5
@@ -456,6 +459,7 @@ class Thinker:
         quick = engine.analyse(position, rules, depth=QUICK_DEPTH, pv_limit=1)
         lines = {m: _Line(m) for m in moves}
         self._merge(lines, quick.moves)
+        time.sleep(max(0.0, job.received + QUICK_DELAY_S - time.monotonic()))
         self._send(job, self._best(lines, job))
         self.on_start(job, rules)  # the game record, after the first move is out
 
