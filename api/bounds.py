@@ -1,7 +1,9 @@
 """Request bodies that cannot be read or decoded: refused as problems before any view.
 
 A client that stops sending its body for ``KALAH_CLIENT_TIMEOUT_S`` (the socket timeout of
-``api.gworker``) gets a 408.
+``api.gworker``) gets a 408. A chunked body gunicorn cannot parse (an invalid chunk size or
+extension, a missing CRLF after a chunk) is a 400 naming ``body``: gunicorn raises its own
+``ParseException`` from ``wsgi.input``, which is no ``OSError``.
 
 webargs decodes bodies with :func:`json.loads` and turns only a ``JSONDecodeError`` into a 400;
 a body nested deeper than the interpreter's recursion limit (``[[[[...``, a few KiB) or holding
@@ -25,11 +27,12 @@ import json
 import socket
 from collections.abc import Iterable
 
-from flask import Flask, current_app, request
+from flask import Flask, Response, current_app, request
+from gunicorn.http.errors import ParseException  # type: ignore[import-untyped]
 from werkzeug.exceptions import ClientDisconnected
 
 from .config import MAX_BATCH_BODY_BYTES, MAX_BODY_BYTES
-from .errors import ApiProblem
+from .errors import ApiProblem, problem_for
 from .keys import current_caller, require_key
 
 BODY_LIMITS = {"batch.Batch": MAX_BATCH_BODY_BYTES}
@@ -54,7 +57,22 @@ def too_deep(value: object, limit: int = MAX_NESTING) -> bool:
     return False
 
 
+def _malformed_framing(error: Exception) -> ApiProblem:
+    """The problem for a body gunicorn could not unframe (its chunked decoding failed)."""
+    _stop_reading()  # the rest of the stream cannot be framed either: close after answering
+    return ApiProblem(
+        "malformed-body",
+        f"the request body's chunked encoding is malformed ({type(error).__name__})",
+        field="body",
+    )
+
+
 def init_body_guard(app: Flask) -> None:
+    @app.errorhandler(ParseException)
+    def malformed_framing(error: Exception) -> Response:
+        """Wherever else the body is first read (a view, webargs), it is a 400 too."""
+        return problem_for(_malformed_framing(error))
+
     @app.before_request
     def refuse_undecodable_json() -> None:
         if request.endpoint in BODY_LIMITS:
@@ -85,6 +103,8 @@ def init_body_guard(app: Flask) -> None:
             raise ApiProblem(
                 "request-timeout", "the request body did not arrive in time", field="body"
             ) from None
+        except ParseException as error:
+            raise _malformed_framing(error) from None
         if not data:
             return
         try:
@@ -118,6 +138,8 @@ def _read_chunked_body() -> None:
         raise ApiProblem(
             "request-timeout", "the request body did not arrive in time", field="body"
         ) from None
+    except ParseException as error:
+        raise _malformed_framing(error) from None
     if len(data) > limit:
         _stop_reading()
         raise ApiProblem(

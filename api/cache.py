@@ -321,7 +321,7 @@ class RedisCache(AnswerCache):
             self.client.ping()
         except self._redis_errors as error:
             self._failed(error)
-            return False, f"redis unreachable: {self._last_error}"
+            return False, "redis unreachable (the server log has the error)"
         self._down_until = 0.0
         self._recovered()
         return True, "redis reachable"

@@ -333,15 +333,26 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """Run the HTTP API under gunicorn (api/gunicorn_conf.py)."""
     from .serve import serve
 
-    return serve(args.host, args.port, args.workers)
+    return serve(args.host, args.port, args.workers, behind_proxy=args.behind_proxy)
 
 
 def add_serve(commands: Commands) -> None:
     serve = commands.add_parser("serve", help="run the HTTP API under gunicorn")
     serve.set_defaults(func=cmd_serve)
-    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1); any other than loopback needs "
+        "--behind-proxy",
+    )
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--workers", type=int, default=None, help="default: KALAH_WORKERS or cores")
+    serve.add_argument(
+        "--behind-proxy",
+        action="store_true",
+        help="a buffering reverse proxy (nginx: deploy/k8s/nginx.conf) is in front: allow a "
+        "non-loopback --host (bare gunicorn is refused there: slow clients hold its threads)",
+    )
 
 
 def cmd_keys(args: argparse.Namespace) -> int:

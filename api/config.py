@@ -92,6 +92,8 @@ class Settings:
     limit_premium: str = "12000/minute"
     trusted_proxies: int = 0
     cors_origins: str = "*"
+    metrics_allow: str = "127.0.0.0/8,::1"
+    """Networks that may read ``/metrics`` (comma-separated; ``*``: anyone)."""
 
     @property
     def state_url(self) -> str | None:
@@ -138,6 +140,7 @@ _VARIABLES: dict[str, tuple[str, type, Any, float | None, float | None]] = {
     "KALAH_LIMIT_PREMIUM": ("limit_premium", str, "12000/minute", None, None),
     "KALAH_TRUSTED_PROXIES": ("trusted_proxies", int, 0, 0, 16),
     "KALAH_CORS_ORIGINS": ("cors_origins", str, "*", None, None),
+    "KALAH_METRICS_ALLOW": ("metrics_allow", str, "127.0.0.0/8,::1", None, None),
 }
 
 ENV_NAMES = tuple(_VARIABLES)
@@ -176,6 +179,9 @@ def load_settings(
         )
     for tier in TIERS:
         _check_limit(f"KALAH_LIMIT_{tier.upper()}", settings.tier_limit(tier))
+    from .health.access import parse_networks
+
+    parse_networks(settings.metrics_allow)  # a ValueError naming a bad entry
     return settings
 
 

@@ -173,7 +173,8 @@ class DatabaseService:
         self.start()
         with self._lock:
             attached = [
-                {"rules": str(db.key), "max_seeds": db.max_seeds, "path": str(db.path)}
+                # the file's name only: where the server keeps its files is its own business
+                {"rules": str(db.key), "max_seeds": db.max_seeds, "path": db.path.name}
                 for db in self.attached.values()
             ]
             builds = [
@@ -187,7 +188,7 @@ class DatabaseService:
                 for item in self.plan
             ]
         return {
-            "setting": self.setting,
+            "setting": self.setting if self.setting in ("auto", "off") else "paths",
             "build_seeds": max((item.seeds for item in self.plan), default=0),
             "attached": attached,
             "builds": builds,

@@ -20,6 +20,7 @@ all of which we would have to write.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -33,6 +34,8 @@ import diskcache
 from . import metrics
 from .cache import AnswerCache, Entry, Keys, _Lru
 from .lease import LEASE_S, holder_dead, owner_token, renewing
+
+log = logging.getLogger("api.embedded")
 
 SQLITE_TIMEOUT_S = 5
 """How long a writer waits for SQLite's lock before diskcache gives up (a miss then)."""
@@ -99,9 +102,10 @@ class EmbeddedCache(AnswerCache):
     def ping(self) -> tuple[bool, str]:
         try:
             count = len(self.store)
-        except Exception as error:  # reported by /readyz, never raised
-            return False, f"embedded store {self.directory} unusable: {error}"
-        return True, f"embedded store {self.directory}: {count} entries"
+        except Exception as error:  # reported by /readyz (without the path), never raised
+            log.warning("embedded store %s unusable: %s", self.directory, error)
+            return False, "embedded store unusable (the server log has the error)"
+        return True, f"embedded store: {count} entries"
 
     def size(self) -> int | None:
         return len(self.store)

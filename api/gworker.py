@@ -8,14 +8,23 @@ a thread takes it: a client silent that long while sending its request (or not r
 answer) loses its connection and frees the thread. A client that trickles a byte now and
 then is still only bounded by gunicorn's request size limits: in front of the public
 internet, put a buffering proxy (nginx, a cloud load balancer) before gunicorn.
+
+gunicorn answers what it refuses before the app sees a request (a request line above 4094
+bytes: 414, headers too large: 431, a malformed request line or header: 400, an unknown
+transfer coding: 501) with an HTML page of its own; :meth:`ThreadWorker.handle_error` makes
+those answers problem+json like every other (see :func:`problem_bytes`).
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import os
+import threading
 from typing import Any
 
+from gunicorn import util  # type: ignore[import-untyped]
+from gunicorn.http import errors as http_errors  # type: ignore[import-untyped]
 from gunicorn.workers import gthread  # type: ignore[import-untyped]
 
 CLIENT_TIMEOUT_S = float(os.environ.get("KALAH_CLIENT_TIMEOUT_S", "10"))
@@ -51,8 +60,80 @@ def _closing(app: Any) -> Any:
     return wsgi
 
 
+_FIELDS: tuple[tuple[type[BaseException], str], ...] = (
+    (http_errors.LimitRequestLine, "url"),
+    (http_errors.InvalidRequestLine, "request-line"),
+    (http_errors.InvalidRequestMethod, "method"),
+    (http_errors.InvalidHTTPVersion, "http-version"),
+    (http_errors.UnsupportedTransferCoding, "Transfer-Encoding"),
+    (http_errors.ExpectationFailed, "Expect"),
+    (http_errors.InvalidChunkSize, "body"),
+    (http_errors.ChunkMissingTerminator, "body"),
+    (http_errors.InvalidChunkExtension, "body"),
+    (http_errors.LimitRequestHeaders, "headers"),
+    (http_errors.InvalidHeader, "headers"),
+    (http_errors.InvalidHeaderName, "headers"),
+    (http_errors.ObsoleteFolding, "headers"),
+)
+"""The request part each of gunicorn's refusals is about (the problem's ``field``)."""
+
+_DETAIL_CHARS = 240
+_refused = threading.local()
+"""The exception :meth:`ThreadWorker.handle_error` is answering, for :func:`_write_problem`
+(gunicorn passes the writer only the status, reason and message); per thread."""
+
+
+def problem_bytes(status: int, reason: str, detail: str, field: str | None) -> bytes:
+    """A whole HTTP/1.1 answer (then the connection closes) with a problem+json body: what
+    gunicorn itself sends for a request it refuses before the app sees it. The detail may
+    quote the request (a bad header's name), so it is cut to 240 characters and JSON-escaped.
+    """
+    if len(detail) > _DETAIL_CHARS:
+        detail = detail[: _DETAIL_CHARS - 1] + "\u2026"
+    problem: dict[str, Any] = {
+        "type": "about:blank",
+        "title": reason,
+        "status": status,
+        "detail": detail or reason,
+    }
+    if field is not None:
+        problem["field"] = field
+    body = json.dumps(problem).encode()
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\n"
+        "Connection: close\r\n"
+        "Content-Type: application/problem+json\r\n"
+        "Cache-Control: no-store\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode("latin-1") + body
+
+
+def _write_problem(sock: Any, status_int: int, reason: str, mesg: str) -> None:
+    """gunicorn's ``util.write_error`` (an HTML page), answering problem+json instead."""
+    error = getattr(_refused, "error", None)
+    field = next((f for kind, f in _FIELDS if isinstance(error, kind)), None)
+    if status_int >= 500 and error is not None and field is None:
+        mesg = "an internal error occurred"  # gunicorn's own 500: no exception text
+    util.write_nonblock(sock, problem_bytes(status_int, reason, mesg, field))
+
+
 class ThreadWorker(gthread.ThreadWorker):  # type: ignore[misc]
-    """gthread, with :class:`_TimedConn` for every accepted connection."""
+    """gthread, with :class:`_TimedConn` for every accepted connection and problem+json for
+    gunicorn's own refusals."""
+
+    def init_process(self) -> None:
+        # gunicorn's Worker.handle_error writes its answer with util.write_error (looked up
+        # at each call); in this worker process it writes problem+json.
+        util.write_error = _write_problem
+        super().init_process()
+
+    def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
+        _refused.error = exc
+        try:
+            super().handle_error(req, client, addr, exc)
+        finally:
+            _refused.error = None
 
     def load_wsgi(self) -> None:
         super().load_wsgi()

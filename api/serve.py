@@ -1,8 +1,24 @@
-"""Run the API under gunicorn with :mod:`api.gunicorn_conf` (the ``kalah serve`` command)."""
+"""Run the API under gunicorn with :mod:`api.gunicorn_conf` (the ``kalah serve`` command).
+
+Bare gunicorn is for this machine only: ``kalah serve`` refuses an address other machines can
+reach (anything but loopback) unless ``--behind-proxy`` says a buffering reverse proxy (the
+shipped ``deploy/k8s/nginx.conf``, a cloud load balancer) stands in front. Why refuse rather
+than change the worker: a ``gthread`` worker gives a thread to a connection as soon as its
+first byte arrives and the thread then reads the request itself, so 40 sockets sending a
+header byte every 4 s held every thread and ``/livez`` timed out (issue 33, finding 5); the
+per-read timeout of :mod:`api.gworker` cannot tell a trickle from a slow network. An async
+worker class (gevent, eventlet) would hold such clients cheaply, but the engines run their
+searches in real threads without the GIL, which greenlets would serialize (a search would
+stall the whole worker: cached answers and health checks included), eventlet is deprecated,
+and gevent would be a compiled dependency for one command. nginx in front is what the
+deployment already ships (compose and Kubernetes), so the safe choice is to insist on it.
+"""
 
 from __future__ import annotations
 
+import ipaddress
 import signal
+import socket
 import subprocess
 import sys
 from types import FrameType
@@ -30,9 +46,48 @@ def _bind_host(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-def serve(host: str, port: int, workers: int | None) -> int:
+EXIT_REFUSED = 2
+"""``kalah serve``'s exit status when it refuses to expose bare gunicorn."""
+
+
+def exposed(host: str) -> bool:
+    """Whether serving on ``host`` reaches beyond this machine: True for every address but a
+    loopback one (``""``, ``0.0.0.0`` and ``::`` are every interface; a name counts as
+    loopback only if every address it resolves to is, and one that does not resolve is
+    exposed)."""
+    text = host.strip("[]")
+    if not text:
+        return True
+    try:
+        return not ipaddress.ip_address(text).is_loopback
+    except ValueError:
+        pass
+    try:
+        found = socket.getaddrinfo(text, None)
+    except OSError:
+        return True
+    return not found or any(not ipaddress.ip_address(info[4][0]).is_loopback for info in found)
+
+
+def refusal(host: str) -> str:
+    """Why ``kalah serve`` does not start on ``host``, and what to do instead."""
+    return (
+        f"kalah serve: refusing to serve bare gunicorn on {host or 'every interface'}, an "
+        "address other machines can reach: gunicorn gives a thread to each connection as "
+        "soon as its first byte arrives, so a few dozen clients sending their requests a byte "
+        "at a time hold every thread (even /livez stops answering). Put a buffering reverse "
+        "proxy in front (deploy/k8s/nginx.conf, as deploy/compose.yaml and deploy/k8s do) and "
+        "pass --behind-proxy, or serve on 127.0.0.1 (the default)."
+    )
+
+
+def serve(host: str, port: int, workers: int | None, *, behind_proxy: bool = False) -> int:
     """Run gunicorn in the foreground until it stops; returns its exit status. ``workers``
-    None means ``KALAH_WORKERS`` (default: the CPU count)."""
+    None means ``KALAH_WORKERS`` (default: the CPU count). An address other machines can
+    reach is refused (:data:`EXIT_REFUSED`, nothing is bound) unless ``behind_proxy``."""
+    if exposed(host) and not behind_proxy:
+        print(refusal(host), file=sys.stderr, flush=True)
+        return EXIT_REFUSED
     print(
         f"Kalah API on http://{_bind_host(host)}:{port}/ (docs: /docs, spec: /openapi.json)",
         flush=True,
@@ -61,5 +116,10 @@ if __name__ == "__main__":
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--behind-proxy", action="store_true")
     arguments = parser.parse_args()
-    sys.exit(serve(arguments.host, arguments.port, arguments.workers))
+    sys.exit(
+        serve(
+            arguments.host, arguments.port, arguments.workers, behind_proxy=arguments.behind_proxy
+        )
+    )

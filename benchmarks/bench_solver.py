@@ -29,7 +29,8 @@ from typing import Any
 
 from kalah_core import Position, Rules, is_over, legal_moves, play
 from kalah_core.egdb import EndgameDatabase, build, default_path
-from kalah_core.solver import Analysis, Engine
+from kalah_core.results import Analysis
+from kalah_core.solver import Engine
 
 
 def timed(

@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from .position import Position
+from .results import Analysis, MoveValue
 from .rules import Rules
-from .solver import ENGINE_VERSION, Analysis, MoveValue
+from .solver import ENGINE_VERSION
 
 PERSPECTIVE = "side_to_move"
 

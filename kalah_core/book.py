@@ -43,6 +43,7 @@ from .egdb import RuleKey
 from .errors import KalahError
 from .game import SWAP, Move, MoveResult, group_turns, legal_moves, play
 from .position import Position, Side
+from .results import Analysis, MoveValue
 from .rules import Rules
 
 MAGIC = b"KALAHBOOK1\n"
@@ -222,11 +223,9 @@ class Book:
             values[move] = best if result.extra_turn else -best
         return values or None
 
-    def analysis(self, position: Position, rules: Rules, pv_limit: int = 64) -> Any:
+    def analysis(self, position: Position, rules: Rules, pv_limit: int = 64) -> Analysis | None:
         """The exact :class:`~kalah_core.solver.Analysis` of a book position, or None: every
         move's value, the best moves, and a principal variation through the book."""
-        from .solver import Analysis, MoveValue
-
         started = time.perf_counter()
         values = self.move_values(position, rules)
         if values is None:

@@ -38,6 +38,7 @@ from .errors import InvalidRulesError
 from .game import legal_moves, play
 from .position import Position, Side
 from .rules import Rules
+from .solver import Engine, Prove
 
 CHUNK = 16
 """Boards per task: neighbours in breadth-first order share much of their trees (and so the
@@ -144,8 +145,6 @@ _WORKER: dict[str, object] = {}
 
 
 def _init_worker(rules: Rules, databases: Sequence[str], tt_mb: int) -> None:
-    from .solver import Engine
-
     engine = Engine(tt_mb=tt_mb)
     for path in databases:
         engine.attach(EndgameDatabase.open(path, rules))
@@ -156,8 +155,6 @@ def _init_worker(rules: Rules, databases: Sequence[str], tt_mb: int) -> None:
 def _solve_chunk(keys: list[bytes], value_only: bool = False) -> list[tuple[bytes, bytes]]:
     """Records of ``keys``: every move's gain, or (``value_only``) the board's value as one
     signed byte and the search's nodes as 4 little-endian bytes."""
-    from .solver import Engine, Prove
-
     engine = _WORKER["engine"]
     rules = _WORKER["rules"]
     assert isinstance(engine, Engine) and isinstance(rules, Rules)

@@ -26,17 +26,23 @@ import argparse
 import json
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from importlib import metadata
 from typing import Any, TypeAlias
 
+from . import book, databases
 from .answer import analysis_json
 from .bench import BENCH_TT_MB, run_bench
+from .book_build import build_section, merge
+from .databases import build_dir
+from .egdb import EndgameDatabase, build, default_path, rule_key
 from .errors import InvalidRulesError, KalahError
 from .game import Game, legal_moves, outcome, play
 from .position import Position, Side, parse_position
+from .results import Analysis
 from .rules import OPTION_DOCS, PRESET_DOCS, PRESETS, Rules
-from .solver import MAX_THREADS, Analysis, Engine
+from .solver import MAX_THREADS, Engine
 
 EXIT_OK = 0
 EXIT_ERROR = 2
@@ -305,9 +311,6 @@ def cmd_solve(args: argparse.Namespace) -> int:
     """Solve a position exactly, or give proven bounds and an estimate within the budget."""
     rules = rules_from_args(args)
     position = position_from_arg(args.position, rules)
-    from . import book, databases
-    from .egdb import EndgameDatabase, rule_key
-
     engine = Engine(
         tt_mb=args.tt_mb,
         book=None if args.no_book else book.shipped(),
@@ -426,9 +429,6 @@ def cmd_kgp(args: argparse.Namespace) -> int:
 
 def cmd_egdb_build(args: argparse.Namespace) -> int:
     """Build the endgame database of every board with at most --seeds seeds in houses."""
-    from .databases import build_dir
-    from .egdb import build, default_path
-
     max_seeds: int = args.seeds
     # --seeds is the database's bound here, not the start's seeds (which no database uses).
     rules = rules_from_args(argparse.Namespace(**{**vars(args), "seeds": None}))
@@ -456,8 +456,6 @@ def cmd_egdb_build(args: argparse.Namespace) -> int:
 
 def cmd_egdb_info(args: argparse.Namespace) -> int:
     """Describe an endgame database file (and check its entries with --verify)."""
-    from .egdb import EndgameDatabase
-
     db = EndgameDatabase.open_any(args.path)
     data: dict[str, Any] = {
         "path": str(db.path),
@@ -484,12 +482,6 @@ def cmd_egdb_info(args: argparse.Namespace) -> int:
 
 def cmd_book_build(args: argparse.Namespace) -> int:
     """Solve every position of the first --depth sowings and add them to the opening book."""
-    import time
-
-    from . import book, databases
-    from .book_build import build_section, merge
-    from .egdb import rule_key
-
     rules = rules_from_args(args)
     key = rule_key(rules)
     found = databases.headers().get(key)
@@ -526,8 +518,6 @@ def cmd_book_build(args: argparse.Namespace) -> int:
 
 def cmd_book_info(args: argparse.Namespace) -> int:
     """Describe an opening book (the shipped one by default)."""
-    from . import book
-
     path = args.path or book.SHIPPED
     loaded = book.Book.load(path)
     sections = loaded.info()

@@ -18,6 +18,8 @@ import logging
 import os
 from pathlib import Path
 
+from platformdirs import user_cache_path
+
 from .egdb import EndgameDatabase, EndgameDatabaseError, Header, RuleKey, read_header
 
 ENV = "KALAH_EGDB_PATH"
@@ -26,8 +28,6 @@ log = logging.getLogger(__name__)
 
 def cache_dir() -> Path:
     """The cache folder of ``auto``: databases, and the server's embedded answer store."""
-    from platformdirs import user_cache_path
-
     return user_cache_path("kalah", appauthor=False)
 
 

@@ -13,13 +13,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from .errors import IllegalMoveError, InvalidNotationError
+from .errors import InvalidNotationError
+from .moves import Move, MoveResult
 from .position import Side
-
-if TYPE_CHECKING:
-    from .game import Game, Move, MoveResult
 
 MAX_GAME_LENGTH = 4096
 _TOKEN = re.compile(r"swap|[1-9]\*?")
@@ -83,55 +80,6 @@ def _parse_turn(half: str, side: Side, number: int, base: int, text: str) -> lis
         sowings.append(Sowing(move, side, token.endswith("*"), number, base + pos))
         pos = match.end()
     return sowings
-
-
-def replay_fi(game: Game, text: str) -> list[MoveResult]:
-    """Play the game written in ``text`` on ``game``; an IllegalMoveError names the sowing
-    (round, side, move) and why it cannot be played."""
-    results: list[MoveResult] = []
-    turns = parse_fi(text)
-    for t, turn in enumerate(turns):
-        for i, sowing in enumerate(turn):
-            where = f"round {sowing.round}, {sowing.side.value} sowing {sowing.move!r}"
-            position = game.position
-            if game.outcome() is not None:
-                raise IllegalMoveError(
-                    f"{where}: the game is already over", move=sowing.move, position=position
-                )
-            if position.to_move is not sowing.side:
-                raise IllegalMoveError(
-                    f"{where}: it is {position.to_move.value}'s turn",
-                    move=sowing.move,
-                    position=position,
-                )
-            try:
-                result = game.push(sowing.move)
-            except IllegalMoveError as error:
-                raise IllegalMoveError(
-                    f"{where}: {error.reason}", move=sowing.move, position=position
-                ) from None
-            if sowing.starred and not result.captured:
-                game.pop()
-                raise IllegalMoveError(
-                    f"{where}: marked '*' but captures nothing", move=sowing.move, position=position
-                )
-            results.append(result)
-            last_of_text = t == len(turns) - 1 and i == len(turn) - 1
-            if i < len(turn) - 1 and not result.extra_turn and not result.over:
-                raise IllegalMoveError(
-                    f"{where}: does not end in the store, so the turn passes "
-                    "before the next sowing",
-                    move=sowing.move,
-                    position=position,
-                )
-            if i == len(turn) - 1 and result.extra_turn and not result.over and not last_of_text:
-                raise IllegalMoveError(
-                    f"{where}: ends in the store, so the turn goes on; "
-                    "write its next sowing with it",
-                    move=sowing.move,
-                    position=position,
-                )
-    return results
 
 
 def write_fi(history: Sequence[MoveResult]) -> str:

@@ -1,4 +1,4 @@
-"""Moves, their results, the end of the game, and a game with a move stack.
+"""Legal moves, playing them, the end of the game, and a game with a move stack.
 
 A move is a house number ``1..houses`` counted from the mover's own left, or ``"swap"``
 (the pie rule). The work is done by the compiled move generator in ``_board``.
@@ -8,45 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 from . import _board
 from .errors import IllegalMoveError
+from .finnish import parse_fi, write_fi
+from .moves import SWAP, Move, MoveResult, Outcome
 from .position import Position, Side
 from .rules import Rules
 
-Move = int | Literal["swap"]
-SWAP: Literal["swap"] = "swap"
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """The end of a game: final stores and the winner (None for a draw)."""
-
-    score: tuple[int, int]
-
-    @property
-    def winner(self) -> Side | None:
-        south, north = self.score
-        return None if south == north else Side.SOUTH if south > north else Side.NORTH
-
-
-@dataclass(frozen=True, slots=True)
-class MoveResult:
-    """What one move did. ``captured`` counts every seed the capture put in the store, the
-    capturing seed included (so it is > 0 exactly when a capture happened)."""
-
-    move: Move
-    mover: Side
-    before: Position
-    after: Position
-    extra_turn: bool
-    captured: int
-    over: bool
-
-    @property
-    def score(self) -> tuple[int, int] | None:
-        return self.after.stores if self.over else None
+__all__ = ["SWAP", "Game", "Move", "MoveResult", "Outcome"]
 
 
 def legal_moves(position: Position, rules: Rules) -> list[Move]:
@@ -149,15 +119,59 @@ class Game:
 
     def fi(self) -> str:
         """The game in the seed-000 notation (canonical spelling, ``*`` on every capture)."""
-        from .finnish import write_fi
-
         return write_fi(self.history)
 
     def push_fi(self, text: str) -> list[MoveResult]:
-        """Play a game fragment written in the seed-000 notation."""
-        from .finnish import replay_fi
+        """Play a game fragment written in the seed-000 notation; an IllegalMoveError names
+        the sowing (round, side, move) and why it cannot be played."""
 
-        return replay_fi(self, text)
+        results: list[MoveResult] = []
+        turns = parse_fi(text)
+        for t, turn in enumerate(turns):
+            for i, sowing in enumerate(turn):
+                where = f"round {sowing.round}, {sowing.side.value} sowing {sowing.move!r}"
+                position = self.position
+                if self.outcome() is not None:
+                    raise IllegalMoveError(
+                        f"{where}: the game is already over", move=sowing.move, position=position
+                    )
+                if position.to_move is not sowing.side:
+                    raise IllegalMoveError(
+                        f"{where}: it is {position.to_move.value}'s turn",
+                        move=sowing.move,
+                        position=position,
+                    )
+                try:
+                    result = self.push(sowing.move)
+                except IllegalMoveError as error:
+                    raise IllegalMoveError(
+                        f"{where}: {error.reason}", move=sowing.move, position=position
+                    ) from None
+                if sowing.starred and not result.captured:
+                    self.pop()
+                    raise IllegalMoveError(
+                        f"{where}: marked '*' but captures nothing",
+                        move=sowing.move,
+                        position=position,
+                    )
+                results.append(result)
+                last_of_text = t == len(turns) - 1 and i == len(turn) - 1
+                if i < len(turn) - 1 and not result.extra_turn and not result.over:
+                    raise IllegalMoveError(
+                        f"{where}: does not end in the store, so the turn passes "
+                        "before the next sowing",
+                        move=sowing.move,
+                        position=position,
+                    )
+                ends_turn_early = result.extra_turn and not result.over and not last_of_text
+                if i == len(turn) - 1 and ends_turn_early:
+                    raise IllegalMoveError(
+                        f"{where}: ends in the store, so the turn goes on; "
+                        "write its next sowing with it",
+                        move=sowing.move,
+                        position=position,
+                    )
+        return results
 
     @classmethod
     def parse_fi(cls, text: str, rules: Rules, start: Position | None = None) -> Game:

@@ -24,8 +24,8 @@ from typing import Any
 from .finnish import write_fi
 from .game import Game, Move, MoveResult
 from .position import Position, Side
+from .results import Analysis
 from .rules import Rules
-from .solver import Analysis
 
 JUDGEMENTS: tuple[tuple[int, str], ...] = (
     (6, "blunder"),

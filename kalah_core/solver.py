@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Literal
 
 from ._board import SWAP_CODE
 from ._search import Searcher
@@ -19,44 +19,10 @@ from .book import Book
 from .egdb import EndgameDatabase
 from .game import SWAP, Move, MoveResult, group_turns, legal_moves, outcome, play
 from .position import Position, Side
+from .results import Analysis, MoveValue
 from .rules import Rules
 
-
-@dataclass(frozen=True, slots=True)
-class MoveValue:
-    """One legal move and its value for the player making it (same perspective as the root)."""
-
-    move: Move
-    value: int
-    exact: bool
-    lower: int
-    upper: int
-    extra_turn: bool
-    captured: int
-    position: Position
-    """The position the move leads to (its JSON: :func:`kalah_core.answer.move_value_json`)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Analysis:
-    """The result of a search. ``moves`` lists every legal move best first (by value, then
-    exactness, then house order); ``best_moves`` are all moves proven (or, when not exact,
-    estimated) optimal; ``pv`` is a principal variation grouped by turns. ``depth`` is the depth
-    in sowings of the heuristic search behind an inexact value, None when the value is exact."""
-
-    value: int
-    exact: bool
-    lower: int
-    upper: int
-    best_moves: list[Move]
-    moves: list[MoveValue]
-    pv: list[list[Move]]
-    depth: int | None
-    nodes: int
-    time_ms: float
-    over: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
-
+__all__ = ["ENGINE_VERSION", "MAX_THREADS", "Analysis", "Engine", "MoveValue", "Prove"]
 
 Prove = Literal["all", "optimal", "value"]
 

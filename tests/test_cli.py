@@ -49,6 +49,7 @@ def test_replay_example_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_json(capsys, "replay", "--rules", "kalaha", EXAMPLE) == EXAMPLE_JSON
 
 
+@pytest.mark.system
 def test_replay_example_via_the_installed_script() -> None:
     script = Path(sys.executable).with_name("kalah")
     found = str(script) if script.exists() else shutil.which("kalah")
@@ -378,6 +379,7 @@ def test_an_unavailable_command_says_what_to_install(
     assert "kalah_missing_module" in err
 
 
+@pytest.mark.system
 def test_the_service_commands_name_the_extra_without_it() -> None:
     """api.commands, loaded without the server extra, fails with the line to print."""
     done = subprocess.run(
@@ -400,6 +402,7 @@ def test_the_service_commands_name_the_extra_without_it() -> None:
     assert "pip install 'kalah-core[server]'" in done.stderr and "flask" in done.stderr
 
 
+@pytest.mark.system
 def test_python_m_kalah_core() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "kalah_core", "show", "--json", "start"],
@@ -411,6 +414,7 @@ def test_python_m_kalah_core() -> None:
     assert json.loads(done.stdout)["compact"] == "444444-0-444444-0-s"
 
 
+@pytest.mark.system
 def test_a_reader_that_stops_early_gets_no_traceback() -> None:
     script = Path(sys.executable).with_name("kalah")
     done = subprocess.run(

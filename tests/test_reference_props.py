@@ -104,12 +104,14 @@ def play_game(start: Position, rules: Rules, seed: int) -> int:
     pytest.fail(f"no end after {MAX_PLIES} plies from {start} under {rules}")
 
 
+@pytest.mark.system
 @settings(max_examples=START_GAMES)
 @given(rules=strategies.rules(), seed=st.integers(0, 2**32 - 1))
 def test_random_games_from_start(rules: Rules, seed: int) -> None:
     play_game(Position.start(rules), rules, seed)
 
 
+@pytest.mark.system
 @settings(max_examples=RANDOM_GAMES)
 @given(drawn=strategies.rules_and_positions(), seed=st.integers(0, 2**32 - 1))
 def test_random_games_from_random_positions(drawn: tuple[Rules, Position], seed: int) -> None:

@@ -6,8 +6,9 @@ import pytest
 
 from kalah_core import Position, Rules
 from kalah_core.game import Game, outcome
+from kalah_core.results import Analysis
 from kalah_core.review import evaluate_backwards, judge, review_fi, review_moves
-from kalah_core.solver import Analysis, Engine
+from kalah_core.solver import Engine
 
 EXAMPLE = "45-46, 1*-5, 2-, -63*, 6-, -561646562, 4-3, 656-"
 # The seed-000 example game under kalaha: every sowing's exact loss, in order.
@@ -36,6 +37,7 @@ def test_judgement_thresholds() -> None:
     ]
 
 
+@pytest.mark.system
 def test_example_game_exact_losses(engine: Engine) -> None:
     rules = Rules.preset("kalaha")
     review = review_fi(rules, EXAMPLE, evaluator(engine, rules))
@@ -53,6 +55,7 @@ def test_example_game_exact_losses(engine: Engine) -> None:
     assert summary["north"]["total_loss"] == 4 and summary["north"]["sowings"] == 15
 
 
+@pytest.mark.system
 def test_values_after_match_a_fresh_analysis_of_the_next_position() -> None:
     """value_after is the value of the move in the analysis before; it must equal the mover's
     value of the position it leads to, analysed on its own by a fresh engine."""

@@ -19,8 +19,9 @@ from typing import Any
 from kalah_core import book
 from kalah_core.game import legal_moves, outcome, play
 from kalah_core.position import Position, Side
+from kalah_core.results import Analysis
 from kalah_core.rules import Rules
-from kalah_core.solver import ENGINE_VERSION, Analysis, Engine
+from kalah_core.solver import ENGINE_VERSION, Engine
 
 from .. import egdb, metrics
 from ..cache import AnswerCache, Entry, Keys

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kalah_core.answer import analysis_json
-from kalah_core.solver import Analysis
+from kalah_core.results import Analysis
 
 from .request import AnalysisRequest
 

@@ -11,9 +11,9 @@ from collections.abc import Callable, Sequence
 from kalah_core.answer import analysis_from_json
 from kalah_core.game import Game, Move
 from kalah_core.position import Position
+from kalah_core.results import Analysis
 from kalah_core.review import Review, evaluate_backwards, review_history
 from kalah_core.rules import Rules
-from kalah_core.solver import Analysis
 
 from ..analysis.analyser import Analyser
 from ..analysis.request import AnalysisRequest, Limits, parse_position_field, parse_rules

@@ -22,10 +22,21 @@ class CheckSchema(ma.Schema):
 @answer()
 class ChecksSchema(ma.Schema):
     cache = fields.Nested(
-        CheckSchema, metadata={"description": "The answer cache (Redis reachable, or the LRU)."}
+        CheckSchema,
+        metadata={
+            "description": "The answer cache (its Redis reachable, or the embedded store); "
+            "when it fails the service is degraded, not unready."
+        },
     )
     engine = fields.Nested(
         CheckSchema, metadata={"description": "The engine self-test (a tiny solve)."}
+    )
+    state = fields.Nested(
+        CheckSchema,
+        metadata={
+            "description": "The state store (API keys, jobs, rate limits) answers, when there "
+            "is one; a 503 when it does not."
+        },
     )
     jobs = fields.Nested(
         CheckSchema,
@@ -41,8 +52,9 @@ class ReadySchema(ma.Schema):
     status = fields.String(
         validate=validate.OneOf(["ready", "degraded"]),
         metadata={
-            "description": "'ready', or 'degraded' when analyses are served but batch jobs "
-            "cannot run (checks.jobs says why); when not ready the answer is a 503 problem."
+            "description": "'ready', or 'degraded' when analyses are served but the answer "
+            "cache is down or batch jobs cannot run (checks.cache and checks.jobs say why); "
+            "when not ready (engine or state store) the answer is a 503 problem."
         },
     )
     backend = fields.String(

@@ -116,7 +116,7 @@ class DatabaseSchema(ma.Schema):
     max_seeds = fields.Integer(
         metadata={"description": "Every board with at most this many seeds in houses."}
     )
-    path = fields.String(metadata={"description": "Its file on the server."})
+    path = fields.String(metadata={"description": "Its file's name on the server."})
 
 
 @answer()
@@ -136,7 +136,10 @@ class DatabaseBuildSchema(ma.Schema):
 @answer()
 class DatabasesSchema(ma.Schema):
     setting = fields.String(
-        metadata={"description": "KALAH_EGDB_PATH: auto (the cache folder), off, or paths."}
+        metadata={
+            "description": "KALAH_EGDB_PATH: auto (the cache folder), off, or paths (files "
+            "or folders the server was given; their names are not shown)."
+        }
     )
     build_seeds = fields.Integer(
         metadata={

@@ -230,6 +230,7 @@ def test_analyse_body_is_the_same_code_path(client: FlaskClient) -> None:
     assert standalone["exact"] is True and standalone["position"] == "333-0-333-0-s"
 
 
+@pytest.mark.system
 def test_every_json_command_shapes_an_analysis_as_the_api_does(
     client: FlaskClient, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -149,6 +149,7 @@ def test_without_redis_a_large_batch_is_a_job_of_the_server(client: FlaskClient)
     assert client.get("/v1/jobs/" + "0" * 32).status_code == 404
 
 
+@pytest.mark.system
 def test_batch_bodies_may_exceed_the_64k_of_other_endpoints() -> None:
     app = create_app({"TESTING": True, "KALAH_REDIS_URL": "", "KALAH_BATCH_INLINE_MAX": 3000})
     client = app.test_client()

@@ -24,6 +24,8 @@ from api.batch.jobs import JobStore
 from api.config import load_settings
 from api.state import EvictingStateStore
 
+pytestmark = pytest.mark.system
+
 COMPOSE = ROOT / "deploy" / "compose.yaml"
 K8S_REDIS = ROOT / "deploy" / "k8s" / "redis.yaml"
 

@@ -93,6 +93,7 @@ def wait_attached(service: DatabaseService, count: int) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.system
 def test_auto_builds_every_preset_once_in_the_background(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -101,17 +102,28 @@ def test_auto_builds_every_preset_once_in_the_background(
     # Two services stand for two worker processes of one machine.
     services = [DatabaseService("auto", 8), DatabaseService("auto", 8)]
     engine, lock = Engine(16), threading.Lock()
-    started = time.monotonic()
-    services[0].attach_to(engine, lock)
-    services[1].start()
-    assert time.monotonic() - started < 1.0, "nothing waits for the builds"
+    folder = tmp_path / "kalah"
+    folder.mkdir()
+    started = threading.Event()
+
+    def start() -> None:
+        services[0].attach_to(engine, lock)
+        services[1].start()
+        started.set()
+
+    # Nothing waits for the builds: the services start while another process holds the
+    # build lock, so no build can even begin.
+    with open(folder / LOCK_NAME, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        threading.Thread(target=start, daemon=True).start()
+        assert started.wait(120), "starting waited for the builds"
+        assert len(engine.databases) == 0 and not services[0].status()["attached"]
     for service in services:
         wait_attached(service, 3)
         assert {b["state"] for b in service.status()["builds"]} == {"attached"}
     built = [r for r in caplog.records if "building the endgame database" in r.getMessage()]
     assert len(built) == 3, "each database is built once"
-    folder = databases.cache_dir()
-    assert folder == tmp_path / "kalah"
+    assert databases.cache_dir() == folder
     assert sorted(p.name for p in folder.glob("*.egdb")) == sorted(
         egdb.default_path(Rules.preset(p.presets[0]), 8).name for p in plan(8)
     )
@@ -140,7 +152,7 @@ def test_a_waiting_build_stops_waiting_once_its_file_is_there(tmp_path: Path) ->
         threading.Thread(target=build, daemon=True).start()
         assert not done.wait(0.5), "it waits while the file is missing"
         path.write_bytes(b"built by the holder")
-        assert done.wait(5), "and returns once it is there, the lock still held"
+        assert done.wait(120), "and returns once it is there, the lock still held"
     assert path.read_bytes() == b"built by the holder"
 
 

@@ -96,11 +96,15 @@ def test_a_search_reserves_its_budget_before_it_runs_and_refunds_the_rest() -> N
     assert refused.headers["Kalah-Cost"] == "0" and refused.headers["RateLimit-Remaining"] == "10"
     solved = client.get("/v1/analysis?position=start&rules=kalah&houses=3&seeds=2&time_ms=900")
     assert solved.status_code == 200 and solved.get_json()["exact"] is True
-    assert solved.headers["Kalah-Cost"] == "2", "9 units reserved, 8 refunded: it took < 100 ms"
-    assert solved.headers["RateLimit-Remaining"] == "8"
+    # 9 units reserved and the unspent ones refunded: the search takes a few ms (2 units;
+    # more only if a busy machine stalls it), charged by the search's own clock, not ours.
+    cost = int(solved.headers["Kalah-Cost"])
+    searched = solved.get_json()["time_ms"]
+    assert 2 <= cost <= 2 + int(searched // 100) < 10, (cost, searched)
+    assert solved.headers["RateLimit-Remaining"] == str(10 - cost)
     first = client.get("/v1/analysis?position=start&seeds=6&time_ms=400")  # not in 400 ms
     assert first.status_code == 200 and first.headers["Kalah-Cost"] == "5", "never above budget"
-    assert first.headers["RateLimit-Remaining"] == "3"
+    assert first.headers["RateLimit-Remaining"] == str(10 - cost - 5)
     assert client.get("/v1/analysis?position=start&seeds=6&time_ms=300").status_code == 429
 
 

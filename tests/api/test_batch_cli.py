@@ -32,6 +32,7 @@ def stable(answer: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in answer.items() if k not in VOLATILE}
 
 
+@pytest.mark.system
 def test_local_jsonl_on_two_processes(
     tmp_path: Path, client: FlaskClient, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -70,6 +71,7 @@ def test_local_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "position" in capsys.readouterr().err
 
 
+@pytest.mark.system
 def test_against_gunicorn_with_a_worker(
     gunicorn_server: str,
     redis_server: Any,

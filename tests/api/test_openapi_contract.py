@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pytest
 from flask.testing import FlaskClient
 
 from kalah_core.rules import PRESETS
@@ -158,6 +159,7 @@ def test_answer_fields_that_are_always_present_are_required(client: FlaskClient)
     assert set(schemas["Problem"]["required"]) == {"type", "title", "status", "detail"}
 
 
+@pytest.mark.system
 def test_a_generated_client_type_checks_and_works(
     client: FlaskClient, gunicorn_server: str, redis_server: RedisServer, tmp_path: Path
 ) -> None:

@@ -1,0 +1,73 @@
+"""Who may read ``/metrics``: the networks of ``KALAH_METRICS_ALLOW`` (default loopback).
+
+The metrics tell request rates, cache sizes and error counts: nothing for the public. A
+request is allowed when every address it came through is inside the allowed networks: the
+peer that connected to gunicorn and each address of ``X-Forwarded-For``. So a public client
+behind the shipped nginx (whose peer is loopback) is refused by its forwarded address, and a
+forged ``X-Forwarded-For: 127.0.0.1`` does not help a remote peer. In Kubernetes, Prometheus
+scrapes gunicorn's port directly from inside the cluster (``deploy/k8s/api.yaml`` allows the
+private networks), and the shipped nginx answers ``/metrics`` with a 404 in any case.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from flask import Response
+
+from ..errors import problem_response
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def parse_networks(text: str) -> tuple[Network, ...] | None:
+    """The networks of a ``KALAH_METRICS_ALLOW`` value (comma-separated addresses or CIDR
+    networks; ``*``: anyone, returned as None). Raises ValueError naming a bad entry."""
+    entries = [entry.strip() for entry in text.split(",") if entry.strip()]
+    if "*" in entries:
+        return None
+    networks = []
+    for entry in entries:
+        try:
+            networks.append(ipaddress.ip_network(entry, strict=False))
+        except ValueError:
+            raise ValueError(
+                f"KALAH_METRICS_ALLOW: {entry!r} is not an address or network"
+            ) from None
+    return tuple(networks)
+
+
+def _inside(address: str, networks: Iterable[Network]) -> bool:
+    try:
+        parsed = ipaddress.ip_address(address.strip().strip("[]"))
+    except ValueError:
+        return False
+    if isinstance(parsed, ipaddress.IPv6Address) and parsed.ipv4_mapped is not None:
+        parsed = parsed.ipv4_mapped
+    return any(parsed in network for network in networks)
+
+
+def addresses(environ: Mapping[str, Any]) -> list[str]:
+    """Every address a request came through: the peer (as gunicorn saw it, before any
+    ``ProxyFix``) and each entry of ``X-Forwarded-For``."""
+    original = environ.get("werkzeug.proxy_fix.orig") or {}
+    peer = original.get("REMOTE_ADDR", environ.get("REMOTE_ADDR")) or ""
+    forwarded = original.get("HTTP_X_FORWARDED_FOR", environ.get("HTTP_X_FORWARDED_FOR")) or ""
+    return [peer, *(part for part in forwarded.split(",") if part.strip())]
+
+
+def metrics_allowed(environ: Mapping[str, Any], allow: str) -> bool:
+    networks = parse_networks(allow)
+    if networks is None:
+        return True
+    return all(_inside(address, networks) for address in addresses(environ))
+
+
+def metrics_refusal() -> Response:
+    return problem_response(
+        403,
+        "Forbidden",
+        "metrics are served only to the networks of KALAH_METRICS_ALLOW (loopback by default)",
+    )

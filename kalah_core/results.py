@@ -1,0 +1,52 @@
+"""What a search returns: every move's value and the analysis of a position.
+
+Values are from the point of view of the player to move: the final store difference (mover's
+store minus opponent's) under perfect play, seeds already stored included. A value is
+``exact`` when proven; otherwise ``lower <= true value <= upper`` is proven and ``value`` is a
+heuristic estimate from a depth-limited search (``depth`` sowings deep). The solver
+(:mod:`kalah_core.solver`) and the book (:mod:`kalah_core.book`) both produce them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .moves import Move
+from .position import Position
+
+
+@dataclass(frozen=True, slots=True)
+class MoveValue:
+    """One legal move and its value for the player making it (same perspective as the root)."""
+
+    move: Move
+    value: int
+    exact: bool
+    lower: int
+    upper: int
+    extra_turn: bool
+    captured: int
+    position: Position
+    """The position the move leads to (its JSON: :func:`kalah_core.answer.move_value_json`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    """The result of a search. ``moves`` lists every legal move best first (by value, then
+    exactness, then house order); ``best_moves`` are all moves proven (or, when not exact,
+    estimated) optimal; ``pv`` is a principal variation grouped by turns. ``depth`` is the depth
+    in sowings of the heuristic search behind an inexact value, None when the value is exact."""
+
+    value: int
+    exact: bool
+    lower: int
+    upper: int
+    best_moves: list[Move]
+    moves: list[MoveValue]
+    pv: list[list[Move]]
+    depth: int | None
+    nodes: int
+    time_ms: float
+    over: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,164 @@
+"""The import graph of the project's own modules, read from the source (no import runs).
+
+Every import counts as an edge: module level, inside ``if TYPE_CHECKING:`` and inside a
+function. A function-level import does not break a cycle, it only hides it from the
+interpreter, so the graph with all of them must have none. The engine never imports the service.
+
+Run ``python tests/test_layers.py`` to print the graph's cycles and every function-level import.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("kalah_core", "api")
+ACYCLIC = ("kalah_core",)  # the packages whose graph (with every import) must have no cycle
+
+
+@dataclass(frozen=True)
+class Import:
+    source: str  # the importing module
+    target: str  # the imported project module
+    line: int
+    in_function: bool
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def project_modules() -> dict[str, Path]:
+    """Every module of ours by name: Python sources, and the compiled ones (by their .pyx),
+    which import none of ours at run time."""
+    return {
+        module_name(path): path
+        for package in PACKAGES
+        for suffix in ("*.py", "*.pyx")
+        for path in sorted((ROOT / package).rglob(suffix))
+        if "static" not in path.parts
+    }
+
+
+def _resolve(module: str, path: Path, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    base = package[: len(package) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def imports_of(module: str, path: Path, known: set[str]) -> Iterator[Import]:
+    tree = ast.parse(path.read_text(), str(path))
+    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    in_function = {id(sub) for f in functions for sub in ast.walk(f)}
+    for node in ast.walk(tree):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(module, path, node)
+            # ``from package import module`` imports the module; ``from module import name``
+            # the module that defines the name.
+            targets = [
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
+                for alias in node.names
+            ]
+        for target in targets:
+            while target and target not in known:  # a.b.c where only a.b is ours
+                target = target.rpartition(".")[0]
+            if target and target != module:
+                yield Import(module, target, node.lineno, id(node) in in_function)
+
+
+def all_imports() -> list[Import]:
+    modules = project_modules()
+    known = set(modules)
+    found = {
+        i: None
+        for name, path in modules.items()
+        if path.suffix == ".py"
+        for i in imports_of(name, path, known)
+    }
+    return list(found)  # one edge per import statement, in order
+
+
+def cycles(edges: list[Import]) -> list[list[str]]:
+    """The graph's strongly connected components with more than one module (Tarjan)."""
+    graph: dict[str, set[str]] = {}
+    for edge in edges:
+        graph.setdefault(edge.source, set()).add(edge.target)
+        graph.setdefault(edge.target, set())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for succ in sorted(graph[node]):
+            if succ not in index:
+                visit(succ)
+                low[node] = min(low[node], low[succ])
+            elif succ in on_stack:
+                low[node] = min(low[node], index[succ])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_import_graph_has_no_cycle() -> None:
+    edges = [i for i in all_imports() if i.source.startswith(ACYCLIC)]
+    assert cycles(edges) == []
+
+
+def test_the_engine_never_imports_the_service() -> None:
+    edges = [i for i in all_imports() if i.source.startswith("kalah_core")]
+    assert [i for i in edges if i.target.split(".")[0] == "api"] == []
+
+
+def test_the_engine_has_no_function_level_import_of_its_own_modules() -> None:
+    edges = [i for i in all_imports() if i.source.startswith("kalah_core") and i.in_function]
+    assert edges == []
+
+
+def test_the_reader_sees_a_known_cycle_and_a_function_level_import(tmp_path: Path) -> None:
+    # The test above would pass on a reader that sees nothing: check it on a made-up graph.
+    edges = [Import("a", "b", 1, False), Import("b", "c", 1, True), Import("c", "a", 1, False)]
+    assert cycles(edges) == [["a", "b", "c"]]
+    source = ROOT / "kalah_core" / "game.py"
+    found = list(imports_of("kalah_core.game", source, set(project_modules())))
+    assert any(i.target == "kalah_core.finnish" for i in found)
+
+
+if __name__ == "__main__":
+    edges = all_imports()
+    for component in cycles(edges):
+        print("cycle:", " <-> ".join(component))
+    local = [i for i in edges if i.in_function]
+    for i in local:
+        print(f"function-level: {i.source}:{i.line} -> {i.target}")
+    print(f"{len(cycles(edges))} cycles, {len(local)} function-level imports of project modules")
+    sys.exit(1 if cycles(edges) else 0)
