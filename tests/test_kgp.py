@@ -11,6 +11,7 @@ import threading
 import time
 
 import pytest
+from figures import measured
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kgp_server import KgpTestServer, running
@@ -304,6 +305,11 @@ def test_full_games_on_both_sides(websocket: bool) -> None:
     states = [s for g in server.games for s in g.states]
     assert all(s.moves for s in states)
     assert all(s.yielded for s in states)
+    firsts = sorted(s.moves[0][0] * 1000 for s in states)
+    measured(
+        f"kalah kgp ({'websocket' if websocket else 'tcp'}): first move of {len(firsts)} states "
+        f"after a median {firsts[len(firsts) // 2]:.1f} ms, at most {firsts[-1]:.1f} ms"
+    )
 
 
 @pytest.mark.system
