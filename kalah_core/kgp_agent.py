@@ -606,6 +606,13 @@ class Agent:
             self.done.set()
             self._close()
 
+    def _last_game_over(self) -> bool:
+        """Whether the game in progress is the last one wanted and the agent answered its
+        last state: an idle ping then says it is over."""
+        if self.options.games is None or self.tracker.game is None:
+            return False
+        return self.summary.games + 1 >= self.options.games and self.thinker.idle()
+
     def _enough(self) -> bool:
         return self.options.games is not None and self.summary.games >= self.options.games
 
@@ -672,6 +679,14 @@ class Agent:
                 log.warning("ignoring a malformed line: %s", error)
                 continue
             name = command.name
+            if name == "ping" and self._last_game_over():
+                # go-kgp pings an idle agent only when its game is over, before scheduling
+                # the next one: with the games wanted played, leave without a pong (a pong
+                # would start a game that the server then records as given up).
+                self.tracker.finish()
+                self.done.set()
+                self._close()
+                return True
             if name == "ping":
                 conn.send(format_command("pong", ref=command.id))
             elif name == "kgp":

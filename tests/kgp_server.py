@@ -13,7 +13,8 @@ Knobs for the tests: ``ping_after_move`` (a ``ping`` once the client's first mov
 arrived, i.e. while it searches), ``drop_after_states`` (close the connection without a
 ``goodbye`` after that many states; a client that reconnects, the same ``auth:token`` or not,
 is sent the unfinished game's state again), ``malformed`` (lines that are not commands, a bad
-board, an unknown command, sent before every state) and ``client_sides`` (South or North per
+board, an unknown command, sent before every state), ``ping_between_games`` (go-kgp's check
+that an agent is alive before it schedules a game) and ``client_sides`` (South or North per
 game).
 """
 
@@ -121,6 +122,7 @@ class KgpTestServer:
         ping_after_move: bool = False,
         drop_after_states: int | None = None,
         malformed: bool = False,
+        ping_between_games: bool = False,
         websocket: bool = False,
     ) -> None:
         self.rules = Rules.preset("kalah", majority=True, houses=houses, seeds=seeds)
@@ -131,6 +133,7 @@ class KgpTestServer:
         self.ping_after_move = ping_after_move
         self.drop_after_states = drop_after_states
         self.malformed = malformed
+        self.ping_between_games = ping_between_games
         self.websocket = websocket
         self.games: list[GameLog] = []
         self.connections = 0
@@ -270,6 +273,25 @@ class KgpTestServer:
             self._current = None
             if len(self.games) >= self.games_wanted:
                 self.done.set()
+            elif self.ping_between_games and not self._alive(lines):
+                return
+
+    def _alive(self, lines: _Lines) -> bool:
+        """go-kgp's check before it schedules a game: a ping, and a pong within 20 s."""
+        ping_id = self._id()
+        lines.send(format_command("ping", id=ping_id))
+        end = time.monotonic() + 20
+        while time.monotonic() < end:
+            line = lines.get(max(0.0, end - time.monotonic()))
+            if line is None:
+                break
+            try:
+                command = parse_command(line)
+            except ValueError:
+                continue
+            if command.name == "pong" and command.ref == ping_id:
+                return True
+        return False
 
     def _client_turn(self, lines: _Lines, log: GameLog, moves: list[int]) -> bool:
         """One state for the client; False when the connection ended (the game waits)."""

@@ -352,6 +352,18 @@ def test_reconnects_after_a_dropped_connection(websocket: bool) -> None:
 
 
 @pytest.mark.system
+def test_games_n_leaves_between_games_without_giving_one_up() -> None:
+    """With ``--games 1`` on a server that pings between games (as go-kgp does before it
+    schedules the next), the agent leaves after the first game without starting a second."""
+    server = KgpTestServer(games=3, ping_between_games=True)
+    with running(server):
+        agent = _play(server, games=1)
+    assert len(server.games) == 1 and server.games[0].game.outcome() is not None
+    assert agent.summary.games == 1
+    assert not server.games[0].illegal
+
+
+@pytest.mark.system
 def test_malformed_lines_are_ignored() -> None:
     server = KgpTestServer(games=1, malformed=True)
     with running(server):
