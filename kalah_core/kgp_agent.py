@@ -637,9 +637,11 @@ class Agent:
                 try:
                     conn = connect(self.options.server)
                 except (OSError, KgpError) as error:
+                    if not connected_once:
+                        raise KgpError(
+                            f"cannot connect ({error})", text=self.options.server
+                        ) from error
                     if isinstance(error, KgpError) or failures >= len(RECONNECT_DELAYS):
-                        if not connected_once:
-                            raise
                         log.warning("giving up on %s: %s", self.options.server, error)
                         break
                     log.warning("cannot connect to %s (%s); retrying", self.options.server, error)
