@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import socket
 import subprocess
 import sys
 import threading
@@ -92,6 +93,15 @@ def test_kgp_rules_are_kalah_plus_majority() -> None:
 def test_connect_refuses_other_schemes() -> None:
     with pytest.raises(KgpError):
         connect("http://localhost:2671")
+
+
+def test_a_server_that_is_not_there_is_an_error_at_once() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    agent = Agent(AgentOptions(server=f"tcp://127.0.0.1:{port}", tt_mb=1), Engine(tt_mb=1))
+    with pytest.raises(KgpError, match="cannot connect"):
+        agent.run()
 
 
 # ----------------------------------------------------------------------------- tracking
