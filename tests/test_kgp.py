@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from figures import measured
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 from kgp_server import KgpTestServer, running
 
 from kalah_core import Game, Position, Rules, Side, legal_moves, play
+from kalah_core.egdb import EndgameDatabase, build
 from kalah_core.kgp import (
     KgpError,
     board_literal,
@@ -269,12 +271,12 @@ def test_halt_stops_a_search_from_another_thread() -> None:
 # ----------------------------------------------------------------------------- conformance
 
 
-def _play(server: KgpTestServer, **options: object) -> Agent:
+def _play(server: KgpTestServer, engine: Engine | None = None, **options: object) -> Agent:
     """Run the agent in this process against ``server`` until the server says goodbye."""
     opts = AgentOptions(server=server.url, time_per_move=0.15, threads=1, tt_mb=16)
     for key, value in options.items():
         setattr(opts, key, value)
-    agent = Agent(opts, Engine(tt_mb=opts.tt_mb, threads=1))
+    agent = Agent(opts, engine or Engine(tt_mb=opts.tt_mb, threads=1), engine is not None)
     finished = threading.Event()
     thread = threading.Thread(target=lambda: (agent.run(), finished.set()), daemon=True)
     thread.start()
@@ -320,6 +322,20 @@ def test_full_games_on_both_sides(websocket: bool) -> None:
         f"kalah kgp ({'websocket' if websocket else 'tcp'}): first move of {len(firsts)} states "
         f"after a median {firsts[len(firsts) // 2]:.1f} ms, at most {firsts[-1]:.1f} ms"
     )
+
+
+@pytest.mark.system
+def test_plays_with_an_endgame_database(tmp_path: Path) -> None:
+    """On 6 houses the agent proves results under plain ``kalah`` with the database."""
+    plain = Rules.preset("kalah", houses=6)
+    path = tmp_path / "h6.egdb"
+    build(path, plain, 6, progress=False, threads=1)
+    engine = Engine(tt_mb=16, databases=[EndgameDatabase.open(path, plain)])
+    server = KgpTestServer(games=2, client_sides=(True, False))
+    with running(server):
+        agent = _play(server, engine)
+    _check_games(server, agent)
+    assert all(g.margin > 0 for g in server.games)
 
 
 @pytest.mark.system
