@@ -71,7 +71,10 @@ QUICK_DELAY_S = 0.005
 """The first move waits this long after its state: go-kgp files a state under its id only after
 sending it, and drops a move that comes sooner ("No state associated with id")."""
 HEURISTIC_SHARE = 0.6
-"""Of a move's time, for the depth-limited search before the proofs."""
+"""Of a move's time, for the depth-limited search before the proofs..."""
+PROVE_MAX_SEEDS = 40
+"""... when at most this many seeds are left in houses; with more, no proof fits in a move's
+time (Kalah(6,6)'s start takes weeks), and the depth-limited search has all of it."""
 RESULT_SHARE = 0.5
 """Of the proofs' time on a 6-house board with a database, for the result under ``kalah``."""
 RESULT_MAX_SEEDS = 2
@@ -467,7 +470,9 @@ class Thinker:
             return (until - time.monotonic()) * 1000.0
 
         # 2. deepen
-        heuristic_end = job.received + (deadline - job.received) * HEURISTIC_SHARE
+        seeds = sum(position.south) + sum(position.north)
+        share = HEURISTIC_SHARE if seeds <= PROVE_MAX_SEEDS else 1.0
+        heuristic_end = job.received + (deadline - job.received) * share
         depth = QUICK_DEPTH + 1
         while not job.stop.is_set() and left_ms(heuristic_end) > 1:
             a = engine.analyse(
@@ -482,7 +487,6 @@ class Thinker:
                 return
             depth += 1
         # 3. prove: the result without majority (database), then the margin with it
-        seeds = sum(position.south) + sum(position.north)
         db_seeds = engine.searcher.database_seeds if self.result_db else -1
         if self.result_db and not job.stop.is_set():
             plain = Rules.preset("kalah", houses=rules.houses, seeds=rules.seeds, majority=False)
