@@ -281,7 +281,8 @@ class Tracker:
                 return False
         if game is not None:
             self.finish()
-        start = Position.start(rules)
+        seeds = (state.total_seeds // (2 * state.houses),) * state.houses
+        start = Position(seeds, seeds)  # the server's start, whatever Rules.seeds can hold
         we_south = True
         moves: list[int] = []
         if (state.south, state.north, state.stores) != (start.south, start.north, start.stores):
