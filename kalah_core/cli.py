@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -39,6 +41,8 @@ from .databases import build_dir
 from .egdb import EndgameDatabase, build, default_path, rule_key
 from .errors import InvalidRulesError, KalahError
 from .game import Game, legal_moves, outcome, play
+from .kgp import check_server
+from .kgp_agent import Agent, AgentOptions, cpu_limit, default_tt_mb, make_engine
 from .position import Position, Side, parse_position
 from .results import Analysis
 from .rules import OPTION_DOCS, PRESET_DOCS, PRESETS, Rules
@@ -374,12 +378,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_kgp(args: argparse.Namespace) -> int:
     """Play freeplay games on a KGP server, then print a summary (docs/kgp.md)."""
-    import logging
-    import signal
-
-    from .kgp import check_server
-    from .kgp_agent import Agent, AgentOptions, cpu_limit, default_tt_mb, make_engine
-
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     options = AgentOptions(
         server=check_server(args.server),

@@ -47,6 +47,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import databases
+from .egdb import EndgameDatabase, EndgameDatabaseError, rule_key
 from .errors import KalahError
 from .game import Game, legal_moves, play
 from .kgp import (
@@ -742,9 +744,6 @@ class Agent:
 def make_engine(options: AgentOptions, houses: int = 6) -> tuple[Engine, bool]:
     """The agent's engine: its table, its threads, and on 6 houses the largest endgame
     database of the plain ``kalah`` rules that fits the memory budget (True if one does)."""
-    from . import databases
-    from .egdb import EndgameDatabase, EndgameDatabaseError, rule_key
-
     engine = Engine(tt_mb=options.tt_mb, threads=options.threads)
     key = rule_key(Rules.preset("kalah", houses=houses))
     found = databases.headers().get(key)
