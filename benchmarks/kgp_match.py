@@ -5,9 +5,10 @@ For each board (houses x seeds) and MinMax depth this starts go-kgp's ``train`` 
 fixed bot, MinMax at that depth with accuracy 1, 2 s a move) and one ``kalah kgp`` agent
 (``--threads 1``), and lets them play until the agent has played ``--games`` games on each side
 (the server draws the sides at random); every game that finished before the agent was stopped
-counts (a game going on then is given up, and left out). The table comes from the server's
-database: the result is its ``game.state``; the margin is the final store difference for the
-agent, from replaying the server's ``move`` table under the ``kalah`` rules plus ``majority``.
+counts (a game going on then, or started after it, is given up, and left out). The table
+comes from the server's database: the result is its ``game.state``; the margin is the final
+store difference for the agent, from replaying the server's ``move`` table under the ``kalah``
+rules plus ``majority``.
 
 **Building the server** (beside the project, never in it; go-kgp is AGPL), from Debian's Go
 packages in GOPATH mode::
@@ -137,9 +138,14 @@ def _seconds(stamp: str) -> float:
 
 
 def _ongoing_ids(db: Path) -> set[int]:
+    """The games going on, and every id above the last one so far: go-kgp may still start a
+    game with an agent that has gone (its liveness ping came just before), which it then
+    records as given up at once."""
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
     try:
-        return {row[0] for row in con.execute("SELECT id FROM game WHERE state = 'o'")}
+        ongoing = {row[0] for row in con.execute("SELECT id FROM game WHERE state = 'o'")}
+        last = con.execute("SELECT coalesce(max(id), 0) FROM game").fetchone()[0]
+        return ongoing | set(range(last + 1, last + 1000))
     finally:
         con.close()
 
