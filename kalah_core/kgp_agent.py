@@ -11,7 +11,7 @@ releases the GIL while it searches). For each ``state`` the thinker
    server's rules (``kalah`` plus ``majority``);
 4. sends ``yield`` as soon as its move is proven optimal, or when ``--time-per-move`` is up.
 
-A ``stop`` from the server halts the search at once (:meth:`Searcher.halt`).
+A ``stop`` from the server interrupts the search at once (:meth:`Engine.interrupt`).
 
 **Securing the result first.** The server records win, draw or loss only. Among the moves the
 agent picks one proven to win if there is any (never trading it for a larger estimated
@@ -83,6 +83,8 @@ RESULT_MAX_SEEDS = 2
 """... tried only when the seeds in houses are at most this many times the database's bound."""
 MARGIN_S = 0.1
 """Time kept back from ``--time-per-move`` for the network (at most 10 % of it)."""
+REINTERRUPT_S = 0.02
+"""After a ``stop``, the search is interrupted again this much later (see Thinker._halt)."""
 BRIDGE_NODES = 200_000
 """The most positions searched to find the moves between two states."""
 RECONNECT_DELAYS = (0.5, 1, 2, 4, 8, 15, 30)
@@ -405,7 +407,16 @@ class Thinker:
 
     def _halt(self, job: Job) -> None:
         job.stop.set()
-        self.engine.searcher.halt()
+        self.engine.interrupt()
+        # An analysis that starts just now clears the interrupt: interrupt it again then.
+        again = threading.Timer(REINTERRUPT_S, self._interrupt_again, (job,))
+        again.daemon = True
+        again.start()
+
+    def _interrupt_again(self, job: Job) -> None:
+        with self.lock:
+            if self.current is job:
+                self.engine.interrupt()
 
     def idle(self) -> bool:
         return self.current is None and self.jobs.empty()
@@ -417,8 +428,6 @@ class Thinker:
                 return
             with self.lock:
                 self.current = job
-                if not job.stop.is_set():
-                    self.engine.searcher.resume()
             rules: Rules | None = None
             try:
                 rules = kgp_rules(job.position)

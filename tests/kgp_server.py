@@ -50,6 +50,8 @@ class StateLog:
     pings: list[tuple[float, float | None]] = field(default_factory=list)
     """(seconds after the state the ping went out, seconds until its pong or None)."""
     pong_before_end: bool = False
+    ended: float = 0.0
+    """Seconds after the state when the turn ended (``yield`` or ``stop``)."""
 
 
 @dataclass
@@ -351,11 +353,12 @@ class KgpTestServer:
                 self.client_info[command.args[0]] = command.args[1]
             if time.monotonic() >= end:
                 break
+        entry.ended = time.monotonic() - sent
         if not entry.yielded:
             entry.stopped = True
             lines.send(format_command("stop", id=self._id(), ref=sid))
-        if ping_id is not None:
-            entry.pings.append((ping_at - sent, None))
+        if ping_id is not None:  # the client ended its turn before the ping reached it
+            entry.pings.append((ping_at - sent, self._pong(lines, ping_id, ping_at)))
         # Moves the client sends for this state from now on are late: note them.
         self._late_moves(lines, entry)
         if chosen is None:
@@ -368,6 +371,21 @@ class KgpTestServer:
         entry.played = chosen
         log.game.push(chosen)
         return True
+
+    def _pong(self, lines: _Lines, ping_id: int, ping_at: float) -> float | None:
+        """Seconds from the ping to its pong (waiting up to 20 s), or None."""
+        end = time.monotonic() + 20
+        while time.monotonic() < end:
+            line = lines.get(max(0.0, end - time.monotonic()))
+            if line is None:
+                return None
+            try:
+                command = parse_command(line)
+            except ValueError:
+                continue
+            if command.name == "pong" and command.ref == ping_id:
+                return time.monotonic() - ping_at
+        return None
 
     def _late_moves(self, lines: _Lines, entry: StateLog) -> None:
         """Give the client a moment to (wrongly) send more moves for an ended turn."""

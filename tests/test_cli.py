@@ -334,7 +334,7 @@ def test_every_command_is_offered(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     for command in ENGINE_COMMANDS + SERVICE_COMMANDS:
         assert f"    {command} " in out or f"    {command}\n" in out, command
-    assert "docs/RULES.md" in out
+    assert "docs/rules.md" in out
 
 
 def test_the_engine_never_imports_the_service() -> None:
@@ -425,3 +425,26 @@ def test_a_reader_that_stops_early_gets_no_traceback() -> None:
         timeout=60,
     )
     assert done.stderr == ""
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from kalah_core import __version__
+    from kalah_core.solver import ENGINE_VERSION
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out == f"kalah {__version__} (engine {ENGINE_VERSION})\n"
+
+
+def test_help_describes_presets_in_a_players_words(capsys: pytest.CaptureFixture[str]) -> None:
+    """The rule texts' catalogue numbers ("seed 000") are background, not user vocabulary."""
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    assert "kalaha: Finnish kalaha, 3 seeds" in " ".join(text.split())
+    for command in ("replay", "solve", "batch", "analyse-game"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        text += capsys.readouterr().out
+    assert "seed 00" not in text and "seed-00" not in text

@@ -1,4 +1,4 @@
-"""Property tests: the compiled engine against the plain-Python reference of RULES.md.
+"""Property tests: the compiled engine against the plain-Python reference of docs/rules.md.
 
 Random games under random rule options (every option drawn), from the start and from random
 positions (any seed counts, totals up to 255), are played move by move through both; legal
@@ -130,7 +130,7 @@ def test_perft_matches_reference_shallow(name: str) -> None:
 
 
 def test_seed_000_vectors() -> None:
-    """The test vectors of RULES.md, on the reference itself."""
+    """The test vectors of docs/rules.md, on the reference itself."""
     rules = PRESETS["kalaha"]
     position = Position.start(rules)
     for move in (4, 1):

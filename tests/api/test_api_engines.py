@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from api.analysis.engines import EnginePool, EnginesBusy
+from api.core.engines import EnginePool, EnginesBusy
 from kalah_core.position import Position
 from kalah_core.rules import Rules
 from kalah_core.solver import Engine

@@ -13,7 +13,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from api import create_app
-from api.games.service import OVERRUN_S
+from api.core.review import OVERRUN_S
 from kalah_core import Position, Rules
 from kalah_core.cli import main
 from kalah_core.game import Game, legal_moves
@@ -130,6 +130,9 @@ def test_cli_analyse_game(
     out = capsys.readouterr().out
     assert out.splitlines()[0] == "4?5-46?, 1*?!-5, 2?!-63*, 6??-561646562*, 4-3, 656-"
     assert " 10  south     6    -2  -12    10  blunder     5" in out
+    # Counts in words with their plurals.
+    assert "5 best sowings, 2 inaccuracies, 1 mistake, 1 blunder" in out
+    assert "14 best sowings, 0 inaccuracies, 1 mistake, 0 blunders" in out
     assert main(["analyse-game", "--rules", "kalaha", "--json", EXAMPLE]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [m["loss"] for m in data["moves"]] == EXAMPLE_LOSSES

@@ -115,8 +115,12 @@ def test_against_gunicorn_with_a_worker(
     # A small batch is answered inline by the server itself.
     small = tmp_path / "small.jsonl"
     small.write_text('"start"\n')
-    assert main(["batch", str(small), "--server", gunicorn_server, "--quiet", "--houses", "3"]) == 0
-    assert json.loads(capsys.readouterr().out)["position"] == "444-0-444-0-s"
+    assert main(["batch", str(small), "--server", gunicorn_server, "--houses", "3"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["position"] == "444-0-444-0-s"  # stdout: the answers only
+    # stderr: the summary (and the progress bar)
+    assert "1 position in " in err and f"/s) on {gunicorn_server}: 1 exact, 0 estimated" in err
+    assert "0 errors -> -" in err
     assert main(["batch", str(small), "--server", gunicorn_server, "--rules", "nope"]) == 2
 
 
