@@ -9,7 +9,9 @@ releases the GIL while it searches). For each ``state`` the thinker
 3. then tries to prove: on 6-house boards with an endgame database, first the *result* under the
    plain ``kalah`` rules, where the database applies (see below), then the value under the
    server's rules (``kalah`` plus ``majority``);
-4. sends ``yield`` as soon as its move is proven optimal, or when ``--time-per-move`` is up.
+4. sends ``yield`` as soon as its move is proven optimal, or when ``--time-per-move`` is up;
+5. then, while the opponent thinks, deepens on the position its move left (pondering) until
+   the next state comes, so that state's search starts on a warm table.
 
 A ``stop`` from the server interrupts the search at once (:meth:`Engine.interrupt`).
 
@@ -83,6 +85,8 @@ RESULT_MAX_SEEDS = 2
 """... tried only when the seeds in houses are at most this many times the database's bound."""
 MARGIN_S = 0.1
 """Time kept back from ``--time-per-move`` for the network (at most 10 % of it)."""
+PONDER_S = 20.0
+"""The longest the agent thinks on the opponent's time for one position."""
 REINTERRUPT_S = 0.02
 """After a ``stop``, the search is interrupted again this much later (see Thinker._halt)."""
 BRIDGE_NODES = 200_000
@@ -341,6 +345,8 @@ class Job:
     lower: int | None = None
     upper: int | None = None
     yielded: bool = False
+    ponder: bool = False
+    """Not a state: thinking on the opponent's time (see Thinker._ponder)."""
 
 
 @dataclass
@@ -387,7 +393,7 @@ class Thinker:
         with self.lock:
             if self.current is not None:
                 self._halt(self.current)
-        self.jobs.put(job)
+            self.jobs.put(job)  # under the lock: a ponder starting now sees it (_ponder)
 
     def stop(self, ref: int | None) -> None:
         """The server's ``stop`` for the state ``ref``."""
@@ -419,11 +425,22 @@ class Thinker:
                 self.engine.interrupt()
 
     def idle(self) -> bool:
-        return self.current is None and self.jobs.empty()
+        """No state is being answered or waiting (pondering is idle)."""
+        current = self.current
+        return (current is None or current.ponder) and self.jobs.empty()
 
     def _run(self) -> None:
+        ponder: tuple[Position, Rules] | None = None
         while True:
-            job = self.jobs.get()
+            if ponder is not None:
+                try:
+                    job = self.jobs.get_nowait()
+                except queue.Empty:
+                    self._ponder(*ponder)
+                    ponder = None
+                    continue
+            else:
+                job = self.jobs.get()
             if job is None:
                 return
             with self.lock:
@@ -444,8 +461,35 @@ class Thinker:
                 if rules is not None and job.sent is not None:
                     try:
                         self.on_done(job, rules)
+                        after = play(job.position, rules, job.sent)
+                        if not after.over and not after.extra_turn:
+                            ponder = (after.after, rules)
                     except Exception:
                         log.exception("game record")
+
+    def _ponder(self, position: Position, rules: Rules) -> None:
+        """Think on the opponent's time: deepen on the position after the agent's move until
+        the next state comes (or PONDER_S), filling the table that state's search starts
+        from."""
+        job = Job(None, position, lambda line: None, time.monotonic(), ponder=True)
+        with self.lock:
+            if not self.jobs.empty():
+                return
+            self.current = job
+        try:
+            end = job.received + PONDER_S
+            depth = QUICK_DEPTH
+            while not job.stop.is_set() and time.monotonic() < end:
+                left = (end - time.monotonic()) * 1000.0
+                a = self.engine.analyse(position, rules, depth=depth, time_ms=left, pv_limit=1)
+                if job.stop.is_set() or a.exact or (a.depth or 0) < depth:
+                    break
+                depth += 1
+        except KalahError:
+            pass
+        finally:
+            with self.lock:
+                self.current = None
 
     def _send(self, job: Job, move: int, *, final: bool = False) -> None:
         if job.stop.is_set() or job.yielded or move not in legal_houses(job.position):

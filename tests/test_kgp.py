@@ -266,6 +266,36 @@ def test_a_stop_interrupts_the_search_at_once() -> None:
     assert not any("yield" in line for line in sent)  # a stopped turn sends nothing more
 
 
+def test_the_thinker_ponders_until_the_next_state() -> None:
+    """After its move the thinker searches the opponent's position until the next state,
+    which interrupts it and is answered as usual."""
+    engine = Engine(tt_mb=16)
+    thinker = Thinker(engine, time_per_move=0.2, result_db=False)
+    rules = Rules.preset("kalah", majority=True, houses=6, seeds=6)
+    # No move of South's ends in its store: the turn passes whatever the thinker plays.
+    start = Position((1, 1, 1, 1, 3, 2), (3, 3, 3, 3, 3, 3), (20, 20), Side.SOUTH)
+    assert not any(play(start, rules, m).extra_turn for m in legal_moves(start, rules))
+    first: list[str] = []
+    thinker.submit(Job(2, start, first.append, time.monotonic()))
+    deadline = time.monotonic() + 120
+    while not (thinker.current is not None and thinker.current.ponder):
+        assert time.monotonic() < deadline, "no pondering after the move"
+        time.sleep(0.01)
+    assert thinker.idle()
+    assert first[-1] == "@2 yield"
+    move = int(first[-2].split()[-1])
+    after = play(start, rules, move).after
+    reply = next(m for m in legal_moves(after, rules) if not play(after, rules, m).extra_turn)
+    state = play(after, rules, reply).after
+    second: list[str] = []
+    thinker.submit(Job(4, state, second.append, time.monotonic()))
+    while "@4 yield" not in second:
+        assert time.monotonic() < deadline, "the next state was not answered"
+        time.sleep(0.01)
+    thinker.close()
+    assert second[0].startswith("@4 move ")
+
+
 # ----------------------------------------------------------------------------- conformance
 
 
