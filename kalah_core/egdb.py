@@ -363,6 +363,8 @@ def build(
     total = builder.entries
     bar = _Progress(total, stream or sys.stderr, progress)
     ends = [sum(builder.level_range(n)) for n in range(seeds + 1)]
+    if progress_file:
+        path.parent.mkdir(parents=True, exist_ok=True)  # the progress file goes there first
     watch = _Watch(path, total, seeds, progress_path(path) if progress_file else None, log, ends)
     started = time.perf_counter()
     # The builder releases the GIL: it runs in a worker thread while this one draws the bar
