@@ -127,6 +127,7 @@ def test_random_games_from_random_positions(drawn: tuple[Rules, Position], seed:
     play_game(position, rules, seed)
 
 
+@pytest.mark.system
 @settings(max_examples=BIG_GAMES, deadline=None)
 @given(rules=strategies.big_rules(), seed=st.integers(0, 2**32 - 1))
 def test_big_board_games_from_start(rules: Rules, seed: int) -> None:
@@ -135,6 +136,7 @@ def test_big_board_games_from_start(rules: Rules, seed: int) -> None:
     play_game(start, rules, seed)
 
 
+@pytest.mark.system
 @settings(max_examples=BIG_GAMES, deadline=None)
 @given(
     drawn=strategies.rules_and_positions(

@@ -33,6 +33,7 @@ def check_big_board_estimate(answer: dict[str, Any]) -> None:
     check_consistent(answer, rules)
 
 
+@pytest.mark.system
 def test_kgp_twelve_by_twelve_analysis(client: FlaskClient) -> None:
     response = client.get(f"/v1/analysis?{KGP_12}")
     assert response.status_code == 200, response.get_json()
@@ -41,6 +42,7 @@ def test_kgp_twelve_by_twelve_analysis(client: FlaskClient) -> None:
     assert answer["limits"]["time_ms"] == 1000  # the default budget
 
 
+@pytest.mark.system
 def test_biggest_start_and_the_most_seeds(client: FlaskClient) -> None:
     answer = client.get(
         f"/v1/analysis?position=start&rules=kgp&houses={MAX_HOUSES}&seeds={MAX_START_SEEDS}"
