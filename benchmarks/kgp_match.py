@@ -15,7 +15,7 @@ packages in GOPATH mode::
 
     apt-get install golang golang-github-burntsushi-toml-dev golang-github-mattn-go-sqlite3-dev \\
         golang-nhooyr-websocket-dev golang-github-docker-docker-dev sqlite3
-    git clone https://github.com/KWARC/kalah-game /work/peers/kalah-game   # or any copy
+    # a copy of KWARC/kalah-game checked out in /work/peers/kalah-game
     mkdir -p /work/peers/gopath/src
     cp -r /work/peers/kalah-game/server/go-kgp /work/peers/gopath/src/go-kgp
     cd /work/peers/gopath/src/go-kgp

@@ -353,6 +353,18 @@ def test_full_games_on_both_sides(websocket: bool) -> None:
 
 
 @pytest.mark.system
+@pytest.mark.parametrize(("houses", "seeds"), [(10, 10), (12, 12)])
+def test_full_games_on_the_big_tournament_boards(houses: int, seeds: int) -> None:
+    """The 10x10 and 12x12 tournament boards (beyond the one-word board) are searched and
+    played to the end on both sides, every move legal."""
+    server = KgpTestServer(games=2, client_sides=(True, False), houses=houses, seeds=seeds)
+    with running(server):
+        agent = _play(server)
+    _check_games(server, agent)
+    assert all(g.margin > 0 for g in server.games)  # against the lowest-house opponent
+
+
+@pytest.mark.system
 def test_plays_with_an_endgame_database(tmp_path: Path) -> None:
     """On 6 houses the agent proves results under plain ``kalah`` with the database."""
     plain = Rules.preset("kalah", houses=6)
