@@ -387,7 +387,8 @@ def big_small_positions(draw: st.DrawFn) -> tuple[Position, Rules]:
     for _ in range(draw(st.integers(1, 5 if wide else 8))):
         cells[draw(st.integers(0, 2 * houses - 1))] += 1
     low = 0 if wide else 256
-    stores = (draw(st.integers(low, 300)), draw(st.integers(0, 300)))
+    # At most 600 seeds in all (position.MAX_SEEDS): 300 + 290 + the 8 in houses.
+    stores = (draw(st.integers(low, 300)), draw(st.integers(0, 290)))
     if drawn.pie and draw(st.booleans()):
         stores = (stores[0] + stores[1], 0)
     swap = drawn.pie and stores[1] == 0 and draw(st.booleans())
@@ -433,7 +434,8 @@ def test_big_board_search_with_a_database_equals_brute_force(
     cells = [0] * 6
     for _ in range(data.draw(st.integers(1, 11))):
         cells[data.draw(st.integers(0, 5))] += 1
-    stores = (data.draw(st.integers(200, 300)), data.draw(st.integers(60, 300)))
+    # At most 600 seeds in all (position.MAX_SEEDS): 300 + 285 + the 11 in houses.
+    stores = (data.draw(st.integers(200, 300)), data.draw(st.integers(60, 285)))
     to_move = data.draw(st.sampled_from([Side.SOUTH, Side.NORTH]))
     position = Position(tuple(cells[:3]), tuple(cells[3:]), stores, to_move)
     assert game.board_module(position) is _bigboard
