@@ -34,6 +34,7 @@ import diskcache
 from . import metrics
 from .cache import AnswerCache, Entry, Keys, _Lru
 from .lease import LEASE_S, holder_dead, owner_token, renewing
+from .walbound import BoundedCache, WalBound
 
 log = logging.getLogger("api.embedded")
 
@@ -51,6 +52,7 @@ class EmbeddedCache(AnswerCache):
     ) -> None:
         self.directory = Path(directory)
         self.size_limit = size_mb * 1024 * 1024
+        self.wal_bound = WalBound(self.directory, self.size_limit)  # the WAL counts too
         self.ttl_s = ttl_s
         self._memory = _Lru(lru_size)
         self._store: tuple[int, diskcache.Cache] | None = None
@@ -65,9 +67,9 @@ class EmbeddedCache(AnswerCache):
                 opened = self._store
                 if opened is None or opened[0] != os.getpid():
                     self.directory.mkdir(parents=True, exist_ok=True)
-                    cache = diskcache.Cache(
+                    cache = BoundedCache(  # the bound counts the WAL: api.walbound
                         str(self.directory),
-                        size_limit=self.size_limit,
+                        bound=self.wal_bound,
                         eviction_policy="least-recently-stored",
                         timeout=SQLITE_TIMEOUT_S,
                     )
