@@ -24,26 +24,30 @@ from kalah_core.errors import KalahError
 
 from . import egdb, metrics
 from .analysis import routes as analysis_routes
-from .analysis.analyser import Analyser
 from .batch import routes as batch_routes
 from .batch.embedded_jobs import make_job_store
 from .board import page as board_page
 from .board import routes as board_routes
 from .bounds import init_body_guard
-from .cache import make_cache
 from .config import ENV_NAMES, MAX_BODY_BYTES, Settings, load_settings
-from .errors import PROBLEM_JSON, ApiProblem, problem_for
+from .core.analyser import Analyser
+from .core.problems import ApiProblem
+from .errors import PROBLEM_JSON, problem_for
 from .games import routes as games_routes
 from .health import routes as health_routes
 from .keys import Authenticator, make_key_store
 from .play import routes as play_routes
 from .problems import routes as problems_routes
-from .ratelimit import COSTS_DOC, RateLimitDocsPlugin, init_rate_limits, reserve_search
+from .ratelimit.charging import RequestMeter, charge_body, init_rate_limits
+from .ratelimit.costs import COSTS_DOC
+from .ratelimit.spec import RateLimitDocsPlugin
 from .rules import routes as rules_routes
-from .schemas import COMPONENTS, ProblemSchema, component_ref
+from .schemas.answers import ProblemSchema
+from .schemas.components import COMPONENTS, component_ref
 from .security import init_security
 from .spec_limits import ServerLimitsPlugin
 from .state import check_state_store, make_state_client
+from .store import make_store
 
 RESOURCES = (
     analysis_routes,
@@ -149,8 +153,8 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     )
     app.config.update({k: v for k, v in config.items() if k not in ENV_NAMES})
 
-    cache = make_cache(settings, max_connections=settings.threads + 4)
-    app.extensions["kalah"] = Analyser(settings, cache, before_search=reserve_search)
+    cache = make_store(settings, max_connections=settings.threads + 4)
+    app.extensions["kalah"] = Analyser(settings, cache, meter=RequestMeter())
     if settings.state_url:
         check_state_store(make_state_client(settings.state_url, timeout_s=2.0))
     app.extensions["kalah_jobs"] = make_job_store(settings)
@@ -174,7 +178,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     _register_metrics(app)
     _start_databases(app, settings)
     _register_callers_and_limits(app, settings)
-    init_body_guard(app)
+    init_body_guard(app, on_read=charge_body)
     return app
 
 

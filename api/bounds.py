@@ -25,14 +25,15 @@ import contextlib
 import io
 import json
 import socket
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from flask import Flask, Response, current_app, request
 from gunicorn.http.errors import ParseException  # type: ignore[import-untyped]
 from werkzeug.exceptions import ClientDisconnected
 
 from .config import MAX_BATCH_BODY_BYTES, MAX_BODY_BYTES
-from .errors import ApiProblem, problem_for
+from .core.problems import ApiProblem
+from .errors import problem_for
 from .keys import current_caller, require_key
 
 BODY_LIMITS = {"batch.Batch": MAX_BATCH_BODY_BYTES}
@@ -59,7 +60,7 @@ def too_deep(value: object, limit: int = MAX_NESTING) -> bool:
 
 def _malformed_framing(error: Exception) -> ApiProblem:
     """The problem for a body gunicorn could not unframe (its chunked decoding failed)."""
-    _stop_reading()  # the rest of the stream cannot be framed either: close after answering
+    stop_reading()  # the rest of the stream cannot be framed either: close after answering
     return ApiProblem(
         "malformed-body",
         f"the request body's chunked encoding is malformed ({type(error).__name__})",
@@ -67,7 +68,10 @@ def _malformed_framing(error: Exception) -> ApiProblem:
     )
 
 
-def init_body_guard(app: Flask) -> None:
+def init_body_guard(app: Flask, on_read: Callable[[int], None] | None = None) -> None:
+    """Refuse bodies that cannot be read or decoded; ``on_read`` is told the length of a
+    chunked body once it is read, before it is parsed (the rate limits charge it)."""
+
     @app.errorhandler(ParseException)
     def malformed_framing(error: Exception) -> Response:
         """Wherever else the body is first read (a view, webargs), it is a 400 too."""
@@ -79,17 +83,19 @@ def init_body_guard(app: Flask) -> None:
             keys_exist = current_app.extensions["kalah"].settings.state_url
             if current_caller().key_id is None and keys_exist:
                 if (request.content_length or 0) > MAX_BODY_BYTES:
-                    _stop_reading()
+                    stop_reading()
                     require_key()  # a 401: large batches are jobs, and jobs need a key
             else:
                 request.max_content_length = BODY_LIMITS[request.endpoint]
         if request.method not in ("POST", "PUT", "PATCH"):
             return
         if request.content_length is None and request.headers.get("Transfer-Encoding"):
-            _read_chunked_body()
+            length = _read_chunked_body()
+            if on_read is not None:
+                on_read(length)
         if not request.is_json:
             if request.content_length or request.headers.get("Transfer-Encoding"):
-                _stop_reading()  # a body the API would ignore: refused, not answered
+                stop_reading()  # a body the API would ignore: refused, not answered
                 raise ApiProblem(
                     "unsupported-media-type",
                     "the request body must be JSON (Content-Type: application/json)",
@@ -99,7 +105,7 @@ def init_body_guard(app: Flask) -> None:
         try:
             data = request.get_data(cache=True)
         except (OSError, ClientDisconnected):  # the socket timed out: the client stalled
-            _stop_reading()
+            stop_reading()
             raise ApiProblem(
                 "request-timeout", "the request body did not arrive in time", field="body"
             ) from None
@@ -125,7 +131,7 @@ def init_body_guard(app: Flask) -> None:
             ) from None
 
 
-def _read_chunked_body() -> None:
+def _read_chunked_body() -> int:
     """A chunked body (no Content-Length) read whole here, up to the endpoint's limit: werkzeug
     would cut it at the limit without a word and the view would answer the truncated part. It
     is put back as a body of known length."""
@@ -134,14 +140,14 @@ def _read_chunked_body() -> None:
     try:
         data = environ["wsgi.input"].read(limit + 1)
     except (OSError, ClientDisconnected):
-        _stop_reading()
+        stop_reading()
         raise ApiProblem(
             "request-timeout", "the request body did not arrive in time", field="body"
         ) from None
     except ParseException as error:
         raise _malformed_framing(error) from None
     if len(data) > limit:
-        _stop_reading()
+        stop_reading()
         raise ApiProblem(
             "body-too-large",
             f"request bodies are limited to {limit} bytes",
@@ -152,9 +158,10 @@ def _read_chunked_body() -> None:
     environ["CONTENT_LENGTH"] = str(len(data))
     environ["wsgi.input_terminated"] = False
     environ.pop("HTTP_TRANSFER_ENCODING", None)
+    return len(data)
 
 
-def _stop_reading() -> None:
+def stop_reading() -> None:
     """Read no more from a stalled client: gunicorn would otherwise try to drain the rest of
     its body (several seconds of a thread) before closing the connection after our answer."""
     request.environ["kalah.close"] = True  # see api.gworker: "Connection: close", then close

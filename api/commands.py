@@ -16,8 +16,9 @@ import json
 import os
 import re
 import sys
+from collections.abc import Sequence
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kalah_core.cli import (
     EXIT_OK,
@@ -30,6 +31,9 @@ from kalah_core.cli import (
 )
 from kalah_core.errors import KalahError
 from kalah_core.position import Position
+
+if TYPE_CHECKING:
+    from .core.answer import Answer
 
 
 def _missing_server_requirements() -> list[str]:
@@ -60,11 +64,11 @@ if _MISSING:
 # --------------------------------------------------------------------- analysis
 
 
-def _analysis_answer(args: argparse.Namespace) -> tuple[Position, dict[str, Any]]:
+def _analysis_answer(args: argparse.Namespace) -> tuple[Position, Answer]:
     """The API's own analysis code path (limits checked against the server configuration)."""
-    from .analysis.analyser import default_analyser
-    from .analysis.request import AnalysisRequest
-    from .errors import ApiProblem
+    from .core.analyser import default_analyser
+    from .core.problems import ApiProblem
+    from .core.request import AnalysisRequest
 
     # A one-shot command uses the databases there are; it starts no background build.
     os.environ.setdefault("KALAH_EGDB_SEEDS", "0")
@@ -74,7 +78,7 @@ def _analysis_answer(args: argparse.Namespace) -> tuple[Position, dict[str, Any]
     limits = {"time_ms": args.time_ms, "depth": args.depth}
     try:
         request = AnalysisRequest.of(analyser.settings, position, rules, limits)
-        answer = analyser.analyse(request).json()
+        answer = analyser.analyse(request)
     except ApiProblem as problem:
         raise KalahError(problem.detail) from None
     return position, answer
@@ -82,7 +86,8 @@ def _analysis_answer(args: argparse.Namespace) -> tuple[Position, dict[str, Any]
 
 def cmd_analyse(args: argparse.Namespace) -> int:
     """Analyse a position as ``POST /v1/analysis`` does."""
-    position, answer = _analysis_answer(args)
+    position, analysis = _analysis_answer(args)
+    answer = analysis.json()
     text = "\n".join(
         [
             f"{position.to_move.value.capitalize()} to move in {position.compact()}: value "
@@ -100,10 +105,8 @@ def cmd_analyse(args: argparse.Namespace) -> int:
 
 def cmd_best_move(args: argparse.Namespace) -> int:
     """The best move and its value, as ``GET /v1/best-move`` gives them."""
-    from .analysis.answer import best_move_of
-
     _, full = _analysis_answer(args)
-    answer = best_move_of(full)
+    answer = full.best_move().json()
     label = "exact" if answer["exact"] else "heuristic"
     emit(args, f"{answer['best_move']} ({answer['value']:+d}, {label})", answer)
     return EXIT_OK
@@ -131,11 +134,11 @@ def add_best_move(commands: Commands) -> None:
 
 def cmd_analyse_game(args: argparse.Namespace) -> int:
     """Judge every sowing of a game as ``POST /v1/games/analysis`` does."""
-    from kalah_core.review import JUDGEMENT_DOC
+    from kalah_core.review import JUDGEMENT_DOC, count_text
 
-    from .analysis.analyser import default_analyser
-    from .errors import ApiProblem
-    from .games.service import review_game
+    from .core.analyser import default_analyser
+    from .core.problems import ApiProblem
+    from .core.review import review_game
 
     os.environ.setdefault("KALAH_EGDB_SEEDS", "0")  # the databases there are, no build
     rules = rules_from_args(args)
@@ -159,7 +162,7 @@ def cmd_analyse_game(args: argparse.Namespace) -> int:
     ]
     summary = [
         f"{side}: {s['sowings']} sowings, average loss {s['average_loss']:.2f}, "
-        + ", ".join(f"{n} {name}" for name, n in s["judgements"].items())
+        + ", ".join(count_text(n, name) for name, n in s["judgements"].items())
         + ("" if s["exact"] else " (estimated)")
         for side, s in data["summary"].items()
     ]
@@ -184,7 +187,7 @@ def add_analyse_game(commands: Commands) -> None:
         commands,
         "analyse-game",
         cmd_analyse_game,
-        "judge every sowing of a seed-000 game against perfect play",
+        "judge every sowing of a game in the Finnish notation against perfect play",
     )
     review.add_argument(
         "game", metavar="GAME", help="the game, e.g. '45-46, 1*-5'; '--' before one starting '-'"
@@ -213,7 +216,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
     from .batch.local import parse_local, read_items, run_local, write_jsonl
     from .batch.remote import run_remote
-    from .errors import ApiProblem
+    from .core.problems import ApiProblem
 
     os.environ.setdefault("KALAH_EGDB_SEEDS", "0")  # the databases there are, no build
     rules = rules_from_args(args).to_json()
@@ -246,21 +249,44 @@ def cmd_batch(args: argparse.Namespace) -> int:
         with open(args.output, "wb") as out:
             write_jsonl(lines, out)
     rate = len(items) / seconds if seconds > 0 else 0.0
+    counts = _batch_counts(lines)
     summary = {
         "positions": len(items),
         "distinct": distinct,
+        **counts,
         "seconds": round(seconds, 3),
         "positions_per_second": round(rate, 1),
         "output": args.output,
+        "server": args.server,
     }
-    if args.output != "-" or args.json:
+    where = f" on {args.server}" if args.server else ""
+    noun = "position" if len(items) == 1 else "positions"
+    text = (
+        f"{len(items)} {noun} in {seconds:.2f} s ({rate:,.1f}/s){where}: "
+        f"{counts['exact']} exact, {counts['estimated']} estimated, {counts['cached']} cached, "
+        f"{counts['errors']} {'error' if counts['errors'] == 1 else 'errors'} -> {args.output}"
+    )
+    # The summary goes to stderr when the answers go to stdout (the JSON lines stay clean).
+    if args.json or not args.quiet or args.output != "-":
         print(
-            json.dumps(summary)
-            if args.json
-            else f"{len(items)} positions in {seconds:.2f} s ({rate:,.1f}/s) -> {args.output}",
+            json.dumps(summary) if args.json else text,
             file=sys.stderr if args.output == "-" else sys.stdout,
         )
     return EXIT_OK
+
+
+def _batch_counts(lines: Sequence[bytes]) -> dict[str, int]:
+    """How many result lines are exact answers, estimates, answered from the cache, and
+    problems (an item's error: a problem+json object with a ``status``)."""
+    counts = {"exact": 0, "estimated": 0, "cached": 0, "errors": 0}
+    for line in lines:
+        result = json.loads(line)
+        if "status" in result and "title" in result:
+            counts["errors"] += 1
+            continue
+        counts["exact" if result.get("exact") else "estimated"] += 1
+        counts["cached"] += bool(result.get("cached"))
+    return counts
 
 
 def add_batch(commands: Commands) -> None:

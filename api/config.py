@@ -2,15 +2,18 @@
 
 ``load_settings()`` reads the environment (plus overrides given to ``create_app``) and checks
 every value; a bad value stops the service at start with a message naming the variable.
-The table in ``CONFIG.md`` documents them; keep both in step.
+docs/config.md documents them, generated from this table by :mod:`api.config_docs`.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from limits import parse_many
 
 MAX_BODY_BYTES = 64 * 1024
 """Largest request body accepted (413 above)."""
@@ -32,6 +35,10 @@ MAX_PV_SOWINGS = 64
 TIERS = ("anonymous", "standard", "premium")
 """Rate-limit tiers, lowest first: anonymous callers (by IP) get the first."""
 
+LIMITS_MODES = ("auto", "on", "off")
+"""``KALAH_LIMITS``: ``auto`` limits every caller except those on a loopback address of a
+server without a state store (a person's own machine); ``on`` limits everyone, ``off`` no one."""
+
 
 def _default_workers() -> int:
     try:
@@ -42,7 +49,7 @@ def _default_workers() -> int:
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """The service's configuration; see CONFIG.md for each variable."""
+    """The service's configuration; see docs/config.md for each variable."""
 
     redis_url: str | None = None
     state_redis_url: str | None = None
@@ -87,6 +94,8 @@ class Settings:
     lock_wait_ms: int = 0
     """How long a request waits for another worker computing the same key; 0 means the
     search budget plus a margin."""
+    limits: str = "auto"
+    """Who is rate limited: one of :data:`LIMITS_MODES`."""
     limit_anonymous: str = "120/minute"
     limit_standard: str = "1200/minute"
     limit_premium: str = "12000/minute"
@@ -135,6 +144,7 @@ _VARIABLES: dict[str, tuple[str, type, Any, float | None, float | None]] = {
     "KALAH_BATCH_MAX_BUDGET_MS": ("batch_max_budget_ms", int, 10_000_000, 1, None),
     "KALAH_BATCH_CHUNK": ("batch_chunk", int, 32, 1, 10000),
     "KALAH_JOB_TTL_S": ("job_ttl_s", int, 86400, 60, None),
+    "KALAH_LIMITS": ("limits", str, "auto", None, None),
     "KALAH_LIMIT_ANONYMOUS": ("limit_anonymous", str, "120/minute", None, None),
     "KALAH_LIMIT_STANDARD": ("limit_standard", str, "1200/minute", None, None),
     "KALAH_LIMIT_PREMIUM": ("limit_premium", str, "12000/minute", None, None),
@@ -177,17 +187,35 @@ def load_settings(
             f"KALAH_DEFAULT_TIME_MS={settings.default_time_ms} is above "
             f"KALAH_MAX_TIME_MS={settings.max_time_ms}"
         )
+    if settings.limits not in LIMITS_MODES:
+        raise ValueError(f"KALAH_LIMITS={settings.limits!r}: expected one of auto, on, off")
     for tier in TIERS:
         _check_limit(f"KALAH_LIMIT_{tier.upper()}", settings.tier_limit(tier))
-    from .health.access import parse_networks
-
     parse_networks(settings.metrics_allow)  # a ValueError naming a bad entry
     return settings
 
 
-def _check_limit(name: str, value: str) -> None:
-    from limits import parse_many
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
+
+def parse_networks(text: str) -> tuple[Network, ...] | None:
+    """The networks of a ``KALAH_METRICS_ALLOW`` value (comma-separated addresses or CIDR
+    networks; ``*``: anyone, returned as None). Raises ValueError naming a bad entry."""
+    entries = [entry.strip() for entry in text.split(",") if entry.strip()]
+    if "*" in entries:
+        return None
+    networks = []
+    for entry in entries:
+        try:
+            networks.append(ipaddress.ip_network(entry, strict=False))
+        except ValueError:
+            raise ValueError(
+                f"KALAH_METRICS_ALLOW: {entry!r} is not an address or network"
+            ) from None
+    return tuple(networks)
+
+
+def _check_limit(name: str, value: str) -> None:
     try:
         parse_many(value)
     except ValueError:

@@ -33,13 +33,19 @@ from pathlib import Path
 from typing import Any
 
 from kalah_core import databases, egdb
-from kalah_core.egdb import EndgameDatabase, RuleKey
+from kalah_core.egdb import EndgameDatabase, EndgameDatabaseError, RuleKey
 from kalah_core.rules import PRESETS, Rules
 from kalah_core.solver import Engine
 
 log = logging.getLogger(__name__)
 LOCK_NAME = "egdb-build.lock"
 LOCK_POLL_S = 1.0
+RESCAN_S = 10.0
+"""How often each process looks in the databases' folder for a database that appeared (or
+grew) since, e.g. one built by ``kalah egdb build`` or copied there, and attaches it."""
+SERVER_PID_ENV = "KALAH_SERVER_PID"
+"""The server's process (gunicorn's master, set by ``api.gunicorn_conf``); a background build
+stops when it ends. Unset: the process that starts the build."""
 
 
 @dataclass(slots=True)
@@ -56,6 +62,12 @@ class Planned:
 SIZES = (28, 26, 24, 22, 20, 16)
 """Sizes ``auto`` tries for the most used key, largest first. 30 seeds (11 GB, ~10 minutes,
 11 GB of memory) is more than "a few minutes" of build on two cores."""
+BUILD_CPU_S_PER_GBOARD = 70.0
+"""CPU-seconds a build takes per 10^9 boards (28 seeds: 5.59 G boards in 394 CPU-seconds on
+this project's machine, idle)."""
+BUILD_TARGET_S = 300.0
+"""``auto`` gives the most used key the largest size whose build takes at most this long on
+the machine's idle cores (28 seeds: 196 s on 2 cores; on 1 core 391 s, so 26 seeds)."""
 OTHERS = 24
 """Size of every other key in ``auto`` (at most the first's)."""
 MEMORY_SHARE = 0.5
@@ -76,7 +88,10 @@ def plan(seeds: int | None = None, folder: Path | None = None) -> list[Planned]:
     items = list(planned.values())
     if seeds is None:
         sizes = choose_sizes(
-            [item.key for item in items], physical_memory(), free_disk(folder or Path("."))
+            [item.key for item in items],
+            physical_memory(),
+            free_disk(folder or Path(".")),
+            len(os.sched_getaffinity(0)),
         )
     else:
         sizes = [seeds] * len(items)
@@ -85,17 +100,23 @@ def plan(seeds: int | None = None, folder: Path | None = None) -> list[Planned]:
     return items
 
 
-def choose_sizes(keys: list[RuleKey], memory: int, disk: int) -> list[int]:
-    """``auto``'s size of each key (most used first), for ``memory`` bytes available and
-    ``disk`` bytes free: the first key the largest of ``SIZES`` whose build fits in
-    ``MEMORY_SHARE`` of the memory, with every file in ``DISK_SHARE`` of the disk, the others
-    ``OTHERS`` seeds (or the first's size, if smaller); 0 (none) when not even the smallest
-    fits."""
+def choose_sizes(keys: list[RuleKey], memory: int, disk: int, cores: int) -> list[int]:
+    """``auto``'s size of each key (most used first), for ``memory`` bytes of physical memory,
+    ``disk`` bytes free and ``cores`` cores: the first key the largest of ``SIZES`` whose
+    build fits in ``MEMORY_SHARE`` of the memory and takes at most ``BUILD_TARGET_S`` on the
+    idle cores, with every file in ``DISK_SHARE`` of the disk; the others ``OTHERS`` seeds (or
+    the first's size, if smaller); 0 (none) when not even the smallest fits. A machine with
+    8 GB gets 26 seeds for kalah (2.7 GB, about 3 minutes on one core) and 24 for kalaha and
+    piet-hein (1.25 GB each): 5.2 GB of disk in all."""
     for first in SIZES:
         sizes = [first] + [min(OTHERS, first)] * (len(keys) - 1)
-        largest = max(egdb.entry_count(k.houses, s) for k, s in zip(keys, sizes, strict=True))
-        total = sum(egdb.entry_count(k.houses, s) for k, s in zip(keys, sizes, strict=True))
-        if largest <= memory * MEMORY_SHARE and total <= disk * DISK_SHARE:
+        counts = [egdb.entry_count(k.houses, s) for k, s in zip(keys, sizes, strict=True)]
+        seconds = counts[0] / 1e9 * BUILD_CPU_S_PER_GBOARD / max(cores, 1)
+        if (
+            max(counts) <= memory * MEMORY_SHARE
+            and sum(counts) <= disk * DISK_SHARE
+            and (seconds <= BUILD_TARGET_S or first == SIZES[-1])
+        ):
             return sizes
     return [0] * len(keys)
 
@@ -128,6 +149,7 @@ class DatabaseService:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._started = False
+        self._refused: set[tuple[str, int, float]] = set()  # files that could not be opened
 
     def start(self) -> None:
         """Open what is there; in ``auto`` start the background builds. Once per process."""
@@ -148,7 +170,48 @@ class DatabaseService:
                     target=self._build_missing, name="egdb-build", daemon=True
                 )
                 self._thread.start()
+            if self.setting != "off":
+                threading.Thread(target=self._watch_folder, name="egdb-watch", daemon=True).start()
             self._started = True
+
+    def rescan(self) -> list[EndgameDatabase]:
+        """Attach every database the setting finds that is larger than the one attached for
+        its rules (or the first for them); returns those attached. A file that cannot be
+        opened (one still being copied) is tried again once its size or time changes."""
+        attached = []
+        for key, (path, header) in databases.headers(self.setting).items():
+            with self._lock:
+                current = self.attached.get(key)
+            if current is not None and current.max_seeds >= header.max_seeds:
+                continue
+            try:
+                stat = path.stat()
+            except OSError:
+                continue
+            stamp = (str(path), stat.st_size, stat.st_mtime)
+            if stamp in self._refused:
+                continue
+            try:
+                database = EndgameDatabase.open_any(path)
+            except EndgameDatabaseError as error:
+                self._refused.add(stamp)
+                log.warning("endgame database not attached (yet): %s", error)
+                continue
+            self._attach(database)
+            attached.append(database)
+        with self._lock:
+            for item in self.plan:
+                if item.state == "queued" and self._enough(item):
+                    item.state = "attached"
+        return attached
+
+    def _watch_folder(self) -> None:
+        while True:
+            time.sleep(RESCAN_S)
+            try:
+                self.rescan()
+            except Exception:  # pragma: no cover - keep watching
+                log.exception("looking for new endgame databases")
 
     def attach_to(self, engine: Engine, engine_lock: threading.Lock) -> None:
         """Attach every database there is to ``engine``, and the built ones when ready."""
@@ -184,6 +247,7 @@ class DatabaseService:
                     "max_seeds": item.seeds,
                     "state": item.state,
                     "seconds": item.seconds,
+                    **self._progress(item),
                 }
                 for item in self.plan
             ]
@@ -194,6 +258,24 @@ class DatabaseService:
             "builds": builds,
         }
 
+    def _progress(self, item: Planned) -> dict[str, float | None]:
+        """``progress`` (0..1) and ``eta_s`` of a planned database: what its build (in
+        whichever process of the machine runs it) last wrote to its progress file."""
+        if item.state == "attached":
+            return {"progress": 1.0, "eta_s": 0.0}
+        if item.state == "failed":
+            return {"progress": 0.0, "eta_s": None}
+        rules = PRESETS[item.presets[0]]
+        path = egdb.default_path(rules, item.seeds, databases.build_dir(self.setting))
+        found = egdb.read_progress(path)
+        if found is None:
+            return {"progress": 0.0, "eta_s": None}
+        eta = found.get("eta_s")
+        return {
+            "progress": float(found.get("progress", 0.0)),
+            "eta_s": None if eta is None else float(eta),
+        }
+
     def _enough(self, item: Planned) -> bool:
         database = self.attached.get(item.key)
         return database is not None and database.max_seeds >= item.seeds
@@ -202,6 +284,9 @@ class DatabaseService:
         folder = databases.build_dir(self.setting)
         for item in self.plan:
             if item.state != "queued":
+                continue
+            if self._enough(item):  # found in the folder meanwhile (rescan)
+                item.state = "attached"
                 continue
             rules = PRESETS[item.presets[0]]
             path = egdb.default_path(rules, item.seeds, folder)
@@ -216,7 +301,8 @@ class DatabaseService:
                 item.state = "failed"
                 continue
             item.seconds = round(time.perf_counter() - started, 1)
-            self._attach(database)
+            if not self._enough(item):  # (a rescan may have attached it first)
+                self._attach(database)
             item.state = "attached"
 
     def _attach(self, database: EndgameDatabase) -> None:
@@ -261,10 +347,20 @@ def _build_once(folder: Path, path: Path, preset: str, seeds: int) -> None:
             "sys.exit(main(sys.argv[1:]))"
         )
         command = [sys.executable, "-c", code, "egdb", "build", "--rules", preset]
-        command += ["--seeds", str(seeds), "-o", str(path), "--quiet"]
+        command += ["--seeds", str(seeds), "-o", str(path), "--quiet", "--log"]
+        command += ["--progress-file", "--server-pid", str(server_pid())]
+        # Its log (a line per level) goes to the server's stderr.
         subprocess.run(
             command, check=True, pass_fds=(lock_file.fileno(),), stdout=subprocess.DEVNULL
         )
+
+
+def server_pid() -> int:
+    """The server process a background build stops with (see SERVER_PID_ENV)."""
+    try:
+        return int(os.environ.get(SERVER_PID_ENV) or os.getpid())
+    except ValueError:
+        return os.getpid()
 
 
 _SERVICES: dict[tuple[int, str, int | None], DatabaseService] = {}

@@ -4,7 +4,7 @@ A module of the installed package (``kalah serve`` and the container use it), so
 runs from a wheel with no source tree around.
 
 Everything comes from the ``KALAH_*`` environment variables through ``api.config`` (see
-``api/CONFIG.md``); command-line options (``-b``, ``-w``) still override these.
+``docs/config.md``); command-line options (``-b``, ``-w``) still override these.
 
 - workers: ``KALAH_WORKERS`` (default: the CPUs this process may use), each a ``gthread``
   worker with ``KALAH_THREADS`` threads and ``KALAH_ENGINES`` engines, so several searches
@@ -62,9 +62,11 @@ control_socket_disable = True  # gunicorn >= 25: no shared control socket betwee
 
 
 def on_starting(server: object) -> None:
-    """Drop metric files left by an earlier run in the same folder."""
+    """Drop metric files left by an earlier run in the same folder; name this process (the
+    master) as the server that background database builds stop with (``api.egdb``)."""
     for path in _METRICS_DIR.glob("*.db"):
         path.unlink(missing_ok=True)
+    os.environ["KALAH_SERVER_PID"] = str(os.getpid())
 
 
 def post_fork(server: object, worker: object) -> None:
@@ -78,7 +80,7 @@ def post_fork(server: object, worker: object) -> None:
 
 
 def post_worker_init(worker: Any) -> None:
-    """Make the worker's engines now, in the background (see api.analysis.engines)."""
+    """Make the worker's engines now, in the background (see api.core.engines)."""
     worker.app.wsgi().extensions["kalah"].engines().prepare()
 
 

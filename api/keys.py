@@ -17,17 +17,20 @@ checked: the caller is served at the anonymous tier by IP rather than refused or
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import secrets
+import sys
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any, cast
 
-from flask import g, request
+import redis
+from flask import current_app, g, request
 
-from .config import TIERS
-from .errors import ApiProblem
+from .config import TIERS, load_settings
+from .core.problems import ApiProblem
 
 log = logging.getLogger("api.keys")
 
@@ -117,8 +120,6 @@ class MemoryKeyStore(KeyStore):
 
 class RedisKeyStore(KeyStore):
     def __init__(self, url: str, *, timeout_s: float) -> None:
-        import redis
-
         self._errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
         self.client = redis.Redis.from_url(
             url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
@@ -231,8 +232,6 @@ def _unauthorized(detail: str) -> ApiProblem:
 
 
 def authenticator() -> Authenticator:
-    from flask import current_app
-
     return cast(Authenticator, current_app.extensions["kalah_auth"])
 
 
@@ -261,13 +260,6 @@ def describe(info: KeyInfo) -> dict[str, Any]:
 def cli(action: str, *, tier: str = "standard", key: str = "", as_json: bool = False) -> int:
     """``kalah keys create|revoke`` against the state store (``KALAH_STATE_REDIS_URL``, else
     ``KALAH_REDIS_URL``)."""
-    import json
-    import sys
-
-    import redis
-
-    from .config import load_settings
-
     settings = load_settings()
     if not settings.state_url:
         print(

@@ -1,6 +1,6 @@
 """Compute-once locks that a dead holder cannot keep: who holds them, and a short renewed lease.
 
-The answer caches (:class:`api.cache.RedisCache`, :class:`api.embedded.EmbeddedCache`) let
+The answer stores (:class:`api.store.base.AnswerStore`: Redis and the embedded one) let
 one request compute an uncached key while the others wait for its answer. The lock names its
 holder (:func:`owner_token`: host, PID namespace and process id) and has a short lease
 (:data:`LEASE_S`) that the holder renews (:func:`renewing`) while its search runs, so:

@@ -31,7 +31,10 @@ class ServerLimitsPlugin(BasePlugin):
                 if field in definition.get("properties", {}):
                     definition["properties"][field]["maximum"] = maximum
         if name == "GameRequest":
-            return {"oneOf": [{"required": ["game"]}, {"required": ["moves"]}]}
+            # Exactly one of game and moves: neither both nor none. Written with "not", not as
+            # a top-level oneOf, which client generators turn into an untyped body.
+            either = {"anyOf": [{"required": ["game"]}, {"required": ["moves"]}]}
+            return {"not": {"anyOf": [{"required": ["game", "moves"]}, {"not": either}]}}
         if name == "PlayRequest":
             return {"not": {"required": ["moves", "game"]}}
         return None

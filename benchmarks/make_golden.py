@@ -2,7 +2,7 @@
 
 Every game is played through the plain-Python reference (``kalah_core.reference``), never
 the compiled engine, so the files can test the engine. ``kalaha`` is the example game of
-seed 000 (RULES.md); every other preset gets a random game: uniform random legal moves from
+seed 000 (docs/rules.md); every other preset gets a random game: uniform random legal moves from
 ``random.Random(seed)``, with ``seed`` the first from 0 whose game shows what is special
 about the preset (see ``FEATURES``). Run from the repository root::
 

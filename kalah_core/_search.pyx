@@ -107,6 +107,7 @@ ctypedef struct Search:
     int64_t nodes
     int64_t node_limit       # 0: none
     int64_t deadline_ns      # 0: none
+    int* interrupt           # the searcher's interrupt flag (Searcher.interrupt), or NULL
     int aborted
     int64_t horizon          # leaves scored by the evaluation (or by a heuristic entry)
     int eval_kind
@@ -135,6 +136,9 @@ cdef inline void count_node(Search* s) noexcept nogil:
 
 cdef void check_budget(Search* s) noexcept nogil:
     cdef int64_t total = s.nodes
+    if s.interrupt != NULL and atomic_load_int(s.interrupt):
+        s.aborted = 1
+        return
     if s.shared != NULL:
         total = atomic_add(&s.shared.nodes, CHECK_EVERY + 1) + CHECK_EVERY + 1
         if atomic_load_int(&s.shared.stop):
@@ -652,11 +656,15 @@ cdef class Searcher:
     cdef bint _dirty                 # something was stored since the last clear
     cdef int _unstored_above_db
     cdef int _etc_min_seeds
+    cdef int _interrupt              # set by interrupt(): every search aborts within 1024 nodes
+    cdef int _live_lower             # mtdf's proven bounds so far (see live_bounds)
+    cdef int _live_upper
 
     def __cinit__(self, int tt_mb=64):
         tt_init(&self.table, tt_mb)
         self.size_bytes = self.table.size_bytes
         self.s.tt = &self.table
+        self.s.interrupt = &self._interrupt
         self._etc_min_seeds = 8
         self._unstored_above_db = UNSTORED_ABOVE_DB
         self.s.eval_kind = EVAL_SIDES
@@ -820,6 +828,8 @@ cdef class Searcher:
         self.s.keyed_on_store = rules.majority
         self.s.salt = rules_salt(&self.s.r, self.s.keyed_on_store)
         self.s.nodes = 0
+        if self.shared != NULL:
+            self.shared.nodes = 0        # live_nodes reads it
         self.s.horizon = 0
         self.s.aborted = 0
         self.s.node_limit = nodes if nodes > 0 else 0
@@ -885,6 +895,8 @@ cdef class Searcher:
             raise ValueError("the game is over in this position")
         g = min(max(guess, lower), upper)
         root_hash = self._hash(&b)
+        atomic_store_int(&self._live_lower, lower)
+        atomic_store_int(&self._live_upper, upper)
         with nogil:
             while lower < upper:
                 beta = g + 1 if g == lower else g
@@ -893,12 +905,15 @@ cdef class Searcher:
                     break
                 if v < beta:
                     upper = v
+                    atomic_store_int(&self._live_upper, upper)
                 else:
                     lower = v
+                    atomic_store_int(&self._live_lower, lower)
                 g = v
         if self.s.node_limit != budget_limit:   # paused, unless the budget ran out too
             self.s.node_limit = budget_limit
             if self.s.aborted and not (budget_limit and self.s.nodes >= budget_limit) \
+                    and not atomic_load_int(&self._interrupt) \
                     and not (self.s.deadline_ns and now_ns() >= self.s.deadline_ns):
                 self.s.aborted = 0
         return lower, upper, self.s.nodes - start_nodes, bool(self.s.aborted)
@@ -979,6 +994,32 @@ cdef class Searcher:
     @property
     def nodes(self):
         return self.s.nodes
+
+    @property
+    def live_nodes(self):
+        """Nodes so far, read from another thread while a search runs (every thread's)."""
+        cdef int64_t n = self.s.nodes
+        if self.shared != NULL and self.shared.nodes > n:
+            n = self.shared.nodes
+        return n
+
+    @property
+    def live_bounds(self):
+        """The bounds the running (or last) ``mtdf`` has proven so far on its position, as
+        (lower, upper): safe to read from another thread while it runs."""
+        return atomic_load_int(&self._live_lower), atomic_load_int(&self._live_upper)
+
+    def interrupt(self):
+        """Stop the running search from another thread: every search aborts (as when its
+        budget runs out) within CHECK_EVERY + 1 nodes, until ``clear_interrupt``."""
+        atomic_store_int(&self._interrupt, 1)
+
+    def clear_interrupt(self):
+        atomic_store_int(&self._interrupt, 0)
+
+    @property
+    def interrupted(self):
+        return atomic_load_int(&self._interrupt) != 0
 
     @property
     def debug_build(self):

@@ -25,13 +25,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from importlib import metadata
 from typing import Any, TypeAlias
 
-from . import book, databases
+from . import __version__, book, databases
 from .answer import analysis_json
 from .bench import BENCH_TT_MB, run_bench
 from .book_build import build_section, merge
@@ -42,11 +44,14 @@ from .game import Game, legal_moves, outcome, play
 from .position import Position, Side, parse_position
 from .results import Analysis
 from .rules import OPTION_DOCS, PRESET_DOCS, PRESETS, Rules
-from .solver import MAX_THREADS, Engine
+from .solver import ENGINE_VERSION, MAX_THREADS, Engine, Prove
 
 EXIT_OK = 0
 EXIT_ERROR = 2
 """Exit status for bad input, the same as argparse's own usage errors."""
+EXIT_INTERRUPTED = 130
+"""Exit status of ``kalah solve`` stopped by Ctrl-C (128 + SIGINT, as a shell reports it);
+it still prints what is proven so far."""
 
 Command = Callable[[argparse.Namespace], int]
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -54,7 +59,7 @@ Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 COMMANDS_GROUP = "kalah.commands"
 
-RULES_DOC = "docs/RULES.md"
+RULES_DOC = "docs/rules.md"
 """The rules in the project's words (presets, options, the seed-000 notation)."""
 
 POSITION_HELP = (
@@ -255,7 +260,7 @@ def cmd_moves(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    """Replay a game in the seed-000 notation and print where it ends."""
+    """Replay a game in the Finnish notation and print where it ends."""
     rules = rules_from_args(args)
     start = position_from_arg(args.start, rules)
     game = Game.parse_fi(args.game, rules, start)
@@ -323,18 +328,104 @@ def cmd_solve(args: argparse.Namespace) -> int:
     elif not rules.majority:  # what KALAH_EGDB_PATH finds (the cache folder by default)
         for database in databases.open_best(key=rule_key(rules)):
             engine.attach(database)
-    analysis = engine.analyse(
-        position,
-        rules,
-        time_ms=budget_ms,
-        nodes=args.nodes,
-        depth=args.depth,
-        prove=args.prove or ("optimal" if args.best_only else "all"),
+    prove: Prove = args.prove or ("optimal" if args.best_only else "all")
+    show = sys.stderr.isatty() if args.progress is None else args.progress
+    analysis, interrupted = _analyse_interruptibly(
+        engine,
+        lambda: engine.analyse(
+            position, rules, time_ms=budget_ms, nodes=args.nodes, depth=args.depth, prove=prove
+        ),
+        show,
     )
     time_ms = None if budget_ms is None else round(budget_ms)
     limits = {"time_ms": time_ms, "depth": args.depth, "nodes": args.nodes}
-    emit(args, analysis_text(position, analysis), analysis_json(position, rules, analysis, limits))
-    return EXIT_OK
+    data = analysis_json(position, rules, analysis, limits)
+    text = analysis_text(position, analysis)
+    if interrupted:
+        data["interrupted"] = True
+        text = f"interrupted: what is proven so far\n{text}"
+    emit(args, text, data)
+    return EXIT_INTERRUPTED if interrupted else EXIT_OK
+
+
+PROGRESS_EVERY_S = 0.5
+"""How often ``kalah solve`` rewrites its progress line on a terminal."""
+
+
+def _analyse_interruptibly(
+    engine: Engine, analyse: Callable[[], Analysis], show: bool
+) -> tuple[Analysis, bool]:
+    """Run ``analyse`` on a thread of its own, so that Ctrl-C (SIGINT) reaches this one at
+    once: the search runs without the GIL, and a signal handler runs only between bytecodes
+    of the main thread. Ctrl-C interrupts the search (no KeyboardInterrupt), which returns
+    within a few ms with what is proven so far. With ``show``, a line on stderr gives the
+    proven bounds and nodes/s, rewritten as they change. Returns the analysis and whether it
+    was interrupted."""
+    outcome: list[Analysis] = []
+    failure: list[BaseException] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome.append(analyse())
+        except BaseException as error:  # re-raised on the calling thread
+            failure.append(error)
+        finally:
+            done.set()
+
+    worker = threading.Thread(target=run, name="kalah-solve", daemon=True)
+    started = time.perf_counter()
+    shown = ""
+    stop = threading.Event()
+
+    def on_sigint(signum: int, frame: object) -> None:
+        stop.set()
+        engine.interrupt()
+
+    # A handler that interrupts the search instead of raising KeyboardInterrupt wherever the
+    # main thread happens to be (the main thread only, where Python runs signal handlers).
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, on_sigint) if main_thread else None
+    try:
+        worker.start()
+        while not done.wait(PROGRESS_EVERY_S / 5 if stop.is_set() else PROGRESS_EVERY_S):
+            if stop.is_set():
+                engine.interrupt()  # again each time round: the analysis may not have begun
+            elif show:
+                shown = _show_progress(engine, started, shown)
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGINT, previous)
+    interrupted = stop.is_set()
+    if show and shown:
+        sys.stderr.write("\r" + " " * len(shown) + "\r")
+        sys.stderr.flush()
+    if failure:
+        raise failure[0]
+    return outcome[0], interrupted
+
+
+def _show_progress(engine: Engine, started: float, shown: str) -> str:
+    progress = engine.progress()
+    if progress is None:
+        return shown
+    lower, upper, nodes = progress
+    elapsed = time.perf_counter() - started
+    rate = nodes / max(elapsed, 1e-9)
+    line = (
+        f"proven [{lower:+d}, {upper:+d}]  {_si(nodes)} nodes  {_si(rate)} nodes/s  "
+        f"{int(elapsed) // 60}:{int(elapsed) % 60:02d}  (Ctrl-C: stop with these bounds)"
+    )
+    sys.stderr.write("\r" + line.ljust(len(shown)))
+    sys.stderr.flush()
+    return line
+
+
+def _si(n: float) -> str:
+    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n:.0f}"
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -378,7 +469,17 @@ def cmd_egdb_build(args: argparse.Namespace) -> int:
     # --seeds is the database's bound here, not the start's seeds (which no database uses).
     rules = rules_from_args(argparse.Namespace(**{**vars(args), "seeds": None}))
     path = args.output or default_path(rules, max_seeds, build_dir())
-    stats = build(path, rules, max_seeds, progress=not args.quiet, threads=args.threads)
+    if args.server_pid:
+        _stop_with(args.server_pid)
+    stats = build(
+        path,
+        rules,
+        max_seeds,
+        progress=not args.quiet,
+        threads=args.threads,
+        progress_file=args.progress_file,
+        log=_log_line if args.log else None,
+    )
     data = {
         "path": str(stats.path),
         "rules": str(stats.key),
@@ -397,6 +498,52 @@ def cmd_egdb_build(args: argparse.Namespace) -> int:
     )
     emit(args, text, data)
     return EXIT_OK
+
+
+def _log_line(text: str) -> None:
+    print(f"kalah egdb build: {text}", file=sys.stderr, flush=True)
+
+
+SERVER_POLL_S = 1.0
+"""How often a build started by a server checks that the server is still there."""
+
+
+def _stop_with(server_pid: int) -> None:
+    """End this process (a build started by a server) when the server process ends, however
+    it ends: SIGTERM from the kernel when it is this process's parent (``PR_SET_PDEATHSIG``,
+    Linux), and a thread that checks every SERVER_POLL_S that it still runs. SIGTERM becomes
+    SystemExit, so the build cancels and removes its temporary files."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    if server_pid == os.getppid() and sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
+
+    def watch() -> None:
+        while _process_alive(server_pid):
+            time.sleep(SERVER_POLL_S)
+        _log_line(f"the server (pid {server_pid}) is gone: stopping")
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    if not _process_alive(server_pid):  # gone before the watch began
+        sys.exit(128 + signal.SIGTERM)
+    threading.Thread(target=watch, name="server-watch", daemon=True).start()
+
+
+def _process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, killed but not yet reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True  # no /proc: kill(0) said it exists
 
 
 def cmd_egdb_info(args: argparse.Namespace) -> int:
@@ -486,6 +633,11 @@ def build_parser() -> argparse.ArgumentParser:
         f"project's rules ({RULES_DOC}).",
         epilog="presets: " + "; ".join(f"{name}: {doc}" for name, doc in PRESET_DOCS.items()),
     )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"kalah {__version__} (engine {ENGINE_VERSION})",
+    )
     commands = parser.add_subparsers(
         title="commands", dest="command", required=True, metavar="COMMAND"
     )
@@ -496,7 +648,7 @@ def build_parser() -> argparse.ArgumentParser:
     moves = add_command(commands, "moves", cmd_moves, "list the legal moves and what each does")
     moves.add_argument("position", metavar="POSITION", help=POSITION_HELP)
 
-    replay = add_command(commands, "replay", cmd_replay, "replay a game in the seed-000 notation")
+    replay = add_command(commands, "replay", cmd_replay, "replay a game in the Finnish notation")
     replay.add_argument(
         "game",
         metavar="GAME",
@@ -530,6 +682,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     solve.add_argument(
         "--no-book", action="store_true", help="search even where the opening book knows"
+    )
+    solve.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="show the proven bounds and nodes/s on stderr while solving (default: when "
+        "stderr is a terminal); Ctrl-C stops the search and prints what is proven so far",
     )
     solve.add_argument(
         "--best-only",
@@ -589,6 +748,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--threads", type=int, default=None, metavar="T", help="default: every core"
     )
     egdb_build.add_argument("--quiet", action="store_true", help="no progress bar")
+    egdb_build.add_argument(
+        "--log", action="store_true", help="a line on stderr as each level is done"
+    )
+    egdb_build.add_argument(
+        "--progress-file",
+        action="store_true",
+        help="also write the progress as JSON to OUT.progress (what a server reports)",
+    )
+    egdb_build.add_argument(  # the server's background builds: stop when it stops
+        "--server-pid", type=int, default=None, help=argparse.SUPPRESS
+    )
     egdb_info = egdb_commands.add_parser(
         "info", help="describe a database file", description="Describe a database file."
     )

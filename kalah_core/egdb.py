@@ -45,15 +45,17 @@ the header is checked against the rules, and the file size against the header.
 
 from __future__ import annotations
 
+import json
 import os
 import struct
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from . import _egdb
 from .errors import InvalidPositionError, InvalidRulesError, KalahError
@@ -240,6 +242,93 @@ def _clock(seconds: float) -> str:
     return f"{s // 60}:{s % 60:02d}"
 
 
+PROGRESS_SUFFIX = ".progress"
+"""A build with ``progress_file`` writes its progress to ``<database path>.progress`` by
+default (see :func:`progress_path`): JSON, rewritten at most once a second, removed at the
+end; the server reports it in ``GET /v1/rules``."""
+
+
+def progress_path(path: str | os.PathLike[str]) -> Path:
+    """Where the build of ``path`` writes its progress (see PROGRESS_SUFFIX)."""
+    path = Path(path)
+    return path.with_name(path.name + PROGRESS_SUFFIX)
+
+
+@dataclass(slots=True)
+class _Watch:
+    """What a build reports besides its bar: a JSON progress file and a line per level."""
+
+    path: Path
+    total: int
+    max_seeds: int
+    progress_file: Path | None
+    log: Callable[[str], None] | None
+    ends: list[int]  # boards in levels 0..n, for each level n
+    started: float = field(default_factory=time.perf_counter)
+    written: float = 0.0
+    level: int = 0
+
+    def update(self, done: int, level: int) -> None:
+        now = time.perf_counter()
+        elapsed = now - self.started
+        fraction = min(done / max(self.total, 1), 1.0)
+        eta = _eta(elapsed, fraction)
+        if self.log is not None and level > self.level:
+            for finished in range(self.level, min(level, self.max_seeds + 1)):
+                share = self.ends[finished] / max(self.total, 1)
+                left = _eta(elapsed, share)
+                self.log(
+                    f"{self.path.name}: level {finished}/{self.max_seeds} done, "
+                    f"{100 * share:.1f}% of {_count(self.total)} boards, "
+                    f"{_clock(elapsed)} elapsed, ETA {'?' if left is None else _clock(left)}"
+                )
+        if self.progress_file is not None and (now - self.written >= 1.0 or level > self.level):
+            self.written = now
+            _write_json(
+                self.progress_file,
+                {
+                    "path": str(self.path),
+                    "max_seeds": self.max_seeds,
+                    "level": min(level, self.max_seeds),
+                    "done": done,
+                    "total": self.total,
+                    "progress": round(fraction, 4),
+                    "elapsed_s": round(elapsed, 1),
+                    "eta_s": None if eta is None else round(eta, 1),
+                    "pid": os.getpid(),
+                    "time": time.time(),
+                },
+            )
+        self.level = max(self.level, level)
+
+
+ETA_AFTER = 0.01
+"""No time left is estimated before this share of the boards is done: the first levels take
+next to nothing, and the time until then is mostly the start."""
+
+
+def _eta(elapsed: float, fraction: float) -> float | None:
+    return elapsed * (1 - fraction) / fraction if fraction >= ETA_AFTER else None
+
+
+def _write_json(path: Path, data: dict[str, object]) -> None:
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp.write_text(json.dumps(data), encoding="utf-8")
+    os.replace(temp, path)
+
+
+def read_progress(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The progress a build of the database ``path`` last wrote, or None (no build running
+    with a progress file, or one that stopped writing more than a minute ago)."""
+    try:
+        data = json.loads(progress_path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or time.time() - float(data.get("time", 0)) > 60:
+        return None
+    return data
+
+
 def build(
     path: str | os.PathLike[str],
     rules: Rules,
@@ -248,11 +337,15 @@ def build(
     progress: bool = True,
     threads: int | None = None,
     stream: TextIO | None = None,
+    progress_file: bool = False,
+    log: Callable[[str], None] | None = None,
 ) -> BuildStats:
     """Build the database of every board with at most ``seeds`` seeds in houses under
     ``rules`` (``seeds`` is the bound N, not the rules' start seeds) and write it to ``path``
     atomically. Uses ``threads`` threads (default: every core this process may run on) and
-    shows a progress bar with ETA on ``stream`` (default stderr) when ``progress`` is on."""
+    shows a progress bar with ETA on ``stream`` (default stderr) when ``progress`` is on.
+    With ``progress_file``, the progress is also written to :func:`progress_path` (for the
+    server that started the build); ``log`` gets a line as each level is done."""
     key = rule_key(rules)
     if not 0 <= seeds <= MAX_SEEDS:
         raise InvalidRulesError("seeds", seeds, f"a database bound 0..{MAX_SEEDS}")
@@ -269,6 +362,8 @@ def build(
     )
     total = builder.entries
     bar = _Progress(total, stream or sys.stderr, progress)
+    ends = [sum(builder.level_range(n)) for n in range(seeds + 1)]
+    watch = _Watch(path, total, seeds, progress_path(path) if progress_file else None, log, ends)
     started = time.perf_counter()
     # The builder releases the GIL: it runs in a worker thread while this one draws the bar
     # (and turns Ctrl-C into a cancel between chunks).
@@ -280,10 +375,14 @@ def build(
             worker.join(wait)
             wait = min(2 * wait, 0.2)
             bar.update(builder.done, f"level {builder.level}/{seeds}")
+            watch.update(builder.done, builder.level)
     except BaseException:
         builder.cancel()
         worker.join()
+        if watch.progress_file is not None:
+            watch.progress_file.unlink(missing_ok=True)
         raise
+    watch.update(builder.done, seeds + 1)  # the last level's line
     done = builder.done
     if done != total:  # pragma: no cover - only after a cancel
         raise RuntimeError(f"endgame database build stopped after {done} of {total} boards")
@@ -306,6 +405,9 @@ def build(
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+    finally:
+        if watch.progress_file is not None:
+            watch.progress_file.unlink(missing_ok=True)
     write_seconds = time.perf_counter() - started
     bar.close(
         f"{path}: {_count(total)} boards, {HEADER_SIZE + total:,} bytes, "

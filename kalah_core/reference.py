@@ -1,4 +1,4 @@
-"""A plain-Python reference implementation of the rules of RULES.md, for testing the engine.
+"""A plain-Python reference implementation of the rules of docs/rules.md, for testing the engine.
 
 Written from the rule text alone, without the compiled move generator: short and slow on
 purpose, so that it is obviously correct. It follows the engine's documented conventions:
@@ -44,7 +44,7 @@ def _store_index(h: int, side: Side) -> int:
 
 
 def _ended(board: list[int], to_move: Side, rules: Rules) -> bool:
-    """The end test of RULES.md, with ``to_move`` the player whose turn it is."""
+    """The end test of docs/rules.md, with ``to_move`` the player whose turn it is."""
     h = (len(board) - 2) // 2
     total = sum(board)
     if rules.majority and any(2 * board[_store_index(h, s)] > total for s in Side):

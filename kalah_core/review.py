@@ -47,6 +47,21 @@ JUDGEMENT_DOC = (
 )
 
 
+_PLURALS = {
+    "best": ("best sowing", "best sowings"),
+    "inaccuracy": ("inaccuracy", "inaccuracies"),
+    "mistake": ("mistake", "mistakes"),
+    "blunder": ("blunder", "blunders"),
+}
+
+
+def count_text(count: int, judgement: str) -> str:
+    """``count`` sowings of a ``judgement`` in words: "1 inaccuracy", "2 inaccuracies",
+    "0 blunders"."""
+    one, many = _PLURALS[judgement]
+    return f"{count} {one if count == 1 else many}"
+
+
 def judge(loss: int) -> str:
     for threshold, name in JUDGEMENTS:
         if loss >= threshold:

@@ -1,4 +1,4 @@
-"""Rule options and the named presets of RULES.md.
+"""Rule options and the named presets of docs/rules.md.
 
 A :class:`Rules` is an immutable value; presets are plain instances, and ``Rules.preset(name,
 **overrides)`` builds a variant. ``to_json()`` is the normalized form used in cache keys.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from .errors import InvalidRulesError
 
@@ -36,7 +36,7 @@ OPTION_DOCS: dict[str, str] = {
 
 @dataclass(frozen=True, slots=True)
 class Rules:
-    """Every option of RULES.md; defaults are the standard ``kalah`` preset."""
+    """Every option of docs/rules.md; defaults are the standard ``kalah`` preset."""
 
     houses: int = 6
     seeds: int = 4
@@ -47,13 +47,12 @@ class Rules:
     pie: bool = False
 
     def __post_init__(self) -> None:
-        _check_int("houses", self.houses, 1, MAX_HOUSES)
-        _check_int("seeds", self.seeds, 1, MAX_START_SEEDS)
-        _check_choice("capture", self.capture, ("nonempty", "always"))
-        _check_choice("end", self.end, ("either-side-empty", "mover-empty"))
-        _check_choice("remaining", self.remaining, ("owner", "empty-side"))
-        _check_bool("majority", self.majority)
-        _check_bool("pie", self.pie)
+        for option, (low, high) in OPTION_RANGES.items():
+            _check_int(option, getattr(self, option), low, high)
+        for option, allowed in OPTION_CHOICES.items():
+            _check_choice(option, getattr(self, option), allowed)
+        for option in OPTION_FLAGS:
+            _check_bool(option, getattr(self, option))
 
     @classmethod
     def preset(cls, name: str = "kalah", /, **overrides: Any) -> Rules:
@@ -117,6 +116,35 @@ class Rules:
         return self.majority
 
 
+OPTION_RANGES: dict[str, tuple[int, int]] = {
+    "houses": (1, MAX_HOUSES),
+    "seeds": (1, MAX_START_SEEDS),
+}
+"""The integer options: their smallest and largest values."""
+
+OPTION_CHOICES: dict[str, tuple[str, ...]] = {
+    "capture": get_args(Capture),
+    "end": get_args(End),
+    "remaining": get_args(Remaining),
+}
+"""The options that name a choice: their allowed values (from the ``Literal`` types)."""
+
+OPTION_FLAGS: tuple[str, ...] = ("majority", "pie")
+"""The options that are true or false."""
+
+
+def option_values(option: str) -> list[Any]:
+    """The allowed values of ``option`` as ``GET /v1/rules`` lists them: an integer option's
+    minimum and maximum, a choice's names, a flag's ``[False, True]``."""
+    if option in OPTION_RANGES:
+        return list(OPTION_RANGES[option])
+    if option in OPTION_CHOICES:
+        return list(OPTION_CHOICES[option])
+    if option in OPTION_FLAGS:
+        return [False, True]
+    raise KeyError(option)
+
+
 def _check_int(option: str, value: object, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise InvalidRulesError(option, value, f"an integer {low}..{high}")
@@ -141,9 +169,12 @@ PRESETS: dict[str, Rules] = {
 }
 
 PRESET_DOCS: dict[str, str] = {
-    "kalah": "the modern standard rule, used by the published solutions",
-    "kalaha": "the Finnish article (seed 000) and seed 001",
-    "kalah-ru": "seed 002: mover-empty end, empty side takes the rest, majority ends the game",
-    "piet-hein": "seed 003: empty capture",
-    "kalah-pie": "seed 004: standard rules with the pie (swap) rule",
+    "kalah": "Kalah, the standard rules (4 seeds): the rules of the published solutions",
+    "kalaha": "Finnish kalaha, 3 seeds: the game ends when the player to move has no seed",
+    "kalah-ru": "Russian kalah, 6 seeds: the game ends when the player to move has no seed "
+    "or a store holds more than half of them; an empty row takes the rest",
+    "piet-hein": "Piet Hein's rules, 6 seeds: a last seed in an empty house is always stored",
+    "kalah-pie": "Kalah with the pie rule: North may swap places after South's first move",
 }
+"""Each preset in a player's words (help, ``GET /v1/rules``, the board page); docs/RULES.md
+says which rule text each follows."""

@@ -74,6 +74,12 @@ class Engine:
         self.deep_move_depth = DEEP_MOVE_DEPTH
         """After a deep estimate, the proof tries first the moves of heuristic entries this deep."""
         self._emptied = False  # this analysis has emptied the table at a pause (_mtdf)
+        # What progress() reads while analyse runs on another thread: the root moves, the root
+        # bounds, and the root move whose MTD(f) is running (None: the root's own).
+        self._lines: list[_Line] = []
+        self._root = (-INFINITE, INFINITE)
+        self._live: _Line | None = None
+        self._mtdf_running = False
         self.databases: list[EndgameDatabase] = []
         for database in databases:
             self.attach(database)
@@ -97,6 +103,32 @@ class Engine:
 
     def clear(self) -> None:
         self.searcher.clear()
+
+    def interrupt(self) -> None:
+        """Stop the analysis running on another thread within a few ms: it returns at once
+        with what is proven so far, as when its budget runs out (not exact unless proven).
+        The next ``analyse`` clears it, so call it again if that may not have started yet."""
+        self.searcher.interrupt()
+
+    def progress(self) -> tuple[int, int, int] | None:
+        """(lower, upper, nodes) of the analysis running on another thread: the root value's
+        bounds proven so far and the nodes searched; None before its root moves are known."""
+        lines = list(self._lines)
+        if not lines:
+            return None
+        s = self.searcher
+        root_low, root_high = self._root
+        lowers = [ln.lower for ln in lines]
+        uppers = [ln.upper for ln in lines]
+        if self._mtdf_running:
+            live_low, live_high = s.live_bounds
+            if self._live is None:  # the root's own MTD(f)
+                root_low, root_high = max(root_low, live_low), min(root_high, live_high)
+            elif self._live in lines:
+                i = lines.index(self._live)
+                low, high = sorted((self._live.sign * live_low, self._live.sign * live_high))
+                lowers[i], uppers[i] = max(lowers[i], low), min(uppers[i], high)
+        return max(max(lowers), root_low), min(max(uppers), root_high), int(s.live_nodes)
 
     def analyse(
         self,
@@ -129,8 +161,10 @@ class Engine:
             return Analysis(value, True, value, value, [], [], [], None, 0, _ms(started), over=True)
 
         s = self.searcher
+        s.clear_interrupt()
         self._emptied = False
-        root = (-INFINITE, INFINITE)  # proven bounds on the root value from a root search
+        # Proven bounds on the root value from a root search.
+        root = self._root = (-INFINITE, INFINITE)
         steps: dict[str, int] = {}  # the bounds tests' steps, from one round to the next
         rounds = _schedule(time_ms or 0.0, nodes or 0) if depth is None else []
         # Exact search gets most of a budget (the first round of the schedule); what the
@@ -138,6 +172,7 @@ class Engine:
         first_ms, first_nodes = (time_ms or 0.0, nodes or 0) if depth is not None else rounds[0][0]
         s.begin(position, rules, first_ms, max(1, first_nodes) if nodes else 0)
         lines = [self._line(position, rules, move) for move in legal_moves(position, rules)]
+        self._lines = lines
         if depth is not None:
             reached = self._deepen(rules, lines, 1, depth, None)
         else:
@@ -145,13 +180,13 @@ class Engine:
             for i, (exact_part, bounds_part) in enumerate(rounds):
                 if i:  # a later round: the table is warm, the bounds so far stand
                     s.set_budget(*self._part(started, exact_part, time_ms, nodes))
-                root = self._prove(position, rules, lines, prove, root)
+                root = self._root = self._prove(position, rules, lines, prove, root)
                 if not s.aborted or all(ln.exact for ln in lines):
                     break
                 proven = max(max(ln.lower for ln in lines), root[0])
                 if proven < min(max(ln.upper for ln in lines), root[1]):
                     # The value is not proven: a share of the budget buys proven bounds.
-                    root = self._bisect_root(
+                    root = self._root = self._bisect_root(
                         position,
                         rules,
                         lines,
@@ -165,6 +200,7 @@ class Engine:
                     rules, lines, reached + 1, HEURISTIC_MAX_DEPTH, None, reached
                 )
 
+        self._lines = []
         lines.sort(key=lambda ln: (-ln.value, not ln.exact, _order(ln.result.move)))
         lower = max(max(ln.lower for ln in lines), root[0])
         upper = min(max(ln.upper for ln in lines), root[1])
@@ -268,6 +304,7 @@ class Engine:
         mine = position.store(position.to_move) - position.store(position.to_move.other)
         low, high = max(-abs(mine) - rest, root[0]), min(abs(mine) + rest, root[1])
         guess = max(line.value for line in lines) + GUESS_BIAS
+        self._live = None
         low, high = self._mtdf(position, rules, guess, low, high)
         if low != high:
             return low, high
@@ -358,6 +395,7 @@ class Engine:
         if line.exact:
             return
         low, high = sorted((line.sign * line.lower, line.sign * line.upper))
+        self._live = line
         low, high = self._mtdf(
             line.result.after, rules, line.sign * line.estimate + GUESS_BIAS, low, high
         )
@@ -378,6 +416,15 @@ class Engine:
         the warm table against 1.05 G on an empty one. Later pauses (a budget's later rounds,
         other root moves) keep what the analysis has proven since."""
         s = self.searcher
+        self._mtdf_running = True
+        try:
+            return self._mtdf_paused(s, position, rules, guess, low, high)
+        finally:
+            self._mtdf_running = False
+
+    def _mtdf_paused(
+        self, s: Searcher, position: Position, rules: Rules, guess: int, low: int, high: int
+    ) -> tuple[int, int]:
         low, high, spent, aborted = s.mtdf(
             position, rules, guess, low, high, fresh=False, pause_after=self.deepen_after
         )

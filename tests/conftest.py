@@ -1,9 +1,24 @@
-"""Shared test configuration: the ``--run-slow`` flag and hypothesis profiles."""
+"""Shared test configuration: the test tiers, the ``--run-slow`` flag and hypothesis profiles.
+
+Tiers:
+
+- ``python -m pytest`` (the README's test command, what CI runs): everything but ``slow``.
+- ``python -m pytest -m "not system"``: the fast tier, under a minute on two busy cores: the
+  engine, the property tests and the service through Flask's test client.
+- ``@pytest.mark.system``: a test that starts servers, subprocesses, browsers or Redis, or
+  runs for more than a few seconds. A test that uses one of :data:`SYSTEM_FIXTURES` (which
+  start ``redis-server``, gunicorn or a browser) is marked so here; any other that starts a
+  process or runs long carries the mark itself.
+- ``@pytest.mark.slow``: minutes each (the wheel built and installed, deep perft, Kalah(6,4)):
+  only with ``--run-slow``, so the default run stays within a few minutes on two cores.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -29,11 +44,36 @@ def _own_answer_store(tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("KALAH_CACHE_DIR", f"{tmp_path}/kalah-answers")
 
 
+SYSTEM_MODULE = re.compile(r"^pytestmark = pytest\.mark\.system$", re.MULTILINE)
+"""A module whose every test is in the ``system`` tier says so in this one line."""
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """The fast tier (``-m "not system"``) does not even import a module marked ``system`` as
+    a whole: its imports and collection (schemathesis builds its cases then) cost seconds."""
+    if config.getoption("markexpr", "").split() != ["not", "system"]:
+        return None
+    if collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
+        return None
+    return True if SYSTEM_MODULE.search(collection_path.read_text(encoding="utf-8")) else None
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--run-slow", action="store_true", help="also run tests marked slow")
 
 
+SYSTEM_FIXTURES = frozenset(
+    {"redis_server", "own_redis", "redis_app", "gunicorn_server", "base_url", "browser"}
+)
+"""Fixtures that start a process (tests/api/conftest.py, tests/browser/conftest.py): a test
+that uses one, even through another fixture, is in the ``system`` tier."""
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if SYSTEM_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.system)
     if config.getoption("--run-slow"):
         return
     deselected = [item for item in items if "slow" in item.keywords]

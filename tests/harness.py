@@ -87,7 +87,7 @@ class RedisServer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        wait_for(self.ping, 10, f"redis-server on port {self.port}")
+        wait_for(self.ping, 120, f"redis-server on port {self.port}")
         return self
 
     def ping(self) -> bool:
@@ -137,7 +137,7 @@ class Gunicorn:
         }
         self.process: subprocess.Popen[bytes] | None = None
 
-    def start(self, *, ready: bool = False, timeout: float = 30) -> str:
+    def start(self, *, ready: bool = False, timeout: float = 120) -> str:
         """Start and wait until ``/livez`` (with ``ready``: ``/readyz``) answers 200."""
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(

@@ -1,14 +1,17 @@
 """`kalah bench`'s node count fingerprints the search: a refactor or a speed-up of the same tree
 leaves it unchanged. A commit that changes it on purpose updates BENCH_NODES and says why in its
-message (docs/SEARCH.md records the history)."""
+message (docs/search.md records the history)."""
 
 from __future__ import annotations
+
+import pytest
 
 from kalah_core.bench import run_bench
 
 BENCH_NODES = 16_299_397  # since the move order counts the replies a move leaves the opponent
 
 
+@pytest.mark.system
 def test_bench_node_count_is_pinned() -> None:
     rows = run_bench()
     assert all(row.exact for row in rows)

@@ -47,6 +47,7 @@ def small_book() -> Book:
     return Book.from_bytes(Book(list(sections.values())).to_bytes())  # through the format
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("rules", SMALL_RULES, ids=lambda r: r.key)
 def test_every_book_position_has_the_engines_move_values(small_book: Book, rules: Rules) -> None:
     engine = Engine(tt_mb=8)

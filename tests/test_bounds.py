@@ -49,6 +49,7 @@ def test_a_long_budget_alternates_proof_and_bounds() -> None:
     assert proof > 0.45 * 600_000  # a proof that fits in half the budget is still found
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("prove", ["all", "value"])
 def test_a_proof_spread_over_many_rounds_is_the_proof(
     prove: str, monkeypatch: pytest.MonkeyPatch

@@ -49,6 +49,7 @@ def test_replay_example_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_json(capsys, "replay", "--rules", "kalaha", EXAMPLE) == EXAMPLE_JSON
 
 
+@pytest.mark.system
 def test_replay_example_via_the_installed_script() -> None:
     script = Path(sys.executable).with_name("kalah")
     found = str(script) if script.exists() else shutil.which("kalah")
@@ -333,7 +334,7 @@ def test_every_command_is_offered(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     for command in ENGINE_COMMANDS + SERVICE_COMMANDS:
         assert f"    {command} " in out or f"    {command}\n" in out, command
-    assert "docs/RULES.md" in out
+    assert "docs/rules.md" in out
 
 
 def test_the_engine_never_imports_the_service() -> None:
@@ -378,6 +379,7 @@ def test_an_unavailable_command_says_what_to_install(
     assert "kalah_missing_module" in err
 
 
+@pytest.mark.system
 def test_the_service_commands_name_the_extra_without_it() -> None:
     """api.commands, loaded without the server extra, fails with the line to print."""
     done = subprocess.run(
@@ -400,6 +402,7 @@ def test_the_service_commands_name_the_extra_without_it() -> None:
     assert "pip install 'kalah-core[server]'" in done.stderr and "flask" in done.stderr
 
 
+@pytest.mark.system
 def test_python_m_kalah_core() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "kalah_core", "show", "--json", "start"],
@@ -411,6 +414,7 @@ def test_python_m_kalah_core() -> None:
     assert json.loads(done.stdout)["compact"] == "444444-0-444444-0-s"
 
 
+@pytest.mark.system
 def test_a_reader_that_stops_early_gets_no_traceback() -> None:
     script = Path(sys.executable).with_name("kalah")
     done = subprocess.run(
@@ -421,3 +425,26 @@ def test_a_reader_that_stops_early_gets_no_traceback() -> None:
         timeout=60,
     )
     assert done.stderr == ""
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from kalah_core import __version__
+    from kalah_core.solver import ENGINE_VERSION
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out == f"kalah {__version__} (engine {ENGINE_VERSION})\n"
+
+
+def test_help_describes_presets_in_a_players_words(capsys: pytest.CaptureFixture[str]) -> None:
+    """The rule texts' catalogue numbers ("seed 000") are background, not user vocabulary."""
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    assert "kalaha: Finnish kalaha, 3 seeds" in " ".join(text.split())
+    for command in ("replay", "solve", "batch", "analyse-game"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        text += capsys.readouterr().out
+    assert "seed 00" not in text and "seed-00" not in text

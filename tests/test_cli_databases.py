@@ -4,7 +4,6 @@ folder) where ``kalah egdb build`` writes and every command looks."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +54,6 @@ def test_book_build_and_info(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 def test_solve_start_is_exact_at_once_from_the_shipped_book(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    started = time.perf_counter()
     answer = run_json(capsys, "solve", "start")
     assert (answer["value"], answer["exact"]) == (8, True)
-    assert answer["book"] is not None and answer["nodes"] == 0
-    assert time.perf_counter() - started < 10
+    assert answer["book"] is not None and answer["nodes"] == 0  # no search: at once

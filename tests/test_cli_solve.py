@@ -43,6 +43,7 @@ def test_prove_levels(capsys: pytest.CaptureFixture[str]) -> None:
     assert answer_of(solve(capsys, "--best-only")) == answer_of(solve(capsys, "--prove", "optimal"))
 
 
+@pytest.mark.system
 def test_threads_give_the_same_answer(capsys: pytest.CaptureFixture[str]) -> None:
     one = solve(capsys, "--threads", "1")
     assert answer_of(solve(capsys, "--threads", "2")) == answer_of(one)

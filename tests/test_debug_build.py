@@ -11,9 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from kalah_core import Rules
 from kalah_core.position import parse_position
 from kalah_core.solver import Engine
+
+pytestmark = pytest.mark.system
 
 ROOT = Path(__file__).resolve().parent.parent
 

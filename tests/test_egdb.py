@@ -39,8 +39,10 @@ VARIANTS = [
 ]
 VARIANT_IDS = [f"{v['capture']}-{v['end']}-{v['remaining']}" for v in VARIANTS]
 
-# (houses, N) of the exhaustive comparisons: every board of each database.
-SIZES = [(1, 10), (2, 8), (3, 7), (4, 6)]
+# (houses, N) of the exhaustive comparisons: every board of each database (the largest runs
+# for seconds: in the system tier).
+LARGEST = pytest.param(4, 6, marks=pytest.mark.system, id="4-6")
+SIZES = [(1, 10), (2, 8), (3, 7), LARGEST]
 
 
 @cache
@@ -114,7 +116,7 @@ def test_values_with_stores_and_either_side_to_move(db_dir: Path, variant: dict[
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=VARIANT_IDS)
-@pytest.mark.parametrize(("houses", "max_seeds"), [(2, 8), (3, 7), (4, 6)])
+@pytest.mark.parametrize(("houses", "max_seeds"), [(2, 8), (3, 7), LARGEST])
 def test_values_equal_the_solver(
     db_dir: Path, houses: int, max_seeds: int, variant: dict[str, str]
 ) -> None:

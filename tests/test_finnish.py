@@ -1,4 +1,4 @@
-"""The move notation of seed 000: the RULES.md test vectors, errors, and round trips."""
+"""The move notation of seed 000: the docs/rules.md test vectors, errors, and round trips."""
 
 from __future__ import annotations
 
@@ -29,12 +29,12 @@ EXAMPLE_CANONICAL = "45-46, 1*-5, 2-63*, 6-561646562*, 4-3, 656-"
 
 
 def board(text: str, to_move: Side) -> Position:
-    """A position from the RULES.md board form: South houses 1..h, South store | North's."""
+    """A position from the docs/rules.md board form: South houses 1..h, South store | North's."""
     south, north = ([int(n) for n in half.split()] for half in text.split("|"))
     return Position(tuple(south[:-1]), tuple(north[:-1]), (south[-1], north[-1]), to_move)
 
 
-# ----------------------------------------------------------------------------- RULES.md vectors
+# ------------------------------------------------------------------------ docs/rules.md vectors
 
 
 def test_vector_41() -> None:

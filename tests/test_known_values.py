@@ -32,6 +32,7 @@ def test_irving_2000_values(houses: int, seeds: int) -> None:
     assert analysis.value == PAPER[houses, seeds]
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("capture", ["nonempty", "always"])
 def test_kalah_6_3_is_plus_two(capture: str) -> None:
     rules = Rules(houses=6, seeds=3, capture=capture)

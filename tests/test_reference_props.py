@@ -1,4 +1,4 @@
-"""Property tests: the compiled engine against the plain-Python reference of RULES.md.
+"""Property tests: the compiled engine against the plain-Python reference of docs/rules.md.
 
 Random games under random rule options (every option drawn), from the start and from random
 positions (any seed counts, totals up to 255), are played move by move through both; legal
@@ -104,12 +104,14 @@ def play_game(start: Position, rules: Rules, seed: int) -> int:
     pytest.fail(f"no end after {MAX_PLIES} plies from {start} under {rules}")
 
 
+@pytest.mark.system
 @settings(max_examples=START_GAMES)
 @given(rules=strategies.rules(), seed=st.integers(0, 2**32 - 1))
 def test_random_games_from_start(rules: Rules, seed: int) -> None:
     play_game(Position.start(rules), rules, seed)
 
 
+@pytest.mark.system
 @settings(max_examples=RANDOM_GAMES)
 @given(drawn=strategies.rules_and_positions(), seed=st.integers(0, 2**32 - 1))
 def test_random_games_from_random_positions(drawn: tuple[Rules, Position], seed: int) -> None:
@@ -128,7 +130,7 @@ def test_perft_matches_reference_shallow(name: str) -> None:
 
 
 def test_seed_000_vectors() -> None:
-    """The test vectors of RULES.md, on the reference itself."""
+    """The test vectors of docs/rules.md, on the reference itself."""
     rules = PRESETS["kalaha"]
     position = Position.start(rules)
     for move in (4, 1):

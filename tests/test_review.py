@@ -7,7 +7,7 @@ import pytest
 from kalah_core import Position, Rules
 from kalah_core.game import Game, outcome
 from kalah_core.results import Analysis
-from kalah_core.review import evaluate_backwards, judge, review_fi, review_moves
+from kalah_core.review import count_text, evaluate_backwards, judge, review_fi, review_moves
 from kalah_core.solver import Engine
 
 EXAMPLE = "45-46, 1*-5, 2-, -63*, 6-, -561646562, 4-3, 656-"
@@ -37,6 +37,7 @@ def test_judgement_thresholds() -> None:
     ]
 
 
+@pytest.mark.system
 def test_example_game_exact_losses(engine: Engine) -> None:
     rules = Rules.preset("kalaha")
     review = review_fi(rules, EXAMPLE, evaluator(engine, rules))
@@ -54,6 +55,7 @@ def test_example_game_exact_losses(engine: Engine) -> None:
     assert summary["north"]["total_loss"] == 4 and summary["north"]["sowings"] == 15
 
 
+@pytest.mark.system
 def test_values_after_match_a_fresh_analysis_of_the_next_position() -> None:
     """value_after is the value of the move in the analysis before; it must equal the mover's
     value of the position it leads to, analysed on its own by a fresh engine."""
@@ -112,3 +114,18 @@ def test_evaluate_backwards_gives_late_positions_first_and_shares_the_budget() -
     assert [text for text, _ in seen] == [p.compact() for p in reversed(positions)]
     assert seen[0][1] <= 500 and seen[-1][1] <= 1000
     assert set(result) == {p.compact() for p in positions}
+
+
+@pytest.mark.parametrize(
+    ("count", "judgement", "text"),
+    [
+        (1, "inaccuracy", "1 inaccuracy"),
+        (2, "inaccuracy", "2 inaccuracies"),
+        (0, "blunder", "0 blunders"),
+        (1, "blunder", "1 blunder"),
+        (3, "mistake", "3 mistakes"),
+        (1, "best", "1 best sowing"),
+    ],
+)
+def test_count_text_plurals(count: int, judgement: str, text: str) -> None:
+    assert count_text(count, judgement) == text

@@ -1,4 +1,4 @@
-"""Rule options and presets: exactly the table of RULES.md, overrides, JSON form, errors."""
+"""Rule options and presets: exactly the table of docs/rules.md, overrides, JSON form, errors."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from strategies import json_values
 
 from kalah_core import PRESETS, InvalidRulesError, KalahError, Rules
 
-# The presets table of RULES.md, column for column.
+# The presets table of docs/rules.md, column for column.
 TABLE = {
     "kalah": (6, 4, "nonempty", "either-side-empty", "owner", False, False),
     "kalaha": (6, 3, "nonempty", "mover-empty", "owner", False, False),

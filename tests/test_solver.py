@@ -43,6 +43,7 @@ def brute_move_values(position: Position, rules: Rules) -> dict[Move, int]:
     return values
 
 
+@pytest.mark.system
 @settings(max_examples=2500)
 @given(small_positions())
 def test_exact_values_and_optimal_moves_equal_brute_force(case: tuple[Position, Rules]) -> None:
@@ -62,6 +63,7 @@ def test_exact_values_and_optimal_moves_equal_brute_force(case: tuple[Position, 
     assert values == sorted(values, reverse=True)
 
 
+@pytest.mark.system
 @settings(max_examples=300)
 @given(small_positions(), st.integers(0, 6))
 def test_depth_limited_mode_is_labelled_and_bounded(
@@ -79,6 +81,7 @@ def test_depth_limited_mode_is_labelled_and_bounded(
         assert analysis.depth == depth + 1
 
 
+@pytest.mark.system
 @settings(max_examples=300)
 @given(small_positions(), st.integers(1, 400))
 def test_node_budget_keeps_bounds_proven(case: tuple[Position, Rules], nodes: int) -> None:
@@ -124,6 +127,7 @@ def test_pie_swap_value_is_minus_the_same_board_without_swap() -> None:
     assert swap.value == -brute_value(no_swap, rules)
 
 
+@pytest.mark.system
 @settings(max_examples=800)
 @given(small_positions())
 def test_best_only_mode_proves_value_and_every_optimal_move(case: tuple[Position, Rules]) -> None:
@@ -156,6 +160,7 @@ def databases(tmp_path_factory: pytest.TempPathFactory) -> dict[Rules, EndgameDa
     return found
 
 
+@pytest.mark.system
 @settings(max_examples=300)
 @given(st.data())
 def test_search_with_a_database_equals_brute_force(
@@ -184,6 +189,7 @@ def test_search_with_a_database_equals_brute_force(
 HEURISTIC_MOVES = Engine(tt_mb=8)
 
 
+@pytest.mark.system
 @settings(max_examples=500)
 @given(small_positions(), st.sampled_from([1, 2, 4]))
 def test_heuristic_entries_moves_order_the_proof_not_its_values(
@@ -203,6 +209,7 @@ def test_heuristic_entries_moves_order_the_proof_not_its_values(
 DEPTH_LIMITED = Engine(tt_mb=8)
 
 
+@pytest.mark.system
 @settings(max_examples=500)
 @given(small_positions(), st.integers(1, 12), st.integers(-8, 8))
 def test_a_depth_limited_search_proves_the_subtrees_it_searched_to_the_end(
@@ -229,6 +236,7 @@ def test_a_depth_limited_search_proves_the_subtrees_it_searched_to_the_end(
             assert bounds[0] <= truth <= bounds[1], (board.compact(), depth, beta)
 
 
+@pytest.mark.system
 def test_a_depth_limited_search_past_the_end_of_the_game_proves_the_value() -> None:
     rules = Rules(houses=4, seeds=2)
     position = Position.start(rules)
@@ -247,6 +255,7 @@ DEEPENING.deepen_after = 40  # nearly every proof pauses for a deep estimate
 DEEPENING.deep_move_depth = 2  # small positions' estimates are shallow
 
 
+@pytest.mark.system
 @settings(max_examples=500)
 @given(small_positions(), st.sampled_from(["all", "value"]))
 def test_a_proof_paused_for_a_deep_estimate_proves_the_same_values(
@@ -347,6 +356,7 @@ def test_a_paused_mtdf_keeps_its_budget_and_its_proven_bounds() -> None:
     assert aborted and s.aborted and low <= value <= high
 
 
+@pytest.mark.system
 @settings(max_examples=500)
 @given(small_positions())
 def test_value_mode_proves_the_value_and_one_optimal_move(case: tuple[Position, Rules]) -> None:

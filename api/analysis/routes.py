@@ -1,21 +1,20 @@
 # mypy: disable-error-code="untyped-decorator"
-"""``/v1/analysis`` (GET and POST) and ``/v1/best-move``: thin routes over :mod:`.analyser`."""
+"""``/v1/analysis`` (GET and POST) and ``/v1/best-move``: arguments, the core's analyser,
+the answer (:mod:`api.core`, :mod:`api.web`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from apispec import BasePlugin
-from flask import Response, current_app, json, request
+from flask import Response
 from flask.views import MethodView
 from flask_smorest import Blueprint  # type: ignore[import-untyped]
 from marshmallow import RAISE
 
+from ..core.request import AnalysisRequest
 from ..errors import document_problems
-from ..ratelimit import charge_search
-from .analyser import Analyser
-from .answer import Answer, best_move_of, etag_of
-from .request import AnalysisRequest
+from ..web import analyser, answer_response
 from .schemas import (
     AnalysisQuerySchema,
     AnalysisRequestSchema,
@@ -32,7 +31,6 @@ blp = Blueprint(
     "otherwise.",
 )
 
-IMMUTABLE = "public, max-age=31536000, immutable"
 ERRORS = {
     400: "Unparsable input: a malformed body or position notation.",
     413: "The body is too large.",
@@ -74,32 +72,6 @@ class ConditionalGetPlugin(BasePlugin):
             operations["get"].setdefault("parameters", []).insert(0, dict(IF_NONE_MATCH))
 
 
-def analyser() -> Analyser:
-    result: Analyser = current_app.extensions["kalah"]
-    return result
-
-
-def _answer(body: bytes, exact: bool, *, conditional: bool) -> Response:
-    """The answer with its strong ETag; a GET also gets Cache-Control and may be a 304."""
-    tag = etag_of(body)
-    headers = {"ETag": tag}
-    if conditional:
-        headers["Cache-Control"] = IMMUTABLE if exact else "no-cache"
-        if request.if_none_match and request.if_none_match.contains_weak(tag.strip('"')):
-            return Response(status=304, headers=headers)
-    return Response(body, status=200, mimetype="application/json", headers=headers)
-
-
-def _from_query(args: dict[str, Any]) -> Answer:
-    return _charged(analyser().analyse(AnalysisRequest.from_query(analyser().settings, args)))
-
-
-def _charged(answer: Answer) -> Answer:
-    """Charge the caller for the search this answer ran (see api.ratelimit)."""
-    charge_search(answer.search_ms)
-    return answer
-
-
 @blp.route("/analysis")
 class Analysis(MethodView):
     @blp.arguments(AnalysisQuerySchema(), location="query", as_kwargs=False, unknown=RAISE)
@@ -113,8 +85,8 @@ class Analysis(MethodView):
         may be overridden by its own parameter (`&houses=4&capture=always`). Exact answers
         are served with a strong ETag and `Cache-Control: public, max-age=31536000, immutable`.
         """
-        answer = _from_query(args)
-        return _answer(answer.body, answer.exact, conditional=True)
+        answer = analyser().analyse(AnalysisRequest.from_query(analyser().settings, args))
+        return answer_response(answer, conditional=True)
 
     @blp.arguments(AnalysisRequestSchema(), as_kwargs=False)
     @blp.response(200, AnalysisSchema, description="The analysis.")
@@ -122,9 +94,8 @@ class Analysis(MethodView):
     def post(self, data: dict[str, Any]) -> Response:
         """Analyse a position given in the body: JSON form or compact notation, rules as a
         preset or an object of options, and search limits."""
-        request = AnalysisRequest.from_body(analyser().settings, data)
-        answer = _charged(analyser().analyse(request))
-        return _answer(answer.body, answer.exact, conditional=False)
+        answer = analyser().analyse(AnalysisRequest.from_body(analyser().settings, data))
+        return answer_response(answer, conditional=False)
 
 
 @blp.route("/best-move")
@@ -137,8 +108,5 @@ class BestMove(MethodView):
     @document_problems(blp, ERRORS)
     def get(self, args: dict[str, Any]) -> Response:
         """The best move and the value only: the quickest answer (same cache as /v1/analysis)."""
-        full = _from_query(args).json()
-        best = best_move_of(full)
-        return _answer(
-            json.dumps(best, separators=(",", ":")).encode(), full["exact"], conditional=True
-        )
+        answer = analyser().analyse(AnalysisRequest.from_query(analyser().settings, args))
+        return answer_response(answer.best_move(), conditional=True)

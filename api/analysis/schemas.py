@@ -5,44 +5,10 @@ from __future__ import annotations
 import marshmallow as ma
 from marshmallow import fields, validate
 
-from kalah_core.rules import PRESETS
-
 from ..config import MAX_DEPTH
-from ..schemas import (
-    POSITION_PATTERN,
-    BoardSchema,
-    RulesOptionsSchema,
-    answer,
-    move_field,
-    position_field,
-    rules_field,
-)
-
-TIME_DOC = (
-    "Search time budget in milliseconds; default KALAH_DEFAULT_TIME_MS, at most KALAH_MAX_TIME_MS "
-    "(see GET /v1/rules for this server's values; above it is a 422)."
-)
-DEPTH_DOC = (
-    f"Search only this many sowings deep (a heuristic value unless proven); at most {MAX_DEPTH}."
-)
-NODES_DOC = "Node budget of the search; at most KALAH_MAX_NODES."
-
-
-class LimitsSchema(ma.Schema):
-    # strict: a JSON 5.5 or 1e308 is not an integer (a query's text "5" still is, below)
-    time_ms = fields.Integer(
-        strict=True, validate=validate.Range(min=1), metadata={"description": TIME_DOC}
-    )
-    # The maximum is documented here and checked by Limits.checked (a limit-exceeded problem
-    # with its max, like the other budgets), not by marshmallow.
-    depth = fields.Integer(
-        strict=True,
-        validate=validate.Range(min=1),
-        metadata={"description": DEPTH_DOC, "maximum": MAX_DEPTH},
-    )
-    nodes = fields.Integer(
-        strict=True, validate=validate.Range(min=1), metadata={"description": NODES_DOC}
-    )
+from ..schemas.answers import BoardSchema, RulesOptionsSchema
+from ..schemas.fields import answer, move_field, position_field, rules_field
+from ..schemas.requests import DEPTH_DOC, NODES_DOC, TIME_DOC, LimitsSchema, PositionQuerySchema
 
 
 class AnalysisRequestSchema(ma.Schema):
@@ -58,65 +24,14 @@ class AnalysisRequestSchema(ma.Schema):
     )
 
 
-class _QueryBase(ma.Schema):
-    position = fields.String(
-        required=True,
-        validate=validate.Length(min=1, max=1024),
-        metadata={
-            "description": "'start' or the compact notation, e.g. 444444-0-444444-0-s.",
-            "pattern": POSITION_PATTERN,
-        },
-    )
-    rules = fields.String(
-        load_default="kalah",
-        validate=validate.OneOf(list(PRESETS)),
-        metadata={
-            "description": "The preset whose options the other rule parameters override; default "
-            "kalah."
-        },
-    )
-    # The range is documented but checked by the core, whose errors name the rule option.
-    houses = fields.Integer(
-        metadata={"description": "Override: houses per side, 1..8.", "minimum": 1, "maximum": 8}
-    )
-    seeds = fields.Integer(
-        metadata={
-            "description": "Override: seeds per house at the start, 1..10.",
-            "minimum": 1,
-            "maximum": 10,
-        }
-    )
-    capture = fields.String(
-        validate=validate.OneOf(["nonempty", "always"]),
-        metadata={"description": "Override: the capture rule."},
-    )
-    end = fields.String(
-        validate=validate.OneOf(["either-side-empty", "mover-empty"]),
-        metadata={"description": "Override: when the game ends."},
-    )
-    remaining = fields.String(
-        validate=validate.OneOf(["owner", "empty-side"]),
-        metadata={"description": "Override: where seeds left in houses go at the end."},
-    )
-    majority = fields.Boolean(
-        metadata={"description": "Override: a store above half of all seeds ends the game."}
-    )
-    pie = fields.Boolean(metadata={"description": "Override: the pie (swap) rule."})
+class AnalysisQuerySchema(PositionQuerySchema):
+    time_ms = fields.Integer(metadata={"description": TIME_DOC, "minimum": 1})
+    depth = fields.Integer(metadata={"description": DEPTH_DOC, "minimum": 1, "maximum": MAX_DEPTH})
+    nodes = fields.Integer(metadata={"description": NODES_DOC, "minimum": 1})
 
 
-RULE_PARAMETERS = ("houses", "seeds", "capture", "end", "remaining", "majority", "pie")
-
-
-class AnalysisQuerySchema(_QueryBase):
-    time_ms = fields.Integer(validate=validate.Range(min=1), metadata={"description": TIME_DOC})
-    depth = fields.Integer(
-        validate=validate.Range(min=1), metadata={"description": DEPTH_DOC, "maximum": MAX_DEPTH}
-    )
-    nodes = fields.Integer(validate=validate.Range(min=1), metadata={"description": NODES_DOC})
-
-
-class BestMoveQuerySchema(_QueryBase):
-    time_ms = fields.Integer(validate=validate.Range(min=1), metadata={"description": TIME_DOC})
+class BestMoveQuerySchema(PositionQuerySchema):
+    time_ms = fields.Integer(metadata={"description": TIME_DOC, "minimum": 1})
 
 
 @answer()

@@ -8,7 +8,7 @@ shared by every process of the machine.
 
 Every server process runs one :class:`JobRunner` thread (started with the first job it sees
 or creates): it takes the next chunk under a lease (twice the chunk's budget plus 10 s),
-analyses its tasks through the process's :class:`~api.analysis.analyser.Analyser` (the
+analyses its tasks through the process's :class:`~api.core.analyser.Analyser` (the
 ``/v1/analysis`` code path: same cache, same answers; the engine lock lets interactive
 requests in between tasks) and stores them in one transaction that counts the chunk once.
 A chunk whose lease lapses (its process died) is queued again, at most
@@ -24,21 +24,18 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import diskcache
 
 from kalah_core.databases import cache_dir
-from kalah_core.errors import KalahError
 
-from ..analysis.request import AnalysisRequest
 from ..config import Settings
-from ..errors import ApiProblem, problem_object
-from .items import Batch, as_cached
+from ..core.analyser import Analyser
+from ..core.answer import as_cached
+from ..core.request import AnalysisRequest
+from .items import Batch
 from .jobs import MAX_ATTEMPTS, JobStatus, JobStore, job_store
-
-if TYPE_CHECKING:
-    from ..analysis.analyser import Analyser
 
 log = logging.getLogger("api.batch.embedded")
 
@@ -225,13 +222,7 @@ class JobRunner:
                 time.sleep(IDLE_POLL_S)
                 continue
             job_id, n, tasks = taken
-            answers = []
-            for index, task in tasks:
-                try:
-                    body = self.analyser.analyse(task).body
-                except (ApiProblem, KalahError) as error:
-                    body = json.dumps(problem_object(error)).encode()
-                answers.append((index, body))
+            answers = [(index, self.analyser.analyse_item(task)) for index, task in tasks]
             self.jobs.complete(job_id, n, answers)
 
 

@@ -8,7 +8,6 @@ becomes a problem object in that item's slot, named ``positions.<i>.<field>``.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -16,9 +15,10 @@ from typing import Any
 
 from kalah_core.errors import KalahError
 
-from ..analysis.request import AnalysisRequest, Limits, parse_rules
 from ..config import Settings
-from ..errors import ApiProblem, problem_object
+from ..core.answer import as_cached, dumps
+from ..core.problems import ApiProblem, problem_object
+from ..core.request import AnalysisRequest, Limits, parse_rules
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +40,7 @@ class Batch:
     def assemble(self, answers: Sequence[bytes]) -> list[bytes]:
         """Every slot's JSON in input order from the distinct tasks' ``answers``."""
         return [
-            json.dumps(slot.problem).encode()
+            dumps(slot.problem)
             if slot.task is None
             else answers[slot.task]
             if slot.first
@@ -136,9 +136,3 @@ def parse_batch(
 def inline_ok(settings: Settings, batch: Batch) -> bool:
     """Whether the batch is small enough to answer in the request itself."""
     return len(batch.slots) <= settings.batch_inline_max and batch.budget_ms <= settings.max_time_ms
-
-
-def as_cached(body: bytes) -> bytes:
-    """An answer body reported as served from the cache (a repeat within the batch)."""
-    fresh = b'{"cached":false,'
-    return b'{"cached":true,' + body[len(fresh) :] if body.startswith(fresh) else body

@@ -35,10 +35,11 @@ from typing import Any, cast
 import redis
 from rq import Queue
 
-from ..analysis.request import AnalysisRequest
 from ..config import Settings
+from ..core.answer import as_cached
+from ..core.request import AnalysisRequest
 from ..lease import renewing
-from .items import Batch, as_cached
+from .items import Batch
 
 log = logging.getLogger("api.batch")
 

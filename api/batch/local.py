@@ -16,12 +16,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from kalah_core.errors import InvalidNotationError, KalahError
+from kalah_core.errors import InvalidNotationError
 
-from ..analysis.analyser import default_analyser
-from ..analysis.request import AnalysisRequest
 from ..config import load_settings
-from ..errors import ApiProblem, problem_object
+from ..core.analyser import default_analyser
+from ..core.problems import ApiProblem
+from ..core.request import AnalysisRequest
 from .items import Batch, parse_batch
 
 CSV_COLUMNS = ("position", "rules", "time_ms", "depth", "nodes")
@@ -107,10 +107,7 @@ def parse_local(
 
 
 def _answer(task_json: dict[str, Any]) -> bytes:
-    try:
-        return default_analyser().analyse(AnalysisRequest.from_json(task_json)).body
-    except (ApiProblem, KalahError) as error:
-        return json.dumps(problem_object(error)).encode()
+    return default_analyser().analyse_item(AnalysisRequest.from_json(task_json))
 
 
 def run_local(batch: Batch, workers: int, progress: Progress | None = None) -> list[bytes]:

@@ -17,13 +17,13 @@ from flask import Response, current_app, json, request, url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint  # type: ignore[import-untyped]
 
-from kalah_core.errors import KalahError
-
-from ..analysis.analyser import Analyser
 from ..config import BATCH_PAGE_MAX, MAX_BATCH_BODY_BYTES
-from ..errors import ApiProblem, document_problems, problem_object
+from ..core.analyser import Analyser
+from ..core.problems import ApiProblem
+from ..errors import document_problems
 from ..keys import Caller, current_caller
-from ..ratelimit import charge_batch, charge_search, search_cost
+from ..ratelimit.charging import charge_batch
+from ..ratelimit.costs import search_cost
 from .embedded_jobs import EmbeddedJobStore
 from .items import Batch as ParsedBatch
 from .items import inline_ok, parse_batch
@@ -85,17 +85,7 @@ def _jobs() -> JobStore | EmbeddedJobStore:
 
 def _inline(batch: ParsedBatch) -> Response:
     analyser = _analyser()
-    answers: list[bytes] = []
-    search_ms = 0.0
-    for task in batch.tasks:
-        try:
-            answer = analyser.analyse(task)
-        except (ApiProblem, KalahError) as error:
-            answers.append(json.dumps(problem_object(error)).encode())
-        else:
-            answers.append(answer.body)
-            search_ms += answer.search_ms
-    charge_search(search_ms)
+    answers = [analyser.analyse_item(task) for task in batch.tasks]
     body = b'{"results":[' + b",".join(batch.assemble(answers)) + b"]}"
     return Response(body, status=200, mimetype="application/json")
 

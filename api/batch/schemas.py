@@ -7,9 +7,10 @@ from marshmallow import fields, validate
 
 from kalah_core.rules import PRESETS
 
-from ..analysis.schemas import LimitsSchema
 from ..config import BATCH_PAGE_MAX
-from ..schemas import RulesField, answer, position_field, ref, rules_field
+from ..schemas.components import ref
+from ..schemas.fields import RulesField, answer, position_field, rules_field
+from ..schemas.requests import LimitsSchema
 
 RESULT_DOC = {
     "description": "The item's analysis answer (as POST /v1/analysis gives it; `cached` says "

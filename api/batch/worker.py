@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import logging
 import os
 import socket
@@ -24,13 +23,10 @@ from types import FrameType
 
 import redis
 
-from kalah_core.errors import KalahError
-
-from ..analysis.analyser import Analyser
-from ..cache import make_cache
 from ..config import Settings, load_settings
-from ..errors import ApiProblem, problem_object
+from ..core.analyser import Analyser
 from ..state import check_state_store, make_state_client
+from ..store import make_store
 from .jobs import REAP_EVERY_S, WORKER_BEAT_S, JobStore, job_store
 
 log = logging.getLogger("api.batch.worker")
@@ -56,7 +52,7 @@ def _state() -> tuple[Analyser, JobStore]:
 def _make_state(settings: Settings) -> tuple[Analyser, JobStore]:
     assert settings.state_url
     check_state_store(make_state_client(settings.state_url, timeout_s=2.0))
-    cache = make_cache(settings, max_connections=4)
+    cache = make_store(settings, max_connections=4)
     return Analyser(settings, cache), job_store(settings)
 
 
@@ -78,11 +74,7 @@ def run_chunk(job_id: str, n: int) -> int:
     answers: list[tuple[int, bytes]] = []
     with store.heartbeat(job_id, n, token):
         for index, task in tasks:
-            try:
-                body = analyser.analyse(task).body
-            except (ApiProblem, KalahError) as error:
-                body = json.dumps(problem_object(error)).encode()
-            answers.append((index, body))
+            answers.append((index, analyser.analyse_item(task)))
     store.complete_chunk(job_id, n, answers)
     return len(answers)
 

@@ -14,15 +14,19 @@ from kalah_core.errors import IllegalMoveError
 from kalah_core.game import Move, legal_moves
 from kalah_core.svg import board_svg
 
-from ..analysis.answer import etag_of
-from ..analysis.request import parse_position_field, parse_query_rules
-from ..analysis.schemas import RULE_PARAMETERS
+from ..core.answer import etag_of
+from ..core.request import RULE_PARAMETERS, parse_position_field, parse_query_rules
 from ..errors import document_problems
+from ..web import not_modified
 from .schemas import BoardImageQuerySchema
 
 blp = Blueprint("board", __name__, url_prefix="/v1", description="Images of positions (SVG).")
 
 SVG = "image/svg+xml"
+IMAGE = {"type": "string", "format": "binary"}
+BINARY = "application/octet-stream"
+"""Also offered (the same bytes) to a client that asks for it in ``Accept``: client generators
+that know no image type (openapi-python-client) then type the answer as bytes."""
 CACHE_CONTROL = "public, max-age=86400"
 """The image is a function of the query; a day, since a new release may draw it better."""
 
@@ -43,12 +47,23 @@ HEADERS = {
 @blp.route("/board.svg")
 class BoardImage(MethodView):
     @blp.arguments(BoardImageQuerySchema(), location="query", as_kwargs=False, unknown=RAISE)
-    @blp.response(
-        200,
-        {"type": "string", "description": "An SVG document."},
-        content_type=SVG,
-        description="The position drawn as SVG.",
-        headers=HEADERS,
+    # Documented by hand, not with blp.response: the answer has two media types.
+    @blp.doc(
+        responses={
+            "200": {
+                "description": "The position drawn as SVG.",
+                "headers": HEADERS,
+                "content": {
+                    SVG: {"schema": {**IMAGE, "description": "An SVG document."}},
+                    BINARY: {
+                        "schema": {
+                            **IMAGE,
+                            "description": "The same SVG document, for Accept: " + BINARY,
+                        }
+                    },
+                },
+            }
+        }
     )
     @blp.alt_response(304, description="Not modified (If-None-Match matched the ETag).")
     @document_problems(blp, ERRORS)
@@ -73,6 +88,7 @@ class BoardImage(MethodView):
         body = board_svg(position, move=move, flipped=args["flip"], size=args.get("size")).encode()
         tag = etag_of(body)
         headers = {"ETag": tag, "Cache-Control": CACHE_CONTROL}
-        if request.if_none_match and request.if_none_match.contains_weak(tag.strip('"')):
+        if not_modified(tag):
             return Response(status=304, headers=headers)
-        return Response(body, status=200, mimetype=SVG, headers=headers)
+        mimetype = SVG if request.accept_mimetypes.best_match([SVG, BINARY]) != BINARY else BINARY
+        return Response(body, status=200, mimetype=mimetype, headers=headers)

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 from marshmallow import fields, validate
 
-from ..analysis.schemas import _QueryBase
+from kalah_core.rules import MAX_HOUSES
+
+from ..schemas.requests import PositionQuerySchema
 
 MIN_SIZE, MAX_SIZE = 64, 2048
 
 
-class BoardImageQuerySchema(_QueryBase):
+class BoardImageQuerySchema(PositionQuerySchema):
     move = fields.String(
-        validate=validate.Regexp(r"^([1-8]|swap)$", error="a house number 1..8 or 'swap'"),
+        validate=validate.Regexp(
+            r"^([1-9]|[1-9][0-9]|swap)$", error=f"a house number 1..{MAX_HOUSES} or 'swap'"
+        ),
         metadata={
             "description": "A legal move of the side to move to mark: a house number from the "
             "mover's own left, or 'swap'."

@@ -3,17 +3,15 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-from flask import current_app
 from flask.views import MethodView
 from flask_smorest import Blueprint  # type: ignore[import-untyped]
 
+from ..core.review import review_game
 from ..errors import document_problems
-from ..ratelimit import charge_search, prepay_search
+from ..web import analyser
 from .schemas import GameAnswerSchema, GameRequestSchema
-from .service import review_game
 
 blp = Blueprint(
     "games",
@@ -38,21 +36,14 @@ class GameAnalysis(MethodView):
     @blp.response(200, GameAnswerSchema, description="One entry per sowing and a summary.")
     @document_problems(blp, ERRORS)
     def post(self, data: dict[str, Any]) -> dict[str, Any]:
-        """Analyse a game: a seed-000 text (`game`) or `moves` from `position` (default the
-        start). Each sowing gets the position before it, the mover's value before and after,
-        the best moves, the seeds lost against perfect play and a judgement: best (0),
+        """Analyse a game: a text in the Finnish notation (`game`) or `moves` from `position`
+        (default the start). Each sowing gets the position before it, the mover's value before
+        and after, the best moves, the seeds lost against perfect play and a judgement: best (0),
         inaccuracy (1-2), mistake (3-5), blunder (6 or more seeds); `exact` says whether the
         loss is proven. Each position is analysed as `/v1/analysis` does (same cache)."""
         limits = data.get("limits") or {}
-        budgets: list[int] = []
-
-        def prepay(budget_ms: int) -> None:  # the whole game's budget, before any search
-            prepay_search(budget_ms)
-            budgets.append(budget_ms)
-
-        started = time.perf_counter()
         review = review_game(
-            current_app.extensions["kalah"],
+            analyser(),
             data.get("rules"),
             data.get("position", "start"),
             game=data.get("game"),
@@ -60,9 +51,5 @@ class GameAnalysis(MethodView):
             time_ms=limits.get("time_ms"),
             depth=limits.get("depth"),
             nodes=limits.get("nodes"),
-            on_budget=prepay,
-        )
-        charge_search(
-            (time.perf_counter() - started) * 1000.0, budget_ms=budgets[0] if budgets else None
         )
         return review.to_json()

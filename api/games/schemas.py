@@ -8,9 +8,10 @@ from marshmallow import fields, validate
 from kalah_core.finnish import MAX_GAME_LENGTH
 from kalah_core.review import JUDGEMENT_DOC
 
-from ..analysis.schemas import DEPTH_DOC, NODES_DOC
 from ..config import MAX_DEPTH, MAX_MOVES
-from ..schemas import RulesOptionsSchema, answer, move_field, position_field, rules_field
+from ..schemas.answers import RulesOptionsSchema
+from ..schemas.fields import answer, move_field, position_field, rules_field
+from ..schemas.requests import DEPTH_DOC, NODES_DOC
 
 GAME_TIME_DOC = (
     "Search budget for the whole game in milliseconds; default KALAH_DEFAULT_TIME_MS per "
@@ -23,19 +24,16 @@ GAME_TIME_DOC = (
 
 
 class GameLimitsSchema(ma.Schema):
-    # strict, as in /v1/analysis: a JSON "50" or 5.5 is not an integer
-    time_ms = fields.Integer(
-        strict=True, validate=validate.Range(min=1), metadata={"description": GAME_TIME_DOC}
-    )
+    # strict, as in /v1/analysis: a JSON "50" or 5.5 is not an integer; the bounds are
+    # checked by the request type (api.core.request.Limits.checked)
+    time_ms = fields.Integer(strict=True, metadata={"description": GAME_TIME_DOC, "minimum": 1})
     depth = fields.Integer(
         strict=True,
-        validate=validate.Range(min=1),
-        metadata={"description": DEPTH_DOC + " Per position.", "maximum": MAX_DEPTH},
+        metadata={"description": DEPTH_DOC + " Per position.", "minimum": 1, "maximum": MAX_DEPTH},
     )
     nodes = fields.Integer(
         strict=True,
-        validate=validate.Range(min=1),
-        metadata={"description": NODES_DOC + " Per position."},
+        metadata={"description": NODES_DOC + " Per position.", "minimum": 1},
     )
 
 
@@ -44,7 +42,7 @@ class GameRequestSchema(ma.Schema):
     game = fields.String(
         validate=validate.Length(min=1, max=MAX_GAME_LENGTH),
         metadata={
-            "description": "The game in the seed-000 notation, e.g. '45-46, 1*-5, 2-, -63*'; "
+            "description": "The game in the Finnish notation, e.g. '45-46, 1*-5, 2-, -63*'; "
             "give this or moves."
         },
     )
@@ -132,10 +130,10 @@ class GameAnswerSchema(ma.Schema):
         RulesOptionsSchema, metadata={"description": "The rules, every option normalized."}
     )
     start = fields.String(metadata={"description": "The start position, compact notation."})
-    game = fields.String(metadata={"description": "The game, canonical seed-000 notation."})
+    game = fields.String(metadata={"description": "The game, canonical Finnish notation."})
     annotated = fields.String(
         metadata={
-            "description": "The game in the seed-000 notation with each sowing's judgement: "
+            "description": "The game in the Finnish notation with each sowing's judgement: "
             "'?!' inaccuracy, '?' mistake, '??' blunder."
         }
     )

@@ -17,26 +17,8 @@ from typing import Any
 
 from flask import Response
 
+from ..config import Network, parse_networks
 from ..errors import problem_response
-
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
-
-
-def parse_networks(text: str) -> tuple[Network, ...] | None:
-    """The networks of a ``KALAH_METRICS_ALLOW`` value (comma-separated addresses or CIDR
-    networks; ``*``: anyone, returned as None). Raises ValueError naming a bad entry."""
-    entries = [entry.strip() for entry in text.split(",") if entry.strip()]
-    if "*" in entries:
-        return None
-    networks = []
-    for entry in entries:
-        try:
-            networks.append(ipaddress.ip_network(entry, strict=False))
-        except ValueError:
-            raise ValueError(
-                f"KALAH_METRICS_ALLOW: {entry!r} is not an address or network"
-            ) from None
-    return tuple(networks)
 
 
 def _inside(address: str, networks: Iterable[Network]) -> bool:

@@ -24,8 +24,9 @@ from flask_smorest import Blueprint  # type: ignore[import-untyped]
 from .. import metrics
 from ..batch.embedded_jobs import EmbeddedJobStore
 from ..batch.jobs import stalled_reason
-from ..errors import PROBLEMS, TYPE_PREFIX, problem_response
-from ..schemas import ProblemSchema
+from ..core.problems import PROBLEMS, TYPE_PREFIX
+from ..errors import problem_response
+from ..schemas.answers import ProblemSchema
 from ..state import make_state_client
 from .access import metrics_allowed, metrics_refusal
 from .schemas import LiveSchema, ReadySchema

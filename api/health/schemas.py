@@ -5,7 +5,7 @@ from __future__ import annotations
 import marshmallow as ma
 from marshmallow import fields, validate
 
-from ..schemas import answer
+from ..schemas.fields import answer
 
 
 @answer()

@@ -8,14 +8,8 @@ from marshmallow import fields, validate
 from kalah_core.finnish import MAX_GAME_LENGTH
 
 from ..config import MAX_MOVES
-from ..schemas import (
-    BoardSchema,
-    RulesOptionsSchema,
-    answer,
-    move_field,
-    position_field,
-    rules_field,
-)
+from ..schemas.answers import BoardSchema, RulesOptionsSchema
+from ..schemas.fields import answer, move_field, position_field, rules_field
 
 
 class PlayRequestSchema(ma.Schema):
@@ -32,7 +26,7 @@ class PlayRequestSchema(ma.Schema):
     game = fields.String(
         validate=validate.Length(min=1, max=MAX_GAME_LENGTH),
         metadata={
-            "description": "A game in the seed-000 (Finnish article) notation, e.g. "
+            "description": "A game in the Finnish notation, e.g. "
             "'1-2, 5-31, 2-5, 3-2, 2*-1*'; give this or moves, not both."
         },
     )
@@ -107,6 +101,6 @@ class PlayAnswerSchema(ma.Schema):
     )
     game = fields.String(
         metadata={
-            "description": "The moves played, canonical seed-000 notation ('*' on every capture)."
+            "description": "The moves played, canonical Finnish notation ('*' on every capture)."
         }
     )

@@ -9,8 +9,8 @@ from flask import abort
 from flask.views import MethodView
 from flask_smorest import Blueprint  # type: ignore[import-untyped]
 
-from ..errors import PROBLEMS, TYPE_PREFIX
-from ..schemas import ProblemSchema
+from ..core.problems import PROBLEMS, TYPE_PREFIX
+from ..schemas.answers import ProblemSchema
 from .schemas import ProblemTypeSchema
 
 blp = Blueprint(

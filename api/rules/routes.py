@@ -13,7 +13,7 @@ from flask_smorest import Blueprint  # type: ignore[import-untyped]
 from kalah_core import book
 from kalah_core.finnish import MAX_GAME_LENGTH
 from kalah_core.position import MAX_NOTATION_LENGTH, MAX_SEEDS
-from kalah_core.rules import MAX_HOUSES, MAX_START_SEEDS, OPTION_DOCS, PRESET_DOCS, PRESETS, Rules
+from kalah_core.rules import OPTION_DOCS, PRESET_DOCS, PRESETS, Rules, option_values
 
 from .. import egdb
 from ..config import (
@@ -24,21 +24,12 @@ from ..config import (
     MAX_PV_SOWINGS,
     TIERS,
 )
-from ..ratelimit import SEARCH_UNIT_MS
-from ..schemas import MAX_POSITION_TEXT
+from ..core.request import MAX_POSITION_TEXT
+from ..ratelimit.charging import limits_apply
+from ..ratelimit.costs import SEARCH_UNIT_MS
 from .schemas import RulesAnswerSchema
 
 blp = Blueprint("rules", __name__, url_prefix="/v1", description="The rule presets and options.")
-
-_VALUES: dict[str, list[Any]] = {
-    "houses": [1, MAX_HOUSES],
-    "seeds": [1, MAX_START_SEEDS],
-    "capture": ["nonempty", "always"],
-    "end": ["either-side-empty", "mover-empty"],
-    "remaining": ["owner", "empty-side"],
-    "majority": [False, True],
-    "pie": [False, True],
-}
 
 
 @blp.route("/rules")
@@ -60,7 +51,7 @@ class RulesView(MethodView):
                     "name": name,
                     "description": doc,
                     "type": {"int": "integer", "bool": "boolean"}.get(str(types[name]), "string"),
-                    "values": _VALUES[name],
+                    "values": option_values(name),
                     "default": getattr(default, name),
                 }
                 for name, doc in OPTION_DOCS.items()
@@ -87,6 +78,8 @@ class RulesView(MethodView):
             "rate_limits": {
                 "tiers": {tier: settings.tier_limit(tier) for tier in TIERS},
                 "search_unit_ms": SEARCH_UNIT_MS,
+                "mode": settings.limits,
+                "applies": limits_apply(settings),
             },
             "databases": egdb.service(settings.egdb_path, settings.egdb_seeds).status(),
             "book": book.shipped().info(),

@@ -5,7 +5,8 @@ from __future__ import annotations
 import marshmallow as ma
 from marshmallow import fields, validate
 
-from ..schemas import RulesOptionsSchema, answer
+from ..schemas.answers import RulesOptionsSchema
+from ..schemas.fields import answer
 
 
 @answer()
@@ -86,7 +87,7 @@ class ServerLimitsSchema(ma.Schema):
         metadata={"description": "The longest position text accepted (compact or JSON as text)."}
     )
     max_game_length = fields.Integer(
-        metadata={"description": "The longest seed-000 game text accepted by /v1/play."}
+        metadata={"description": "The longest game text (Finnish notation) accepted by /v1/play."}
     )
 
 
@@ -104,6 +105,19 @@ class RateLimitsSchema(ma.Schema):
         metadata={
             "description": "A request costs 1 unit plus 1 per started this many milliseconds "
             "of search it ran."
+        }
+    )
+    mode = fields.String(
+        validate=validate.OneOf(["auto", "on", "off"]),
+        metadata={
+            "description": "KALAH_LIMITS: auto (every caller but one on a loopback address of "
+            "a server without Redis), on (every caller) or off (none)."
+        },
+    )
+    applies = fields.Boolean(
+        metadata={
+            "description": "Whether the rate limits apply to the caller of this request (false: "
+            "it is not charged, and answers carry no RateLimit headers)."
         }
     )
 
@@ -130,6 +144,19 @@ class DatabaseBuildSchema(ma.Schema):
     )
     seconds = fields.Float(
         allow_none=True, metadata={"description": "How long it took to build and attach."}
+    )
+    progress = fields.Float(
+        metadata={
+            "description": "Share of the boards solved, 0..1 (1 once attached, 0 while queued "
+            "or waiting for another build); every process of the server reads the same."
+        }
+    )
+    eta_s = fields.Float(
+        allow_none=True,
+        metadata={
+            "description": "Seconds until the build is done, estimated from its progress so "
+            "far; 0 once attached, null while unknown (queued, or under 1 % done)."
+        },
     )
 
 

@@ -217,7 +217,7 @@ def test_best_move_when_over(client: FlaskClient) -> None:
 
 def test_analyse_body_is_the_same_code_path(client: FlaskClient) -> None:
     """The HTTP-free entry point gives the same answer as the API."""
-    from api.analysis.analyser import default_analyser
+    from api.core.analyser import default_analyser
 
     app = client.application
     body = {"position": MIDGAME, "limits": {"time_ms": 5000}}
@@ -230,6 +230,7 @@ def test_analyse_body_is_the_same_code_path(client: FlaskClient) -> None:
     assert standalone["exact"] is True and standalone["position"] == "333-0-333-0-s"
 
 
+@pytest.mark.system
 def test_every_json_command_shapes_an_analysis_as_the_api_does(
     client: FlaskClient, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -87,10 +87,7 @@ def test_inline_results_in_order_with_per_item_overrides_and_problems(client: Fl
         ({"positions": [{"position": "start"}] * 3 + ["start"]}, "positions.3"),
         ({"positions": [{"position": "start"}] * 3 + [{"position": 7}]}, "positions.3.position"),
         ({"positions": [{}]}, "positions.0.position"),
-        (
-            {"positions": [{"position": "start", "limits": {"time_ms": 0}}]},
-            "positions.0.limits.time_ms",
-        ),
+        ({"positions": [{"position": "start"}], "limits": {"time_ms": 0}}, "limits.time_ms"),
         ({"positions": [{"position": "start"}], "rules": "nope"}, "rules"),
         ({"positions": [{"position": "start"}], "limits": {"time_ms": 10**9}}, "limits.time_ms"),
     ],
@@ -102,6 +99,14 @@ def test_malformed_batches_are_422_naming_the_field(
     assert response.status_code == 422, response.json
     assert response.headers["Content-Type"] == "application/problem+json"
     assert response.json["field"] == field
+
+
+def test_an_items_own_bad_value_is_a_problem_in_its_slot(client: FlaskClient) -> None:
+    # Values are checked by the request type, item by item, like a budget above the maximum.
+    body = {"positions": [{"position": "start", "limits": {"time_ms": 0}}]}
+    result = post(client, body).json["results"][0]
+    assert result["field"] == "positions.0.limits.time_ms"
+    assert result["type"] == "/problems/invalid-request"
 
 
 def test_limits_on_size_and_budget() -> None:
@@ -149,6 +154,7 @@ def test_without_redis_a_large_batch_is_a_job_of_the_server(client: FlaskClient)
     assert client.get("/v1/jobs/" + "0" * 32).status_code == 404
 
 
+@pytest.mark.system
 def test_batch_bodies_may_exceed_the_64k_of_other_endpoints() -> None:
     app = create_app({"TESTING": True, "KALAH_REDIS_URL": "", "KALAH_BATCH_INLINE_MAX": 3000})
     client = app.test_client()

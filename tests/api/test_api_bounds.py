@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from api.cache import Entry, _Lru
 from api.config import MAX_PV_SOWINGS, load_settings, worker_timeout_s
+from api.store.base import Entry, Lru
 
 PROBLEM = "application/problem+json"
 A = "/v1/analysis"
@@ -180,7 +180,7 @@ def test_rules_reports_every_limit(client: FlaskClient) -> None:
 
 
 def test_the_lru_is_bounded() -> None:
-    lru = _Lru(50)
+    lru = Lru(50)
     for i in range(1000):
         lru.put(f"k{i}", Entry(b"{}", True, None), None)
     assert len(lru) == 50 and lru.get("k999") is not None and lru.get("k0") is None

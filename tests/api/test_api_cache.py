@@ -12,9 +12,10 @@ import redis
 from flask import Flask
 
 from api import create_app
-from api.analysis.analyser import Analyser
-from api.analysis.request import AnalysisRequest, Limits
-from api.cache import Entry, Keys, MemoryCache, RedisCache, _Lru
+from api.core.analyser import Analyser
+from api.core.request import AnalysisRequest, Limits
+from api.store import EmbeddedStore, RedisStore
+from api.store.base import Entry, Keys, Lru
 from kalah_core import Position, Rules, book
 
 if TYPE_CHECKING:
@@ -123,13 +124,14 @@ def test_concurrent_requests_compute_once(redis_server: RedisServer) -> None:
 
 
 def test_a_dead_lock_holder_does_not_block(redis_app: Flask, redis_server: RedisServer) -> None:
-    """A lock left by a worker that died: the request waits for the lease, then computes."""
+    """A lock left by a worker that died elsewhere: the request waits for the lease (or its
+    own wait), then computes."""
     keys = keys_of(redis_app, Rules(houses=3, seeds=3), "333-0-333-0-s", Limits(100))
     redis_client(redis_server).set(keys.lock, "dead-worker", px=400)
     started = time.monotonic()
     answer = analyse(redis_app, f"position=start&{SMALL}&time_ms=100").get_json()
     assert answer["cached"] is False and answer["position"] == "333-0-333-0-s"
-    assert 0.3 < time.monotonic() - started < 3
+    assert time.monotonic() - started > 0.3, "it waited while the lock was held"
 
 
 def test_redis_down_then_back(own_redis: RedisServer) -> None:
@@ -162,7 +164,7 @@ def test_redis_down_then_back(own_redis: RedisServer) -> None:
     assert client.get("/livez").status_code == 200
 
     own_redis.start()  # same port, empty
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 120
     while client.get("/readyz").status_code != 200:
         assert time.monotonic() < deadline, "readyz did not recover"
         time.sleep(0.1)
@@ -179,7 +181,7 @@ def test_redis_recovers_without_a_health_check(own_redis: RedisServer) -> None:
     own_redis.stop()
     assert analyse(app, f"position=start&{SMALL}").status_code == 200
     own_redis.start()
-    time.sleep(RedisCache.BACKOFF_S + 0.1)
+    time.sleep(RedisStore.BACKOFF_S + 0.1)
     analyse(app, "position=start&houses=2&seeds=2")
     other = create_app({"TESTING": True, "KALAH_REDIS_URL": own_redis.url})
     assert analyse(other, "position=start&houses=2&seeds=2").get_json()["cached"] is True
@@ -188,7 +190,7 @@ def test_redis_recovers_without_a_health_check(own_redis: RedisServer) -> None:
 # ---------------------------------------------------------------------------------- memory
 
 
-def test_memory_cache_computes_once_in_a_process(app: Flask) -> None:
+def test_the_embedded_store_computes_once_in_a_process(app: Flask) -> None:
     calls = count_searches(app)
     with ThreadPoolExecutor(6) as pool:
         answers = list(
@@ -199,7 +201,7 @@ def test_memory_cache_computes_once_in_a_process(app: Flask) -> None:
 
 
 def test_lru_is_bounded_and_expires() -> None:
-    lru = _Lru(3)
+    lru = Lru(3)
     for i in range(5):
         lru.put(f"k{i}", Entry(b"{}", True, None), None)
     assert len(lru) == 3 and lru.get("k0") is None and lru.get("k4") is not None
@@ -209,8 +211,8 @@ def test_lru_is_bounded_and_expires() -> None:
     assert lru.get("h") is None
 
 
-def test_memory_heuristic_replaced_only_by_deeper() -> None:
-    cache = MemoryCache(10, 60)
+def test_embedded_heuristic_replaced_only_by_deeper(tmp_path: Path) -> None:
+    cache = EmbeddedStore(tmp_path / "answers", size_mb=1, ttl_s=60, lru_size=10)
     keys = Keys("v:exact", "v:t1", "v:t1:lock")
     cache.put(keys, Entry(b'{"d":5}', False, 5))
     cache.put(keys, Entry(b'{"d":4}', False, 4))
@@ -229,7 +231,7 @@ def test_entry_round_trip(entry: Entry) -> None:
 def test_keys_hold_version_rules_position_and_limits() -> None:
     request = AnalysisRequest(Position.start(Rules()), Rules(), Limits(500, 4))
     assert request.key == "h6s4neo00:444444-0-444444-0-s:t500d4"
-    keys = Keys.of("eng-1", request)
+    keys = Keys.of("eng-1", request.key, request.exact_key)
     assert keys.limits == "kalah:v1:eng-1:h6s4neo00:444444-0-444444-0-s:t500d4"
     assert keys.exact == "kalah:v1:eng-1:h6s4neo00:444444-0-444444-0-s:exact"
 
@@ -258,8 +260,8 @@ def test_inexact_answers_are_keyed_on_the_book_and_database_proven_ones_are_not(
     """A new book or a database attached later can prove what an earlier search could not:
     the keys of answers for limits name both, the key of proven answers neither."""
     request = AnalysisRequest(Position.start(Rules()), Rules(), Limits(1000))
-    before = Keys.of("eng-1", request, "book-aaa.egdb-1")
-    after = Keys.of("eng-1", request, "book-aaa.egdb24")
+    before = Keys.of("eng-1", request.key, request.exact_key, "book-aaa.egdb-1")
+    after = Keys.of("eng-1", request.key, request.exact_key, "book-aaa.egdb24")
     assert before.exact == after.exact
     assert before.limits != after.limits and before.lock != after.lock
     used = keys_of(redis_app, Rules(), "444444-0-444444-0-s", Limits(1000))

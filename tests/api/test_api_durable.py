@@ -22,7 +22,10 @@ from api import create_app
 from api.batch.items import parse_batch
 from api.batch.jobs import JobStore
 from api.config import load_settings
+from api.ratelimit.costs import body_cost
 from api.state import EvictingStateStore
+
+pytestmark = pytest.mark.system
 
 COMPOSE = ROOT / "deploy" / "compose.yaml"
 K8S_REDIS = ROOT / "deploy" / "k8s" / "redis.yaml"
@@ -133,12 +136,16 @@ def test_junk_jobs_are_small_charged_and_cannot_evict_the_keys(
     for _ in range(8):
         response = client.post("/v1/batch", data=body, content_type="application/json")
         assert response.status_code == 202, response.json
-        assert response.headers["Kalah-Cost"] == "21", "1 for the request and 1 per bad item"
+        # 1 for the request, 1 per bad item, and the 4 MB body (read and parsed)
+        assert response.headers["Kalah-Cost"] == str(21 + body_cost(len(body)))
         slots = client.get(response.headers["Location"]).json["results"]
         assert {s["field"] for s in slots} == {f"positions.{i}.rules.houses" for i in range(20)}
         assert all(len(s["detail"]) <= 240 for s in slots)
     stored = sum(int(state.memory_usage(k) or 0) for k in state.scan_iter("kalah:v1:job:*"))
-    measured(f"junk jobs (8 x 20 bad items, 4 MB bodies): {stored} bytes stored, 21 units each")
+    units = 21 + body_cost(len(body))
+    measured(
+        f"junk jobs (8 x 20 bad items, 4 MB bodies): {stored} bytes stored, {units} units each"
+    )
     assert stored < 8 * 20 * 1024, f"{stored} bytes for 160 bad items"
     assert client.get("/v1/rules").status_code == 200, "the key still works"
 

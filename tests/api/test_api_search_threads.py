@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from api.analysis.analyser import Analyser
 from api.config import load_settings
+from api.core.analyser import Analyser
 
 
 def test_search_threads_setting() -> None:

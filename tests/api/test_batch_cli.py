@@ -32,6 +32,7 @@ def stable(answer: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in answer.items() if k not in VOLATILE}
 
 
+@pytest.mark.system
 def test_local_jsonl_on_two_processes(
     tmp_path: Path, client: FlaskClient, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -70,6 +71,7 @@ def test_local_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "position" in capsys.readouterr().err
 
 
+@pytest.mark.system
 def test_against_gunicorn_with_a_worker(
     gunicorn_server: str,
     redis_server: Any,
@@ -113,8 +115,12 @@ def test_against_gunicorn_with_a_worker(
     # A small batch is answered inline by the server itself.
     small = tmp_path / "small.jsonl"
     small.write_text('"start"\n')
-    assert main(["batch", str(small), "--server", gunicorn_server, "--quiet", "--houses", "3"]) == 0
-    assert json.loads(capsys.readouterr().out)["position"] == "444-0-444-0-s"
+    assert main(["batch", str(small), "--server", gunicorn_server, "--houses", "3"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["position"] == "444-0-444-0-s"  # stdout: the answers only
+    # stderr: the summary (and the progress bar)
+    assert "1 position in " in err and f"/s) on {gunicorn_server}: 1 exact, 0 estimated" in err
+    assert "0 errors -> -" in err
     assert main(["batch", str(small), "--server", gunicorn_server, "--rules", "nope"]) == 2
 
 

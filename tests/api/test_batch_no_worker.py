@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
 from conftest import RedisServer
 from figures import measured
@@ -17,6 +18,8 @@ from test_batch_workers import endgame_positions, start_worker
 
 from api import create_app
 from api.batch.jobs import WORKER_STALE_S, WORKERS
+
+pytestmark = pytest.mark.system
 
 
 def test_readiness_and_the_job_say_when_no_worker_runs(

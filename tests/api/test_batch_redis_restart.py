@@ -16,6 +16,8 @@ from test_batch_workers import endgame_positions, stable, start_worker
 
 from api import create_app
 
+pytestmark = pytest.mark.system
+
 
 @pytest.fixture
 def persistent_redis() -> Iterator[RedisServer]:

@@ -20,6 +20,8 @@ from flask.testing import FlaskClient
 from api import create_app
 from api.batch.jobs import JobKeys
 
+pytestmark = pytest.mark.system
+
 ROOT = Path(__file__).resolve().parents[2]
 VOLATILE = ("cached", "nodes", "time_ms", "pv")
 """What may differ between two computations of one answer: where it came from, the work, and

@@ -14,6 +14,8 @@ from flask import Flask
 
 from api import create_app
 
+pytestmark = pytest.mark.system
+
 MID_GAME = "109101-10-231350-12-n"
 """A Kalah(6,4) mid-game position from a random game, North to move, solved in some 30 ms:
 five moves that win, draw and lose."""

@@ -1,7 +1,12 @@
 """The analyser: one per app, holding the settings, the answer cache and this process's
 engine. :meth:`Analyser.analyse` is the one analysis code path of the HTTP routes, the batch
 runners, the game review and the command line: look the request up in the cache, search on a
-miss, shape and store the answer.
+miss, shape and store the answer. :meth:`Analyser.analyse_item` is the step every batch
+runner takes per item: the answer's body, or the problem object of an item that cannot be
+analysed.
+
+What a search costs is not decided here: the analyser tells its :class:`Meter` (the HTTP
+app's is the caller's bill, :mod:`api.ratelimit`) before a search starts and after it ran.
 
 A small pool of :class:`~kalah_core.solver.Engine` per process (:mod:`.engines`:
 ``KALAH_ENGINES``, each with a ``KALAH_TT_MB`` table), created on first use so that each
@@ -13,10 +18,11 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from kalah_core import book
+from kalah_core.errors import KalahError
 from kalah_core.game import legal_moves, outcome, play
 from kalah_core.position import Position, Side
 from kalah_core.results import Analysis
@@ -24,30 +30,39 @@ from kalah_core.rules import Rules
 from kalah_core.solver import ENGINE_VERSION, Engine
 
 from .. import egdb, metrics
-from ..cache import AnswerCache, Entry, Keys
-from ..config import MAX_PV_SOWINGS, Settings
-from .answer import Answer, answer_body
+from ..config import MAX_PV_SOWINGS, Settings, load_settings
+from ..store import AnswerStore, Entry, Keys, make_store
+from .answer import Answer, dumps
 from .engines import EnginePool
+from .problems import ApiProblem, problem_object
 from .request import AnalysisRequest
 
 LOCK_MARGIN_S = 2.0
 """Beyond its search budget, how long other requests wait for the worker computing a key."""
 
 
+class Meter(Protocol):
+    """Who is told about the searches (the HTTP app: the current caller's bill)."""
+
+    def before_search(self, budget_ms: int) -> None:
+        """A search of at most ``budget_ms`` is about to run (may refuse it by raising)."""
+
+    def after_search(self, spent_ms: float) -> None:
+        """A search ran ``spent_ms`` milliseconds of engine time (at most its budget)."""
+
+    def prepay(self, budget_ms: int) -> None:
+        """Work of many searches with ``budget_ms`` in all starts (a game review)."""
+
+
 class Analyser:
     """One per app: the settings, the cache and this process's engine."""
 
     def __init__(
-        self,
-        settings: Settings,
-        cache: AnswerCache,
-        *,
-        before_search: Callable[[int], None] | None = None,
+        self, settings: Settings, cache: AnswerStore, *, meter: Meter | None = None
     ) -> None:
         self.settings = settings
         self.cache = cache
-        self.before_search = before_search
-        """Called with a search's time budget before it runs (the API reserves its cost)."""
+        self.meter = meter
         self._pool: tuple[int, EnginePool] | None = None
         self._create_lock = threading.Lock()
         self._self_test: tuple[int, bool, str] | None = None
@@ -134,21 +149,34 @@ class Analyser:
     def analyse(self, request: AnalysisRequest) -> Answer:
         """The answer to ``request``: from the cache, or searched once (concurrent requests
         for one key wait for the first)."""
-        searched: list[float] = []
+        fresh: list[Answer] = []
 
         def compute() -> Entry:
-            if self.before_search is not None:
-                self.before_search(request.limits.time_ms)
+            if self.meter is not None:
+                self.meter.before_search(request.limits.time_ms)
             analysis = self.search(request)
             # The engine's own time (no lock wait, no set-up), charged at most its budget.
-            searched.append(min(analysis.time_ms, request.limits.time_ms))
-            return Entry(answer_body(request, analysis), analysis.exact, analysis.depth)
+            spent = min(analysis.time_ms, request.limits.time_ms)
+            if self.meter is not None:
+                self.meter.after_search(spent)
+            answer = Answer.of(request, analysis, spent)
+            fresh.append(answer)
+            return Entry(answer.content, answer.exact, analysis.depth)
 
         wait_s = request.limits.time_ms / 1000 + LOCK_MARGIN_S
         entry, cached = self.cache.compute_once(self.keys(request), compute, wait_s)
         metrics.ANSWERS.labels("exact" if entry.exact else "heuristic", str(cached).lower()).inc()
-        prefix = b'{"cached":true,' if cached else b'{"cached":false,'
-        return Answer(prefix + entry.body[1:], entry.exact, cached, sum(searched))
+        if fresh and not cached:
+            return fresh[0]
+        return Answer(entry.body, entry.exact, cached=True)
+
+    def analyse_item(self, request: AnalysisRequest) -> bytes:
+        """One batch item's JSON: its answer's body, or the problem object of why it cannot be
+        analysed (every batch runner's step per item: inline, jobs, ``kalah batch``)."""
+        try:
+            return self.analyse(request).body()
+        except (ApiProblem, KalahError) as error:
+            return dumps(problem_object(error))
 
     def keys(self, request: AnalysisRequest) -> Keys:
         """Where the answer to ``request`` is cached: an inexact one also under the book and
@@ -157,7 +185,12 @@ class Analyser:
         seeds = egdb.service(self.settings.egdb_path, self.settings.egdb_seeds).max_seeds(
             request.rules
         )
-        return Keys.of(ENGINE_VERSION, request, f"book-{book.shipped_digest()}.egdb{seeds}")
+        return Keys.of(
+            ENGINE_VERSION,
+            request.key,
+            request.exact_key,
+            f"book-{book.shipped_digest()}.egdb{seeds}",
+        )
 
     def analyse_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """``POST /v1/analysis`` without HTTP: the same parsing, limits, cache and answer."""
@@ -171,11 +204,8 @@ def default_analyser() -> Analyser:
     """An analyser from the environment's settings, one per process (the command line's and
     the local batch runner's): the server's cache (``KALAH_REDIS_URL``) and limits."""
     if not _DEFAULT:
-        from ..cache import make_cache
-        from ..config import load_settings
-
         settings = load_settings()
-        _DEFAULT.append(Analyser(settings, make_cache(settings, max_connections=2)))
+        _DEFAULT.append(Analyser(settings, make_store(settings, max_connections=2)))
     return _DEFAULT[0]
 
 

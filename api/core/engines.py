@@ -36,7 +36,7 @@ from typing import TypeVar
 
 from kalah_core.solver import Engine
 
-from ..errors import ApiProblem
+from .problems import ApiProblem
 
 log = logging.getLogger("api.engines")
 

@@ -9,16 +9,16 @@ import time
 from collections.abc import Callable, Sequence
 
 from kalah_core.answer import analysis_from_json
-from kalah_core.game import Game, Move
+from kalah_core.game import Move
 from kalah_core.position import Position
 from kalah_core.results import Analysis
 from kalah_core.review import Review, evaluate_backwards, review_history
-from kalah_core.rules import Rules
 
-from ..analysis.analyser import Analyser
-from ..analysis.request import AnalysisRequest, Limits, parse_position_field, parse_rules
 from ..config import Settings
-from ..errors import ApiProblem, renamed_field
+from .analyser import Analyser
+from .play import replay
+from .problems import ApiProblem
+from .request import AnalysisRequest, Limits, parse_position_field, parse_rules
 
 MS_PER_POSITION = 5
 """The least budget a review gives each distinct position: the work around one search (the
@@ -103,20 +103,6 @@ def review_budget(settings: Settings, time_ms: int | None, sowings: int, positio
     return time_ms
 
 
-def replay(
-    rules: Rules, start: Position, *, game: str | None, moves: Sequence[Move] | None
-) -> Game:
-    """The game played from ``start``; errors name ``game`` or ``moves.<i>``."""
-    played = Game(rules, start)
-    if game is not None:
-        with renamed_field(lambda _field: "game"):
-            played.push_fi(game)
-    for index, move in enumerate(moves or ()):
-        with renamed_field(lambda _field, i=index: f"moves.{i}"):  # type: ignore[misc]
-            played.push(move)
-    return played
-
-
 def review_game(
     analyser: Analyser,
     rules_in: object,
@@ -127,11 +113,10 @@ def review_game(
     time_ms: int | None = None,
     depth: int | None = None,
     nodes: int | None = None,
-    on_budget: Callable[[int], None] | None = None,
     on_clock: Callable[[ReviewClock], None] | None = None,
 ) -> Review:
-    """The review of a game; ``on_budget`` is called with the whole game's search budget
-    before the first search (the API reserves its cost), ``on_clock`` with the
+    """The review of a game; the analyser's meter is told the whole game's search budget
+    before the first search (the API reserves its cost); ``on_clock`` is called with the
     :class:`ReviewClock` that shares it out (tests watch the budgets it hands out)."""
     rules = parse_rules(rules_in)
     start = parse_position_field(position_in, rules)
@@ -144,8 +129,8 @@ def review_game(
     Limits.checked(settings, {"time_ms": time_ms, "depth": depth, "nodes": nodes}, prefix="limits.")
     positions = len({r.before.compact() for r in played.history})
     budget = review_budget(settings, time_ms, len(played.history), positions)
-    if on_budget is not None:
-        on_budget(budget)
+    if analyser.meter is not None:
+        analyser.meter.prepay(budget)
     clock = ReviewClock(budget, positions)
     if on_clock is not None:
         on_clock(clock)
@@ -168,7 +153,7 @@ def review_game(
             limits = Limits(share_ms, depth, nodes)
         answer = analyser.analyse(AnalysisRequest(position, rules, limits))
         clock.done(share_ms, (time.monotonic() - started) * 1000)
-        return analysis_from_json(answer.json())
+        return analysis_from_json(answer.data())
 
     evaluations = evaluate_backwards([r.before for r in played.history], budget, analyse)
     return review_history(

@@ -11,9 +11,8 @@ all of which we would have to write.
 - Exact answers never expire (they only leave when the size bound evicts the oldest stored,
   ``least-recently-stored``: reads never write); heuristic ones expire after
   ``KALAH_CACHE_TTL_S`` and are replaced only by a deeper one.
-- One search per key across processes: the first to ``add`` the key's lock computes, the
-  others poll for its answer (up to the search budget plus a margin), as with Redis; a dead
-  holder's lock is taken over at once or lapses within a short renewed lease (:mod:`api.lease`).
+- One search per key across processes: the key's lock is an atomic ``add`` with a short
+  renewed lease, under the single-flight of :class:`~.base.AnswerStore` (as with Redis).
 - An in-process LRU of exact answers sits in front (immutable, so never stale).
 - The store is opened per process, after gunicorn forks (SQLite handles do not survive one).
 """
@@ -22,18 +21,14 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import diskcache
 
-from . import metrics
-from .cache import AnswerCache, Entry, Keys, _Lru
-from .lease import LEASE_S, holder_dead, owner_token, renewing
+from .base import AnswerStore, Entry, Keys, Lru
 from .walbound import BoundedCache, WalBound
 
 log = logging.getLogger("api.embedded")
@@ -42,10 +37,12 @@ SQLITE_TIMEOUT_S = 5
 """How long a writer waits for SQLite's lock before diskcache gives up (a miss then)."""
 
 
-class EmbeddedCache(AnswerCache):
+class EmbeddedStore(AnswerStore):
     """diskcache on the local disk, shared by every process; an LRU of exact entries in front."""
 
     backend = "embedded"
+
+    errors = (diskcache.Timeout, sqlite3.OperationalError)
 
     def __init__(
         self, directory: str | os.PathLike[str], *, size_mb: int, ttl_s: float, lru_size: int
@@ -54,7 +51,7 @@ class EmbeddedCache(AnswerCache):
         self.size_limit = size_mb * 1024 * 1024
         self.wal_bound = WalBound(self.directory, self.size_limit)  # the WAL counts too
         self.ttl_s = ttl_s
-        self._memory = _Lru(lru_size)
+        self._memory = Lru(lru_size)
         self._store: tuple[int, diskcache.Cache] | None = None
         self._open_lock = threading.Lock()
 
@@ -67,7 +64,7 @@ class EmbeddedCache(AnswerCache):
                 opened = self._store
                 if opened is None or opened[0] != os.getpid():
                     self.directory.mkdir(parents=True, exist_ok=True)
-                    cache = BoundedCache(  # the bound counts the WAL: api.walbound
+                    cache = BoundedCache(  # the bound counts the WAL: .walbound
                         str(self.directory),
                         bound=self.wal_bound,
                         eviction_policy="least-recently-stored",
@@ -112,46 +109,23 @@ class EmbeddedCache(AnswerCache):
     def size(self) -> int | None:
         return len(self.store)
 
-    @contextmanager
-    def _single_flight(self, keys: Keys, wait_s: float) -> Iterator[Entry | None]:
+    # -- locks -----------------------------------------------------------------------------
+
+    def take_lock(self, lock: str, token: str, lease_s: float) -> bool:
+        return bool(self.store.add(lock, token, expire=lease_s))
+
+    def lock_holder(self, lock: str) -> bytes | str | None:
+        holder: Any = self.store.get(lock)
+        return holder if isinstance(holder, str | bytes) else None
+
+    def renew_lock(self, lock: str, token: str, lease_s: float) -> None:
         store = self.store
-        token = owner_token()
-        deadline = time.monotonic() + wait_s
-        pause = 0.002
-        holder = False
-        while True:
-            if store.add(keys.lock, token, expire=LEASE_S):  # renewed while we search
-                holder = True
-                break
-            time.sleep(pause)
-            pause = min(pause * 2, 0.05)
-            entry = self.get(keys)
-            if entry is not None:
-                metrics.CACHE_WAITS.inc()
-                yield entry
-                return
-            if time.monotonic() > deadline:
-                break  # the holder is too slow: compute ourselves
-            held_by: Any = store.get(keys.lock)
-            if holder_dead(held_by):  # killed on this machine: take its lock over at once
-                self._release(store, keys.lock, held_by)
-        if not holder:
-            yield None
-            return
+        with store.transact():
+            if store.get(lock) == token:
+                store.touch(lock, expire=lease_s)
 
-        def renew() -> None:
-            with store.transact():
-                if store.get(keys.lock) == token:
-                    store.touch(keys.lock, expire=LEASE_S)
-
-        try:
-            with renewing(renew, keys.lock):
-                yield self.get(keys)  # stored between our miss and the lock?
-        finally:
-            self._release(store, keys.lock, token)
-
-    @staticmethod
-    def _release(store: diskcache.Cache, lock: str, token: str) -> None:
+    def release_lock(self, lock: str, token: bytes | str) -> None:
+        store = self.store
         with store.transact():
             if store.get(lock) == token:
                 store.delete(lock)

@@ -1,10 +1,16 @@
 """An analysis request, parsed once: the position, the rules and the effective limits.
 
 Every way in builds the same :class:`AnalysisRequest` — a JSON body (``POST /v1/analysis``),
-a query string (``GET``), a batch item (over the batch's shared rules and limits) and the
-command line — and its :attr:`~AnalysisRequest.key` is the cache key, the batch's
-de-duplication key and the job queue's task identity. Errors name the offending field as the
-client spelled it (``rules.houses``, ``limits.time_ms``, ``positions.3.position``...).
+a query string (``GET``), a batch item (over the batch's shared rules and limits), a game
+review's positions and the command line — and its :attr:`~AnalysisRequest.key` is the cache
+key, the batch's de-duplication key and the job queue's task identity. Errors name the
+offending field as the client spelled it (``rules.houses``, ``limits.time_ms``,
+``positions.3.position``...).
+
+This module is the service's only validator of positions, rules and limits (the request
+schemas check JSON types only, and document the bounds checked here): :func:`parse_position_field`,
+:func:`parse_rules`, :func:`parse_query_rules` and :meth:`Limits.checked` are what every
+resource (analysis, board, play, games, batch) and the command line call.
 """
 
 from __future__ import annotations
@@ -17,7 +23,17 @@ from kalah_core.position import Position, parse_position
 from kalah_core.rules import OPTION_DOCS, Rules
 
 from ..config import MAX_DEPTH, Settings
-from ..errors import ApiProblem, renamed_field
+from .problems import ApiProblem, renamed_field
+
+MAX_POSITION_TEXT = 1024
+"""Longest position text accepted (the compact notation is at most 64 characters; the rest is
+room for the JSON form sent as text)."""
+
+MAX_PRESET_TEXT = 64
+"""Longest preset name accepted (every preset's name is far shorter)."""
+
+RULE_PARAMETERS = tuple(OPTION_DOCS)
+"""The rule options, each also a query parameter (``&houses=4``) overriding the preset's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +136,7 @@ class AnalysisRequest:
     def from_query(cls, settings: Settings, args: Mapping[str, Any]) -> AnalysisRequest:
         """From ``GET`` parameters: ``rules=<preset>`` plus one parameter per overridden
         option (``&houses=4``), ``position``, and the limits as plain parameters."""
-        overrides = {name: args[name] for name in OPTION_DOCS if name in args}
+        overrides = {name: args[name] for name in RULE_PARAMETERS if name in args}
         rules = parse_query_rules(args.get("rules"), overrides)
         position = parse_position_field(args["position"], rules)
         return cls(position, rules, Limits.checked(settings, args))
@@ -160,6 +176,12 @@ def parse_rules(value: object, *, field: str = "rules") -> Rules:
             return field
         return f"{field}.{name}"
 
+    if (isinstance(value, str) and len(value) > MAX_PRESET_TEXT) or (
+        isinstance(value, Mapping) and len(value) > len(OPTION_DOCS) + 1
+    ):
+        raise ApiProblem(
+            "invalid-request", "Rules are a preset name or an object of options.", field=field
+        )
     with renamed_field(rename):
         return Rules.from_json(value)
 
@@ -184,5 +206,11 @@ def parse_position_field(value: object, rules: Rules, *, field: str = "position"
             field + name[len("position") :] if name.startswith("position.") else f"{field}.{name}"
         )
 
+    if isinstance(value, str) and len(value) > MAX_POSITION_TEXT:
+        raise ApiProblem(
+            "invalid-request",
+            f"A position text is at most {MAX_POSITION_TEXT} characters.",
+            field=field,
+        )
     with renamed_field(rename):
         return parse_position(value, rules)

@@ -1,0 +1,110 @@
+"""Solving never hangs silently: ``kalah solve`` shows its proven bounds as they narrow and
+stops on Ctrl-C (SIGINT) within a second, printing what is proven so far, with no traceback;
+``Engine.interrupt`` stops an analysis running on another thread."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from kalah_core.position import Position
+from kalah_core.rules import Rules
+from kalah_core.solver import Engine
+
+HARD = "666666-0-666666-0-s"  # Kalah(6,6)'s start: a proof takes weeks
+DEADLINE_S = 120.0  # generous: the machine may be loaded; the claim is checked by the events
+
+
+def test_interrupt_stops_an_unbounded_analysis_with_its_bounds() -> None:
+    rules = Rules.preset("kalah").replace(seeds=6)
+    engine = Engine(tt_mb=16)
+    done = threading.Event()
+    answers = []
+
+    def run() -> None:
+        answers.append(engine.analyse(Position.start(rules), rules, prove="optimal"))
+        done.set()
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    # Wait until the proof runs (progress known and nodes counted), then interrupt.
+    started = threading.Event()
+    for _ in range(int(DEADLINE_S / 0.05)):
+        progress = engine.progress()
+        if progress is not None and progress[2] > 100_000:
+            started.set()
+            break
+        done.wait(0.05)
+    assert started.is_set() and not done.is_set()
+    engine.interrupt()
+    assert done.wait(DEADLINE_S)
+    analysis = answers[0]
+    assert not analysis.exact
+    assert analysis.lower <= analysis.value <= analysis.upper
+    assert progress is not None and analysis.lower >= progress[0] and analysis.upper <= progress[1]
+    # The next analysis is not interrupted.
+    small = Rules.preset("kalah").replace(houses=4, seeds=2)
+    assert engine.analyse(Position.start(small), small).exact
+
+
+def _solve(*options: str, tmp_path: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "KALAH_EGDB_PATH": "off", "PYTHONUNBUFFERED": "1"}
+    command = [sys.executable, "-m", "kalah_core", "solve", "--progress", "--tt-mb", "16"]
+    return subprocess.Popen(
+        [*command, "--best-only", *options, HARD],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
+    )
+
+
+def _interrupt_when_running(process: subprocess.Popen[bytes]) -> tuple[str, str]:
+    """Send SIGINT once the progress line shows nodes searched (about 5 s in: progress lines
+    come every 0.5 s, and the tenth is awaited), then wait for the exit."""
+    assert process.stderr is not None
+    lines = 0
+    seen = b""
+    while lines < 10:
+        chunk = process.stderr.read(1)  # bytes: text mode would turn each \r into \n
+        assert chunk, f"kalah solve ended early: {seen!r}"
+        seen += chunk
+        lines += chunk == b"\r"
+    process.send_signal(signal.SIGINT)
+    exited = threading.Event()
+    threading.Thread(target=lambda: (process.wait(), exited.set()), daemon=True).start()
+    # The claim is "within a second"; the deadline is generous so a loaded machine cannot fail
+    # the test, and a search that ignored the signal (as before) would run for weeks.
+    assert exited.wait(DEADLINE_S), "kalah solve did not stop on SIGINT"
+    out, err = process.communicate()
+    return out.decode(), (seen + err).decode()
+
+
+@pytest.mark.system
+def test_sigint_prints_the_bounds_proven_so_far(tmp_path: Path) -> None:
+    process = _solve(tmp_path=tmp_path)
+    out, err = _interrupt_when_running(process)
+    assert process.returncode == 130
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert "proven [" in err and "nodes/s" in err  # the progress line
+    assert out.startswith("interrupted: what is proven so far\n")
+    assert "proven between" in out
+
+
+@pytest.mark.system
+def test_sigint_with_json_is_the_answer_so_far_not_exact(tmp_path: Path) -> None:
+    process = _solve("--json", tmp_path=tmp_path)
+    out, err = _interrupt_when_running(process)
+    assert process.returncode == 130
+    assert "Traceback" not in err
+    answer = json.loads(out)
+    assert answer["interrupted"] is True and answer["exact"] is False
+    assert answer["lower"] <= answer["value"] <= answer["upper"]
+    assert answer["nodes"] > 0 and len(answer["moves"]) == 6
