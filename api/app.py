@@ -25,7 +25,7 @@ from kalah_core.errors import KalahError
 from . import egdb, metrics
 from .analysis import routes as analysis_routes
 from .batch import routes as batch_routes
-from .batch.embedded_jobs import make_job_store
+from .batch.stores import make_job_store
 from .board import page as board_page
 from .board import routes as board_routes
 from .bounds import init_body_guard
@@ -82,6 +82,7 @@ OPERATION_IDS = {
     ("get", "/v1/best-move"): "bestMove",
     ("post", "/v1/batch"): "analyseBatch",
     ("get", "/v1/jobs/{job_id}"): "getJob",
+    ("delete", "/v1/jobs/{job_id}"): "cancelJob",
     ("post", "/v1/games/analysis"): "analyseGame",
     ("post", "/v1/play"): "play",
     ("get", "/v1/rules"): "getRules",

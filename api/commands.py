@@ -342,14 +342,18 @@ def cmd_worker(args: argparse.Namespace) -> int:
 def add_worker(commands: Commands) -> None:
     worker = commands.add_parser(
         "worker",
-        help="run a batch worker (RQ) on the API's Redis",
+        help="run a batch worker on the API's Redis",
         description="Take chunks of batch jobs from the API's Redis and analyse them with a "
         "warm engine; any number of workers on any number of machines may share one Redis.",
     )
     worker.set_defaults(func=cmd_worker)
     worker.add_argument("--redis-url", default=None, metavar="URL", help="default: KALAH_REDIS_URL")
-    worker.add_argument("--burst", action="store_true", help="stop when the queue is empty")
-    worker.add_argument("--name", default=None, help="the worker's name in RQ (default: random)")
+    worker.add_argument("--burst", action="store_true", help="stop when no chunk waits or runs")
+    worker.add_argument(
+        "--name",
+        default=None,
+        help="the worker's name in logs and in the count of workers alive (default: host:pid)",
+    )
 
 
 # --------------------------------------------------------------------- the service

@@ -54,7 +54,7 @@ def run_jobs(items: list[dict[str, object]], args: argparse.Namespace) -> tuple[
             for _ in range(args.workers)
         ]
         wait_for(
-            lambda: len(redis.Redis.from_url(url).keys("rq:worker:*")) >= args.workers,
+            lambda: redis.Redis.from_url(url).zcard("kalah:v1:workers") >= args.workers,
             30,
             "workers",
         )

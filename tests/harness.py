@@ -132,6 +132,7 @@ class Gunicorn:
             **os.environ,
             "KALAH_WORKERS": "2",
             "KALAH_MAX_TIME_MS": "5000",
+            "KALAH_TT_MB": "64",  # the service's default (tests/conftest.py lowers the apps')
             "PROMETHEUS_MULTIPROC_DIR": self.metrics_dir,
             **env,
         }

@@ -32,6 +32,8 @@ How to keep an example runnable when you write docs:
   shows exists in the real answer, and every top-level scalar it shows equals the real one
   (but ``nodes`` and ``time_ms``, which vary). ``//`` comments and elisions are free.
 - docs/config.md is generated: ``.venv/bin/python -m api.config_docs > docs/config.md``.
+- Every relative link ``[text](file.md#anchor)`` points at a file that exists and a heading
+  of it.
 """
 
 from __future__ import annotations
@@ -132,6 +134,35 @@ def test_config_md_is_generated_from_the_settings_table() -> None:
     assert actual == expected, (
         "docs/config.md is out of date: .venv/bin/python -m api.config_docs > docs/config.md"
     )
+
+
+# --------------------------------------------------------------------------- links
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a heading."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def links() -> list[tuple[str, str]]:
+    found = []
+    for path in DOCS:
+        for target in re.findall(r"\]\(([^)\s]+)\)", path.read_text(encoding="utf-8")):
+            if not re.match(r"[a-z]+:", target):
+                found.append((path.name, target))
+    return found
+
+
+@pytest.mark.parametrize(("source", "target"), links(), ids=[f"{s}->{t}" for s, t in links()])
+def test_every_link_between_the_docs_resolves(source: str, target: str) -> None:
+    base = ROOT if source == "README.md" else ROOT / "docs"
+    name, _, anchor = target.partition("#")
+    path = (base / name).resolve() if name else base / source
+    assert path.exists(), target
+    if anchor:
+        headings = re.findall(r"^#+ (.+)$", path.read_text(encoding="utf-8"), re.MULTILINE)
+        assert anchor in {slug(h) for h in headings}, (target, [slug(h) for h in headings])
 
 
 # --------------------------------------------------------------------------- URLs

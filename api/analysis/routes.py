@@ -32,9 +32,10 @@ blp = Blueprint(
 )
 
 ERRORS = {
-    400: "Unparsable input: a malformed body or position notation.",
+    400: "A malformed body (not JSON).",
     413: "The body is too large.",
-    422: "Invalid rules or position, a bad parameter, or a budget above the server's maximum.",
+    422: "Invalid rules or position (or its notation), a bad parameter, or a budget above the "
+    "server's maximum.",
 }
 
 

@@ -2,8 +2,10 @@
 every core, write one JSON line per item in input order.
 
 Each process keeps one warm :class:`Analyser` (engine, transposition table, cache) for all its
-tasks, and every task goes through :meth:`Analyser.analyse`, so a line equals the answer of
-``POST /v1/analysis`` (with ``KALAH_REDIS_URL`` set, the same shared cache too).
+tasks, and every task goes through :func:`api.batch.runner.answer_all` (the loop of inline
+batches and job runners), so a line equals the answer of ``POST /v1/analysis`` (with
+``KALAH_REDIS_URL`` set, the same shared cache too). The items are checked here, not by the
+HTTP schema: a file's line is not a request body.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import csv
 import dataclasses
 import json
 import multiprocessing
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -23,6 +26,7 @@ from ..core.analyser import default_analyser
 from ..core.problems import ApiProblem
 from ..core.request import AnalysisRequest
 from .items import Batch, parse_batch
+from .runner import answer_all
 
 CSV_COLUMNS = ("position", "rules", "time_ms", "depth", "nodes")
 """CSV input: a header row naming some of these columns; ``position`` is required, ``rules`` a
@@ -35,8 +39,6 @@ def read_items(path: Path | str) -> list[dict[str, Any]]:
     """Batch items from a ``.csv`` file, else JSON lines (each an item object, or a bare
     position string); ``-`` is standard input (JSON lines)."""
     if str(path) == "-":
-        import sys
-
         return list(_jsonl(sys.stdin))
     with open(path, encoding="utf-8", newline="") as handle:
         if str(path).lower().endswith(".csv"):
@@ -83,31 +85,59 @@ def _csv(handle: IO[str]) -> Iterator[dict[str, Any]]:
         yield item
 
 
+ITEM_FIELDS = ("position", "rules", "limits")
+LIMIT_FIELDS = ("time_ms", "depth", "nodes")
+
+
+def _check_item(i: int, item: object) -> None:
+    """The shape of item ``i`` (an object with a position, rules given as a preset name or an
+    object, integer limits); the values themselves are the request type's to check."""
+    where = f"positions.{i}"
+    if not isinstance(item, Mapping):
+        raise ApiProblem("invalid-request", "an item is an object or a position", field=where)
+    for name in item:
+        if name not in ITEM_FIELDS:
+            raise ApiProblem("invalid-request", "unknown field", field=f"{where}.{name}")
+    if "position" not in item:
+        raise ApiProblem("invalid-request", "missing position", field=f"{where}.position")
+    if not isinstance(item["position"], str | dict):
+        raise ApiProblem(
+            "invalid-request", "a position is a string or an object", field=f"{where}.position"
+        )
+    if "rules" in item and not isinstance(item["rules"], str | dict):
+        raise ApiProblem(
+            "invalid-request", "rules are a preset name or an object", field=f"{where}.rules"
+        )
+    limits = item.get("limits", {})
+    if not isinstance(limits, Mapping):
+        raise ApiProblem("invalid-request", "limits are an object", field=f"{where}.limits")
+    for name, value in limits.items():
+        if name not in LIMIT_FIELDS:
+            raise ApiProblem("invalid-request", "unknown field", field=f"{where}.limits.{name}")
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ApiProblem(
+                "invalid-request", "an integer is expected", field=f"{where}.limits.{name}"
+            )
+
+
 def parse_local(
     items: Sequence[Mapping[str, Any]], rules: object, limits: Mapping[str, Any]
 ) -> Batch:
-    """The batch as the server would parse it (the same schema, so a malformed item is an
-    error naming ``positions.<i>.<field>``), without the server's size and budget limits."""
-    from marshmallow import ValidationError
-
-    from ..errors import _first_field
-    from .schemas import BatchRequestSchema
-
-    try:
-        data = BatchRequestSchema().load(
-            {"positions": list(items), "rules": rules, "limits": limits}
-        )
-    except ValidationError as error:
-        field, reason = _first_field(error.messages)
-        raise ApiProblem("invalid-request", reason, field=field) from None
+    """The batch as the server would parse it (a malformed item is an error naming
+    ``positions.<i>.<field>``; an item whose position or rules do not parse gets a problem
+    object in its line), without the server's size and budget limits."""
+    for i, item in enumerate(items):
+        _check_item(i, item)
     settings = dataclasses.replace(
         load_settings(), batch_max_positions=len(items) or 1, batch_max_budget_ms=1 << 62
     )
-    return parse_batch(settings, data["positions"], data["rules"], data["limits"])
+    return parse_batch(settings, items, rules, limits)
 
 
-def _answer(task_json: dict[str, Any]) -> bytes:
-    return default_analyser().analyse_item(AnalysisRequest.from_json(task_json))
+def _answer_some(tasks: list[dict[str, Any]]) -> list[bytes]:
+    """One pool process's share: its tasks' answers, through the one batch loop."""
+    requests = [AnalysisRequest.from_json(task) for task in tasks]
+    return [answered.body for answered in answer_all(default_analyser(), requests)]
 
 
 def run_local(batch: Batch, workers: int, progress: Progress | None = None) -> list[bytes]:
@@ -115,19 +145,21 @@ def run_local(batch: Batch, workers: int, progress: Progress | None = None) -> l
     processes (grouped by rules, so each process's table serves one rule set at a time)."""
     order = sorted(range(len(batch.tasks)), key=lambda k: batch.tasks[k].key)
     payload = [batch.tasks[k].to_json() for k in order]
+    size = max(1, min(32, len(payload) // (workers * 8) or 1))
+    pieces = [payload[i : i + size] for i in range(0, len(payload), size)]
     answers: list[bytes] = [b""] * len(batch.tasks)
-    chunk = max(1, min(32, len(payload) // (workers * 8) or 1))
-    if workers <= 1:
-        results: Iterator[bytes] = map(_answer, payload)
-        pool = None
-    else:
-        pool = multiprocessing.get_context("fork").Pool(workers)
-        results = pool.imap(_answer, payload, chunksize=chunk)
+    pool = multiprocessing.get_context("fork").Pool(workers) if workers > 1 else None
+    results: Iterator[list[bytes]] = (
+        map(_answer_some, pieces) if pool is None else pool.imap(_answer_some, pieces)
+    )
     try:
-        for k, body in zip(order, results, strict=True):
-            answers[k] = body
+        done = 0
+        for piece in results:
+            for body in piece:
+                answers[order[done]] = body
+                done += 1
             if progress is not None:
-                progress(1)
+                progress(len(piece))
     finally:
         if pool is not None:
             pool.close()

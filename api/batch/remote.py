@@ -12,12 +12,16 @@ import json
 import time
 import urllib.error
 import urllib.request
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kalah_core.errors import KalahError
 
 POLL_S = 0.25
+MAX_OUTSTANDING = 4
+"""Jobs of one caller queued or running at once: the server's limit
+(:data:`api.batch.store.MAX_UNFINISHED_JOBS`)."""
 
 
 class ServerError(KalahError):
@@ -95,35 +99,41 @@ def run_remote(
     progress: Callable[[int], None] | None = None,
 ) -> list[bytes]:
     """Every item's result line, in input order. ``key``: the API key sent as a bearer token
-    (a batch that becomes a job needs one)."""
+    (a batch that becomes a job needs one). At most :data:`MAX_OUTSTANDING` jobs are queued or
+    running at once (the server refuses more of one caller): a piece waits for the oldest."""
     base = server.rstrip("/")
     pieces: list[tuple[str | None, list[bytes]]] = []
-    for part in _split(base, items, limits, piece, key):
-        body = {"positions": part, "rules": rules, "limits": limits}
-        status, headers, content = _request(base + "/v1/batch", body=body, key=key)
-        if status == 202:
-            pieces.append((base + headers["Location"], []))
-        else:
-            results = json.loads(content)["results"]
-            pieces.append((None, [json.dumps(r).encode() for r in results]))
-            if progress is not None:
-                progress(len(results))
-    reported = 0
-    for url, _ in pieces:
-        if url is None:
-            continue
+    outstanding: deque[str] = deque()
+
+    def finish(url: str) -> None:
+        reported = 0
         while True:
             _, _, content = _request(url + "?limit=1", key=key)
             job = json.loads(content)
             if progress is not None:
                 progress(job["progress"]["done"] - reported)
             reported = job["progress"]["done"]
-            if job["status"] == "failed":
-                raise ServerError(f"job {job['id']} failed: {job['error']}")
+            if job["status"] in ("failed", "cancelled"):
+                raise ServerError(f"job {job['id']} {job['status']}: {job['error']}")
             if job["status"] == "finished":
-                break
+                return
             time.sleep(POLL_S)
-        reported = 0
+
+    for part in _split(base, items, limits, piece, key):
+        while len(outstanding) >= MAX_OUTSTANDING:
+            finish(outstanding.popleft())
+        body = {"positions": part, "rules": rules, "limits": limits}
+        status, headers, content = _request(base + "/v1/batch", body=body, key=key)
+        if status == 202:
+            pieces.append((base + headers["Location"], []))
+            outstanding.append(base + headers["Location"])
+        else:
+            results = json.loads(content)["results"]
+            pieces.append((None, [json.dumps(r).encode() for r in results]))
+            if progress is not None:
+                progress(len(results))
+    while outstanding:
+        finish(outstanding.popleft())
     lines: list[bytes] = []
     for url, inline in pieces:
         if url is None:

@@ -11,6 +11,7 @@ from ..config import BATCH_PAGE_MAX
 from ..schemas.components import ref
 from ..schemas.fields import RulesField, answer, position_field, rules_field
 from ..schemas.requests import LimitsSchema
+from .store import STATUSES
 
 RESULT_DOC = {
     "description": "The item's analysis answer (as POST /v1/analysis gives it; `cached` says "
@@ -82,10 +83,11 @@ class JobStatusSchema(ma.Schema):
 
     id = fields.String(metadata={"description": "The job id."})
     status = fields.String(
-        validate=validate.OneOf(["queued", "running", "finished", "failed"]),
+        validate=validate.OneOf(list(STATUSES)),
         metadata={
             "description": "queued (no chunk started), running, finished (every result is "
-            "there) or failed (a chunk lost its worker 3 times; see error)."
+            "there), failed (a chunk lost its worker 3 times; see error) or cancelled (by its "
+            "owner, DELETE: the results so far stay readable)."
         },
     )
     progress = fields.Nested(ProgressSchema, metadata={"description": "How far the job is."})
@@ -99,6 +101,11 @@ class JobStatusSchema(ma.Schema):
             "has reported recently: it waits until one runs); null otherwise."
         },
     )
+
+
+@answer()
+class JobStatusAnswerSchema(JobStatusSchema):
+    """DELETE /v1/jobs/{id}: the job's status after cancelling."""
 
 
 @answer()

@@ -1,21 +1,24 @@
-"""``kalah worker``: an RQ worker for batch chunks, with a warm engine and a reaper.
+"""``kalah worker``: runs the chunks of batch jobs from the state Redis, with a warm engine.
 
-It is RQ's :class:`~rq.SimpleWorker` (jobs run in this process, no fork per job), so the
-engine, its transposition table and the memory-mapped endgame databases stay warm from one
-chunk to the next. Each task goes through :meth:`Analyser.analyse`, the code path of
-``/v1/analysis`` with the same cache (Redis, shared with the API): a position the cache or
-another worker already answered is not searched again. A thread re-queues the chunks of dead
-workers (:meth:`JobStore.reap`) and beats every second (:meth:`JobStore.beat`: ``/readyz``
-and the jobs' answers say when no worker is alive). Any number of workers on any number of
-machines may join by pointing ``KALAH_REDIS_URL`` at the same Redis.
+The chunks run in this process (no fork per chunk), so the engine, its transposition table
+and the memory-mapped endgame databases stay warm from one chunk to the next. Each task goes
+through the ``/v1/analysis`` code path (:func:`api.batch.runner.answer_one`) with the same
+cache (Redis, shared with the API): a position the cache or another worker already answered
+is not searched again. The loop is :func:`api.batch.runner.serve` over the
+:class:`~api.batch.redis_store.RedisJobStore`; a thread beats every second (``/readyz`` and
+the API count the workers alive: without one, a new job is refused). Any Redis error (lost,
+timing out, out of memory) is waited out, and the worker goes on where it was. Any number of
+workers on any number of machines may join by pointing ``KALAH_REDIS_URL`` at the same Redis.
+
+SIGTERM or SIGINT: the chunk in hand is finished, then the worker exits; a second signal
+stops it after the current search (the chunk is then taken over by another worker).
 """
 
 from __future__ import annotations
 
-import contextlib
-import itertools
 import logging
 import os
+import signal
 import socket
 import threading
 import time
@@ -25,125 +28,72 @@ import redis
 
 from ..config import Settings, load_settings
 from ..core.analyser import Analyser
+from ..lease import owner_token
+from ..ratelimit.buckets import Buckets
+from ..ratelimit.charging import charge_later, make_counters
 from ..state import check_state_store, make_state_client
 from ..store import make_store
-from .jobs import REAP_EVERY_S, WORKER_BEAT_S, JobStore, job_store
+from .redis_store import WORKER_BEAT_S, RedisJobStore, job_store
+from .runner import PAUSE_MAX_S, PAUSE_S, beating, serve
 
 log = logging.getLogger("api.batch.worker")
 
-_STATE: list[tuple[Analyser, JobStore]] = []
 
-OUTAGE_PAUSE_S = 0.5
-OUTAGE_PAUSE_MAX_S = 5.0
-"""After losing Redis, a worker tries again after this pause, doubling up to the maximum."""
-
-
-def _state() -> tuple[Analyser, JobStore]:
-    if not _STATE:
-        settings = load_settings()
-        if not settings.state_url:
-            raise RuntimeError(
-                "kalah worker needs KALAH_STATE_REDIS_URL or KALAH_REDIS_URL (the API's)"
-            )
-        _STATE.append(_make_state(settings))
-    return _STATE[0]
-
-
-def _make_state(settings: Settings) -> tuple[Analyser, JobStore]:
-    assert settings.state_url
+def _make(settings: Settings) -> tuple[Analyser, RedisJobStore, Buckets]:
+    if not settings.state_url:
+        raise RuntimeError(
+            "kalah worker needs KALAH_STATE_REDIS_URL or KALAH_REDIS_URL (the API's)"
+        )
     check_state_store(make_state_client(settings.state_url, timeout_s=2.0))
     cache = make_store(settings, max_connections=4)
-    return Analyser(settings, cache), job_store(settings)
-
-
-def run_ticket() -> int:
-    """RQ's entry point: run the next chunk of the next owner in the ring (owners are served
-    round-robin, see :mod:`.jobs`); returns the tasks answered."""
-    _, store = _state()
-    taken = store.take()
-    return 0 if taken is None else run_chunk(*taken)
-
-
-def run_chunk(job_id: str, n: int) -> int:
-    """Compute chunk ``n`` of job ``job_id``; returns the tasks answered."""
-    analyser, store = _state()
-    token = f"{socket.gethostname()}:{os.getpid()}"
-    tasks = store.begin_chunk(job_id, n, token)
-    if tasks is None:
-        return 0
-    answers: list[tuple[int, bytes]] = []
-    with store.heartbeat(job_id, n, token):
-        for index, task in tasks:
-            answers.append((index, analyser.analyse_item(task)))
-    store.complete_chunk(job_id, n, answers)
-    return len(answers)
+    buckets = Buckets(make_counters(settings))
+    return Analyser(settings, cache), job_store(settings), buckets
 
 
 def run_worker(*, burst: bool = False, name: str | None = None) -> int:
-    """Serve the batch queue until stopped (or, with ``burst``, until it is empty)."""
-    from rq import SimpleWorker
-
-    analyser, store = _state()
+    """Run chunks until stopped (or, with ``burst``, until no chunk waits or runs)."""
+    logging.basicConfig(
+        level=os.environ.get("KALAH_LOG_LEVEL", "INFO").upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    settings = load_settings()
+    pause = PAUSE_S
+    while True:  # a state store not up yet (a deployment starting) is waited for
+        try:
+            analyser, store, buckets = _make(settings)
+            break
+        except (redis.ConnectionError, redis.TimeoutError) as error:
+            log.warning("the state store is unreachable (%s); trying again in %.1f s", error, pause)
+            time.sleep(pause)
+            pause = min(2 * pause, PAUSE_MAX_S)
     analyser.self_test()
     # The engine and its databases before the first chunk (a worker searches one at a time).
     with analyser.engines().engine(analyser.settings.default_time_ms):
         pass
-    stop = threading.Event()
-    me = f"{socket.gethostname()}:{os.getpid()}"
+    me = name or f"{socket.gethostname()}:{os.getpid()}"
+    stop, hard = threading.Event(), threading.Event()
 
-    def beat() -> None:
-        try:
-            store.beat(me)  # /readyz and the jobs' answers count the workers alive
-        except redis.RedisError as error:  # a Redis hiccup: the next beat tries again
-            log.warning("worker heartbeat failed: %s", error)
-
-    def reaper() -> None:
-        beat()
-        while not stop.wait(min(REAP_EVERY_S, WORKER_BEAT_S)):
-            beat()
-            try:
-                store.reap()
-                store.reissue()
-            except Exception:  # a Redis hiccup: try again next round
-                log.exception("reaper round failed")
-
-    threading.Thread(target=reaper, name="reaper", daemon=True).start()
-    level = os.environ.get("KALAH_LOG_LEVEL", "INFO").upper()
-    pause = OUTAGE_PAUSE_S
-
-    class Worker(SimpleWorker):
-        """RQ's worker, remembering whether it was asked to stop (SIGTERM, SIGINT)."""
-
-        stop_requested = False
-
-        def request_stop(self, signum: int, frame: FrameType | None) -> None:
-            self.stop_requested = True
-            super().request_stop(signum, frame)  # type: ignore[no-untyped-call]
-
-    try:
-        for attempt in itertools.count():
-            # A new RQ worker after an outage; this process, its warm engine and its databases
-            # stay. RQ's own loop gives up on a lost connection: it raises, or it logs the error
-            # and returns as if it had been stopped. A chunk cut off by the outage is re-queued
-            # by a reaper once its lease lapses, a ticket lost with it issued again.
-            try:
-                if burst:
-                    store.reissue()
-                worker = Worker(
-                    [store.queue],
-                    connection=store.redis,
-                    name=name if attempt == 0 or name is None else f"{name}-{attempt}",
-                )
-                worker.work(burst=burst, logging_level=level)
-                if worker.stop_requested or (burst and not store.waiting()):
-                    return 0
-                log.warning("RQ's worker quit unasked; a new one in %.1f s", pause)
-            except (redis.ConnectionError, redis.TimeoutError) as error:
-                log.warning("Redis unreachable (%s); trying again in %.1f s", error, pause)
-            time.sleep(pause)
-            pause = min(2 * pause, OUTAGE_PAUSE_MAX_S)
-    finally:
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        if stop.is_set():
+            hard.set()
         stop.set()
-        with contextlib.suppress(redis.RedisError):  # else it goes stale by itself
-            store.leave(me)
-    return 0  # pragma: no cover - the loop returns
+        log.warning("worker %s stopping (signal %d)", me, signum)
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+
+    def bill(payer_text: str, search_ms: float) -> None:
+        charge_later(buckets, payer_text, search_ms)
+
+    with beating(store, me, WORKER_BEAT_S):
+        serve(
+            store,
+            analyser,
+            worker=f"{me}/{owner_token()}",  # the lease token: unique even if names repeat
+            stop=stop,
+            bill=bill,
+            burst=burst,
+            hard_stop=hard,
+        )
+    return 0

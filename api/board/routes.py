@@ -31,8 +31,8 @@ CACHE_CONTROL = "public, max-age=86400"
 """The image is a function of the query; a day, since a new release may draw it better."""
 
 ERRORS = {
-    400: "Unparsable position notation.",
-    422: "Invalid rules or position, a bad parameter, or a move that is not legal there.",
+    422: "Invalid rules or position (or its notation), a bad parameter, or a move that is not "
+    "legal there.",
 }
 
 HEADERS = {

@@ -36,6 +36,10 @@ class ProblemType:
     log_level: int = logging.INFO
 
 
+# One status per class of error: 400 a body that is not JSON at all (or not HTTP), 422 a
+# well-formed request whose content is invalid (a field: rules, position, notation, a move, a
+# budget), 401 a key, 404 a job, 408/413/415 how the body was sent, 429 the rate limit, 503
+# the service. docs/api.md lists them; a test checks the list against this table.
 PROBLEMS: dict[str, ProblemType] = {
     p.slug: p
     for p in (
@@ -53,7 +57,7 @@ PROBLEMS: dict[str, ProblemType] = {
         ),
         ProblemType(
             "invalid-notation",
-            400,
+            422,
             "Invalid notation",
             "A compact position or a game in the Finnish notation that cannot be parsed.",
         ),

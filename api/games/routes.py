@@ -21,10 +21,10 @@ blp = Blueprint(
 )
 
 ERRORS = {
-    400: "Unparsable input: a malformed body, position or game notation.",
+    400: "A malformed body (not JSON).",
     413: "The body is too large.",
-    422: "Invalid rules or position, an illegal move (field game or moves.<index>), or a "
-    "budget above the server's maximum.",
+    422: "Invalid rules or position, a game or position notation that cannot be read, an "
+    "illegal move (field game or moves.<index>), or a budget above the server's maximum.",
     503: "The engine is not available, or the review ran past twice its budget and a second "
     "(a busy server; see Retry-After).",
 }

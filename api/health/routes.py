@@ -22,8 +22,7 @@ from flask.views import MethodView
 from flask_smorest import Blueprint  # type: ignore[import-untyped]
 
 from .. import metrics
-from ..batch.embedded_jobs import EmbeddedJobStore
-from ..batch.jobs import stalled_reason
+from ..batch.store import JobStore
 from ..core.problems import PROBLEMS, TYPE_PREFIX
 from ..errors import problem_response
 from ..schemas.answers import ProblemSchema
@@ -117,18 +116,19 @@ def _state_check() -> tuple[bool, str]:
 
 
 def _jobs_check() -> tuple[bool, str]:
-    """Whether batch jobs can run now: a worker alive (Redis), or this server's processes."""
-    store = current_app.extensions["kalah_jobs"]
-    if isinstance(store, EmbeddedJobStore):
-        return True, "jobs run by this server's processes (embedded store)"
+    """Whether batch jobs can run now: a worker alive (Redis), or this server's processes.
+    No worker only degrades readiness (analyses are served; a new job is refused with a 503)."""
+    store: JobStore = current_app.extensions["kalah_jobs"]
     try:
         workers = store.workers()
-        stalled = stalled_reason(workers)
+        stalled = store.stalled()
         if stalled is not None:
             return False, f"{stalled}; {store.unfinished()} unfinished jobs"
     except (redis.RedisError, OSError) as error:
         log.warning("readyz: the job queue is unreachable: %s: %s", type(error).__name__, error)
         return False, "the job queue is unreachable (the server log has the error)"
+    if workers is None:
+        return True, "jobs run by this server's processes (embedded store)"
     return True, f"{workers} batch workers alive"
 
 

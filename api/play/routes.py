@@ -20,9 +20,10 @@ blp = Blueprint(
 
 
 ERRORS = {
-    400: "Unparsable input.",
+    400: "A malformed body (not JSON).",
     413: "The body is too large.",
-    422: "Invalid rules or position, or an illegal move (field moves.<index> or game).",
+    422: "Invalid rules or position, a game or position notation that cannot be read, or an "
+    "illegal move (field moves.<index> or game).",
 }
 
 

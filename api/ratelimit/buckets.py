@@ -17,7 +17,6 @@ that cannot be reached leave each worker counting alone until they are back.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import logging
 import os
 import threading
@@ -120,8 +119,9 @@ class Buckets:
         self, identity: str, items: tuple[RateLimitItem, ...], units: int
     ) -> RateLimitItem | None:
         """Take ``units`` from every bucket of the caller at once, or none and return the
-        first bucket that cannot hold them. With Redis the units are added there atomically
-        (taken back if a bucket overflows), so every worker sees them at once."""
+        first bucket that cannot hold them. With shared counters the check and the addition
+        are one atomic step there, so every worker sees the units at once, and never units
+        that are then taken back."""
         if self._counters is None or time.monotonic() < self._down_until:
             with self._lock:
                 for item in items:
@@ -131,38 +131,30 @@ class Buckets:
                 for item in items:
                     self._bucket(identity, item).pending += units
             return None
-        keys = [(self.key(identity, item), item) for item in items]
+        with self._lock:  # this worker's unsynced charges count against the limit too
+            limits = [
+                (
+                    self.key(identity, item),
+                    item.get_expiry(),
+                    item.amount - self._bucket(identity, item).pending,
+                )
+                for item in items
+            ]
         try:
-            totals = self._counters.add([(key, units, item.get_expiry()) for key, item in keys])
+            refused, totals = self._counters.reserve(limits, units)
         except self._counters.errors as error:
             log.warning("rate limits: the counters are unreachable, counting per worker: %s", error)
             self._down_until = time.monotonic() + RETRY_S
             return self.reserve(identity, items, units)
         now = time.time()
-        refused: RateLimitItem | None = None
         with self._lock:
-            for (_, item), (total, left_s) in zip(keys, totals, strict=True):
+            for item, (total, left_s) in zip(items, totals, strict=True):
                 bucket = self._bucket(identity, item)
                 bucket.counted = total
                 bucket.known = True
                 if left_s > 0:
                     bucket.reset = now + left_s
-                if refused is None and total + bucket.pending > item.amount:
-                    refused = item
-        if refused is not None:
-            self._take_back(keys, units)
-        return refused
-
-    def _take_back(self, keys: list[tuple[str, RateLimitItem]], units: int) -> None:
-        assert self._counters is not None
-        # On failure the units stay counted: the caller is refused, never favoured.
-        with contextlib.suppress(*self._counters.errors):
-            self._counters.add([(key, -units, item.get_expiry()) for key, item in keys])
-        with self._lock:
-            for key, _ in keys:
-                bucket = self._buckets.get(key)
-                if bucket is not None:
-                    bucket.counted -= units
+        return None if refused is None else items[refused]
 
     def add(self, identity: str, items: tuple[RateLimitItem, ...], units: int) -> None:
         with self._lock:

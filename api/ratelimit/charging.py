@@ -16,7 +16,8 @@ A request's life:
    (:func:`charge_body`, called by :mod:`api.bounds`).
 2. **Reservations**: a search reserves its budget's cost before it runs (the analyser's meter,
    :class:`RequestMeter`); a game review its whole budget (:meth:`RequestMeter.prepay`); a
-   batch job its whole cost (:func:`charge_batch`). Each is counted at once in the shared
+   batch job what posting it costs (:func:`charge_batch`; its searches are charged to the
+   caller as they run, :func:`charge_later`). Each is counted at once in the shared
    counters, so concurrent requests on every worker cannot overdraw a bucket by them.
 3. **Settlement** (after the request): the cost is the base cost, the body, and the search
    time actually run (the review's own time, at most its budget); what was reserved and not
@@ -31,6 +32,7 @@ Answers carry ``RateLimit-Limit``, ``RateLimit-Remaining``, ``RateLimit-Reset`` 
 from __future__ import annotations
 
 import ipaddress
+import json
 import math
 import time
 from dataclasses import dataclass
@@ -46,7 +48,7 @@ from ..config import Settings
 from ..core.problems import ApiProblem
 from ..keys import Authenticator, require_key
 from .buckets import Admitted, Buckets
-from .costs import base_cost, body_cost, search_cost
+from .costs import base_cost, body_cost, job_cost, search_cost
 from .counters import Counters, EmbeddedCounters, RedisCounters
 
 LIMITED_PREFIX = "/v1/"
@@ -187,21 +189,49 @@ def ensure_budget(units: int) -> None:
             )
 
 
-def charge_batch(items: int, budget_units: int, *, need_key: bool = True) -> None:
+def charge_batch(items: int, first_units: int, *, need_key: bool = True) -> None:
     """The hook of an endpoint that queues analyses for background workers: it needs an API
-    key when ``need_key`` (a 401 problem without one) and costs 1 unit per item (bad ones
-    included) plus ``budget_units``, the cost of its searches' budgets, paid up front (a 429
-    problem if the bucket cannot pay them all)."""
+    key when ``need_key`` (a 401 problem without one) and costs :func:`.costs.job_cost` of its
+    ``items`` (bad ones included), paid up front; the bucket must also hold ``first_units``
+    (the cost of the first chunk's searches, a 429 problem otherwise), which are not charged
+    here: the searches are charged as they run (:func:`payer`, :func:`charge_later`)."""
     if need_key:
         require_key()
-    reserve(items + budget_units)
-    charge(items + budget_units)
+    units = job_cost(items)
+    ensure_budget(request_cost() + units + first_units)
+    reserve(units)
+    charge(units)
+
+
+def payer() -> str:
+    """Who pays for work the current request leaves to run later (a batch job's searches):
+    the caller's identity and limits as text, for :func:`charge_later`; empty when no limit
+    applies to the request."""
+    window: Admitted | None = g.get("kalah_window")
+    if window is None:
+        return ""
+    limits = [f"{i.amount}/{i.multiples} {i.GRANULARITY.name}" for i in window.items]
+    return json.dumps({"identity": window.identity, "limits": limits})
+
+
+def charge_later(buckets: Buckets, payer_text: str, search_ms: float) -> None:
+    """Charge ``payer_text`` (from :func:`payer`) for ``search_ms`` of search run outside its
+    request (a job's chunk, on a batch worker or a server's runner thread), in ``buckets``
+    (synced at once to the shared counters every worker reads)."""
+    units = search_cost(search_ms)
+    if not payer_text or units <= 0:
+        return
+    data = json.loads(payer_text)
+    items = tuple(parse_many(";".join(data["limits"])))
+    buckets.add(data["identity"], items, units)
+    buckets.sync()
 
 
 class RequestMeter:
     """The analyser's meter in the HTTP app (:class:`api.core.analyser.Meter`): the current
     request's caller pays for the searches it runs. Outside a request (a batch job's runner
-    thread) nothing is charged: a job paid when it was posted."""
+    thread) nothing is charged here: the runner charges each chunk to the job's payer
+    (:func:`charge_later`)."""
 
     def before_search(self, budget_ms: int) -> None:
         """Reserve the search's budget, unless the request prepaid (a game review)."""

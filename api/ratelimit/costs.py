@@ -10,8 +10,11 @@
   charges reading at least what its CPU costs (630 KB: 36 units).
 - A search costs 1 unit per started :data:`SEARCH_UNIT_MS` it ran (:func:`search_cost`): a
   cached answer runs none, an uncached one at the default 1 s budget costs up to 10 more.
-- A batch run as a job costs 1 unit per item plus the cost of every distinct item's search
-  budget, paid up front (:func:`job_cost`).
+- A batch run as a job costs 1 unit per started :data:`ITEMS_PER_UNIT` items when it is
+  posted (:func:`job_cost`), and then the search its chunks actually ran, charged as each
+  chunk finishes (:func:`api.ratelimit.charging.charge_later`): not its whole budget up front,
+  which made a 10,000-item job at 1 s (about 110,000 units) impossible with a standard key.
+  The bucket must hold the first chunk's budget when the job is posted.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ SEARCH_UNIT_MS = 100
 
 FREE_BODY_BYTES = MAX_BODY_BYTES
 """A body up to this size (every endpoint's limit but the batch's) is in the base cost."""
+
+ITEMS_PER_UNIT = 100
+"""A batch job costs one unit per started this many items when it is posted."""
 
 BODY_UNIT_BYTES = 16 * 1024
 """Above :data:`FREE_BODY_BYTES`, a body costs one unit per started this many bytes."""
@@ -49,9 +55,10 @@ def body_cost(length: int | None) -> int:
     return math.ceil(extra / BODY_UNIT_BYTES) if extra > 0 else 0
 
 
-def job_cost(items: int, budgets_ms: list[int]) -> int:
-    """Units for a batch job: 1 per item (bad ones too) and each distinct item's budget."""
-    return items + sum(search_cost(budget) for budget in budgets_ms)
+def job_cost(items: int) -> int:
+    """Units for posting a batch job of ``items`` (bad ones too): storing them; its searches
+    are charged as they run."""
+    return math.ceil(items / ITEMS_PER_UNIT)
 
 
 COSTS_DOC = f"""\
@@ -63,8 +70,10 @@ before the search runs (429 if the bucket cannot hold the budget's cost; the uns
 refunded); a body above {FREE_BODY_BYTES // 1024} KiB costs 1 unit per started
 {BODY_UNIT_BYTES // 1024} KiB more, reserved before the body is read (429 at once if the
 bucket cannot hold it) and kept even when the request is then refused; a batch run as a job
-needs an API key and costs 1 unit per item plus the cost of every distinct item's search
-budget, paid up front. Answers carry
+needs an API key (with Redis), costs 1 unit per started {ITEMS_PER_UNIT} items when posted
+(the bucket must also hold its first chunk's search budget), and then the search its chunks
+actually ran, charged as each chunk finishes; a caller may have 4 jobs queued or running at
+once. Answers carry
 `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`
 (Unix time of the window's end) and `Kalah-Cost` (what this request cost); a spent bucket is a
 429 problem with `Retry-After`. An unknown or revoked key is a 401 problem, charged 1 unit to

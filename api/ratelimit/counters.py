@@ -17,7 +17,8 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import redis
@@ -27,6 +28,12 @@ KEY_PREFIX = "kalah:rl"
 Window = tuple[str, int, int]
 """(key, units to add, the window's length in seconds)."""
 
+Limit = tuple[str, int, int]
+"""(key, the window's length in seconds, the most its total may reach)."""
+
+Totals = list[tuple[int, float]]
+"""Each window's (total, seconds until it ends), in order."""
+
 
 class Counters:
     """The interface of the shared counters."""
@@ -34,14 +41,43 @@ class Counters:
     errors: tuple[type[BaseException], ...] = ()
     """What the backend raises when it cannot be reached (each worker then counts alone)."""
 
-    def add(self, windows: Sequence[Window]) -> list[tuple[int, float]]:
+    def add(self, windows: Sequence[Window]) -> Totals:
         """Add each window's units (a negative number takes units back) and return each
-        window's (total, seconds until it ends), in order."""
+        window's total and the time left in it."""
+        raise NotImplementedError
+
+    def reserve(self, limits: Sequence[Limit], units: int) -> tuple[int | None, Totals]:
+        """Add ``units`` to every window at once if each total stays within its limit, else
+        to none: (the index of the first window that cannot hold them or None, the totals
+        after). Atomic: no other worker ever sees units that are then taken back."""
         raise NotImplementedError
 
 
+# KEYS: the windows; ARGV: units, then each window's limit and length in seconds.
+_RESERVE = """
+local units = tonumber(ARGV[1])
+local refused = 0
+for i, key in ipairs(KEYS) do
+  redis.call('SET', key, 0, 'EX', ARGV[2 * i + 1], 'NX')
+  if refused == 0 and tonumber(redis.call('GET', key)) + units > tonumber(ARGV[2 * i]) then
+    refused = i
+  end
+end
+local out = {refused}
+for _, key in ipairs(KEYS) do
+  if refused == 0 then
+    table.insert(out, redis.call('INCRBY', key, units))
+  else
+    table.insert(out, tonumber(redis.call('GET', key)))
+  end
+  table.insert(out, redis.call('PTTL', key))
+end
+return out
+"""
+
+
 class RedisCounters(Counters):
-    """Counters in Redis: one pipelined round trip for any number of windows."""
+    """Counters in Redis: one round trip for any number of windows."""
 
     errors = (redis.RedisError,)
 
@@ -49,8 +85,21 @@ class RedisCounters(Counters):
         self.client = redis.Redis.from_url(
             url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
         )
+        self._reserve = self.client.register_script(_RESERVE)
 
-    def add(self, windows: Sequence[Window]) -> list[tuple[int, float]]:
+    def reserve(self, limits: Sequence[Limit], units: int) -> tuple[int | None, Totals]:
+        args: list[int] = [units]
+        for _, seconds, limit in limits:
+            args += [limit, seconds]
+        reply = self._reserve(keys=[key for key, _, _ in limits], args=args)
+        refused = int(reply[0]) - 1
+        totals = [
+            (int(reply[1 + 2 * i]), max(int(reply[2 + 2 * i]), 0) / 1000.0)
+            for i in range(len(limits))
+        ]
+        return (refused if refused >= 0 else None), totals
+
+    def add(self, windows: Sequence[Window]) -> Totals:
         pipe = self.client.pipeline(transaction=False)
         for key, units, seconds in windows:
             pipe.set(key, 0, ex=seconds, nx=True)
@@ -111,16 +160,46 @@ class EmbeddedCounters(Counters):
             opened = self._connection = (os.getpid(), connection)
         return opened[1]
 
-    def add(self, windows: Sequence[Window]) -> list[tuple[int, float]]:
+    def add(self, windows: Sequence[Window]) -> Totals:
+        now = time.time()
+        with self._transaction() as connection:
+            rows = [
+                connection.execute(_ADD, (key, units, now, seconds)).fetchone()
+                for key, units, seconds in windows
+            ]
+        return [(int(total), max(ends - now, 0.0)) for total, ends in rows]
+
+    def reserve(self, limits: Sequence[Limit], units: int) -> tuple[int | None, Totals]:
+        now = time.time()
+        with self._transaction() as connection:
+            rows = [  # each window as it is (made, or rolled over if it ended)
+                connection.execute(_ADD, (key, 0, now, seconds)).fetchone()
+                for key, seconds, _ in limits
+            ]
+            refused = next(
+                (
+                    i
+                    for i, (row, limit) in enumerate(zip(rows, limits, strict=True))
+                    if row[0] + units > limit[2]
+                ),
+                None,
+            )
+            if refused is None:
+                rows = [
+                    connection.execute(_ADD, (key, units, now, seconds)).fetchone()
+                    for key, seconds, _ in limits
+                ]
+        return refused, [(int(total), max(ends - now, 0.0)) for total, ends in rows]
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (every process waits its turn: SQLite's write lock)."""
         now = time.time()
         with self._lock:
             connection = self._connect()
             connection.execute("BEGIN IMMEDIATE")
             try:
-                rows = [
-                    connection.execute(_ADD, (key, units, now, seconds)).fetchone()
-                    for key, units, seconds in windows
-                ]
+                yield connection
                 if now - self._last_sweep > 60:  # windows that ended long ago
                     connection.execute("DELETE FROM windows WHERE ends < ?", (now - 3600,))
                     self._last_sweep = now
@@ -128,4 +207,3 @@ class EmbeddedCounters(Counters):
             except BaseException:
                 connection.execute("ROLLBACK")
                 raise
-        return [(int(total), max(ends - now, 0.0)) for total, ends in rows]

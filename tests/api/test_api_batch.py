@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,10 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from api import create_app
+from api.batch import redis_store, runner
 from api.batch.items import parse_batch
-from api.batch.jobs import MAX_ATTEMPTS, JobKeys, JobStore
+from api.batch.redis_store import LEASES, JobKeys, RedisJobStore
+from api.batch.store import MAX_ATTEMPTS, MAX_UNFINISHED_JOBS, Completed
 from api.config import load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,7 +69,7 @@ def test_inline_results_in_order_with_per_item_overrides_and_problems(client: Fl
     assert results[0]["cached"] is False and results[0]["limits"]["time_ms"] == 500
     assert results[3]["cached"] is True, "a repeat is computed once and reported as cached"
     assert results[2]["field"] == "positions.2.position"
-    assert results[2]["type"] == "/problems/invalid-notation" and results[2]["status"] == 400
+    assert results[2]["type"] == "/problems/invalid-notation" and results[2]["status"] == 422
     assert results[4]["field"] == "positions.4.limits.time_ms"
     assert results[4]["type"] == "/problems/limit-exceeded"
     # The same code path and cache keys as POST /v1/analysis: asking it is a hit, same answer.
@@ -201,6 +204,7 @@ def test_a_job_needs_an_api_key(redis_app: Flask) -> None:
 def test_job_lifecycle_paging_and_ndjson(redis_app: Flask, redis_server: Any) -> None:
     client = redis_app.test_client()
     key, _ = redis_app.extensions["kalah_auth"].store.create("standard")
+    redis_app.extensions["kalah_jobs"].beat("a worker about to start")  # else a 503
     positions = [*small_positions(60), {"position": "bad"}, *small_positions(5)]
     response = client.post(
         "/v1/batch",
@@ -260,43 +264,120 @@ def test_job_lifecycle_paging_and_ndjson(redis_app: Flask, redis_server: Any) ->
     assert client.get("/v1/jobs/" + "f" * 32).status_code == 404
 
 
-def test_reaper_requeues_a_lapsed_chunk_and_fails_the_job_after_max_attempts(
+def test_a_lapsed_lease_is_taken_again_first_and_fails_the_job_after_max_attempts(
     redis_server: Any,
 ) -> None:
     redis_server.flush()
     settings = load_settings({"KALAH_REDIS_URL": redis_server.url}, environ={})
-    store = JobStore(redis_server.url, ttl_s=600)
+    store = RedisJobStore(redis_server.url, ttl_s=600)
     batch = parse_batch(settings, small_positions(3), SMALL, {"time_ms": 100})
     job = store.create(batch, chunk_size=2, owner="k1")  # two chunks
     keys = JobKeys(job.id)
-    assert store.queue.count == 2, "one ticket per chunk"
-    assert store.take() == (job.id, 0)
-    assert store.begin_chunk(job.id, 0, "dead-worker") is not None
-    assert store.reap() == 0, "a leased chunk is left alone"
-    for attempt in range(1, MAX_ATTEMPTS + 1):
-        store.redis.delete(keys.lease(0))  # the worker died: its lease lapses
-        assert store.reap() == (1 if attempt < MAX_ATTEMPTS else 0)
-        assert store.reap() == 0, "re-queued once, by one reaper"
-        if attempt < MAX_ATTEMPTS:
-            assert store.queue.count == 2 + attempt, "a ticket for the re-queued chunk"
-            assert store.take() == (job.id, 0), "a re-queued chunk goes first"
-            assert store.begin_chunk(job.id, 0, "another-dead-worker") is not None
+    lease = store.take("dead-worker")
+    assert lease is not None and (lease.job_id, lease.chunk, lease.attempt) == (job.id, 0, 1)
+    assert store.renew(lease), "a live lease is renewed"
+    second = store.take("w2")
+    assert second is not None and second.chunk == 1, "a leased chunk is left alone"
+    assert store.take("w3") is None, "nothing else waits"
+    for attempt in range(2, MAX_ATTEMPTS + 2):
+        store.redis.zadd(LEASES, {keys.entry(0): 0})  # the worker died: its lease lapsed
+        again = store.take(f"worker-{attempt}")
+        if attempt <= MAX_ATTEMPTS:
+            assert again is not None and (again.chunk, again.attempt) == (0, attempt)
+            assert not store.renew(lease), "the dead worker's lease went to another"
+        else:
+            assert again is None, "a chunk lost MAX_ATTEMPTS times fails its job"
     status = store.status(job.id)
     assert status is not None and status.status == "failed"
     assert status.error == f"chunk 0 lost its worker {MAX_ATTEMPTS} times"
-    assert store.begin_chunk(job.id, 1, "late") is None, "a failed job runs no more chunks"
+    assert not store.renew(second), "a failed job runs no more chunks"
+    assert not store.complete(second, Completed([(2, b"{}")], 5.0))
 
 
 def test_a_chunk_run_twice_counts_once(redis_server: Any) -> None:
     redis_server.flush()
     settings = load_settings({"KALAH_REDIS_URL": redis_server.url}, environ={})
-    store = JobStore(redis_server.url, ttl_s=600)
+    store = RedisJobStore(redis_server.url, ttl_s=600)
     batch = parse_batch(settings, small_positions(2), SMALL, {"time_ms": 100})
     job = store.create(batch, chunk_size=10, owner="k1")
-    assert store.begin_chunk(job.id, 0, "a") is not None
-    assert store.complete_chunk(job.id, 0, [(0, b'{"cached":false,"x":1}'), (1, b"{}")])
-    assert not store.complete_chunk(job.id, 0, [(0, b'{"cached":false,"x":2}'), (1, b"{}")])
+    lease = store.take("a")
+    assert lease is not None
+    assert store.complete(lease, Completed([(0, b'{"cached":false,"x":1}'), (1, b"{}")]))
+    assert not store.complete(lease, Completed([(0, b'{"cached":false,"x":1}'), (1, b"{}")]))
     status = store.status(job.id)
     assert status is not None and (status.status, status.done) == ("finished", 2)
     assert store.results(job.id, 0, 1) == [b'{"cached":false,"x":1}']
-    assert store.begin_chunk(job.id, 0, "b") is None
+    assert store.take("b") is None
+    assert not store.pending()
+
+
+def test_without_redis_the_caller_cancels_its_job(client: FlaskClient) -> None:
+    """``DELETE /v1/jobs/{id}`` on the embedded store: the job is cancelled for its owner (its
+    address here), the running chunk stops, the results so far stay readable."""
+    positions = [
+        {"position": {"south": [4, 4, 4, 4, 4, i], "north": [4, 4, 4, 4, 4, 4], "stores": [0, 0]}}
+        for i in range(1, 18)
+    ]
+    body = {"positions": positions, "rules": "kalah", "limits": {"time_ms": 300}}
+    created = post(client, body)
+    assert created.status_code == 202, created.json
+    location = created.headers["Location"]
+    other = client.delete(location, environ_base={"REMOTE_ADDR": "192.0.2.7"})
+    assert other.status_code == 404, "another caller's job does not exist for it"
+    cancelled = client.delete(location)
+    assert cancelled.status_code == 200, cancelled.json
+    assert cancelled.json["status"] == "cancelled"
+    store = client.application.extensions["kalah_jobs"]
+    deadline = time.monotonic() + 120
+    while store.pending():  # the running chunk stops after its current search
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    job = client.get(location + "?limit=100").json
+    assert job["status"] == "cancelled" and job["warning"] is None
+    answered = [r for r in job["results"] if r is not None]
+    assert len(answered) < len(positions)
+    assert all(r["position"] for r in answered), "what was answered stays readable"
+    assert client.delete(location).json["status"] == "cancelled"
+
+
+def test_a_caller_has_at_most_a_few_jobs_unfinished(redis_app: Flask) -> None:
+    """With jobs no longer paid up front, the number a caller keeps queued or running is
+    bounded: one more is a 429 (charged nothing) until one ends; a cancelled one frees it."""
+    client = redis_app.test_client()
+    key, _ = redis_app.extensions["kalah_auth"].store.create("premium")
+    client.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {key}"
+    redis_app.extensions["kalah_jobs"].beat("a worker that takes nothing")
+    body = {"positions": small_positions(20), "rules": SMALL, "limits": {"time_ms": 100}}
+    jobs = [post(client, body) for _ in range(MAX_UNFINISHED_JOBS)]
+    assert [job.status_code for job in jobs] == [202] * MAX_UNFINISHED_JOBS
+    refused = post(client, body)
+    assert refused.status_code == 429 and refused.json["max"] == MAX_UNFINISHED_JOBS
+    assert refused.headers["Kalah-Cost"] == "0" and "Retry-After" in refused.headers
+    other, _ = redis_app.extensions["kalah_auth"].store.create("premium")
+    assert (
+        client.post("/v1/batch", json=body, headers={"Authorization": f"Bearer {other}"})
+    ).status_code == 202, "another caller is not held back"
+    assert client.delete(jobs[0].headers["Location"]).json["status"] == "cancelled"
+    assert post(client, body).status_code == 202
+
+
+def test_a_chunk_that_cannot_run_fails_its_job_instead_of_looping(
+    redis_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A runner whose analysis raises something that is neither a problem nor the store's
+    lets the chunk's lease lapse: taken again, it fails again, and after MAX_ATTEMPTS the job
+    fails with a reason; the runner itself goes on (and, in a burst, stops when idle)."""
+    redis_server.flush()
+    monkeypatch.setattr(redis_store, "LEASE_MS", 200)
+    settings = load_settings({"KALAH_REDIS_URL": redis_server.url}, environ={})
+    store = RedisJobStore(redis_server.url, ttl_s=600)
+    job = store.create(parse_batch(settings, small_positions(3), SMALL), 10, owner="k1")
+
+    class Broken:
+        def analyse(self, request: Any) -> Any:
+            raise RuntimeError("a bug")
+
+    runner.serve(store, Broken(), worker="w", stop=threading.Event(), burst=True)  # type: ignore[arg-type]
+    status = store.status(job.id)
+    assert status is not None and status.status == "failed", status
+    assert status.error == f"chunk 0 lost its worker {MAX_ATTEMPTS} times"

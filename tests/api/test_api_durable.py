@@ -20,7 +20,7 @@ from test_batch_workers import endgame_positions, start_worker
 
 from api import create_app
 from api.batch.items import parse_batch
-from api.batch.jobs import JobStore
+from api.batch.redis_store import RedisJobStore
 from api.config import load_settings
 from api.ratelimit.costs import body_cost
 from api.state import EvictingStateStore
@@ -129,6 +129,7 @@ def test_junk_jobs_are_small_charged_and_cannot_evict_the_keys(
     client = app.test_client()
     key, _ = app.extensions["kalah_auth"].store.create("premium")
     client.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {key}"
+    app.extensions["kalah_jobs"].beat("a worker")  # else the jobs are refused (503)
     junk = {"position": "start", "rules": {"houses": "é" * 102400}}
     body = json.dumps({"positions": [junk] * 20}, ensure_ascii=False).encode()
     assert len(body) > 4_000_000
@@ -136,13 +137,13 @@ def test_junk_jobs_are_small_charged_and_cannot_evict_the_keys(
     for _ in range(8):
         response = client.post("/v1/batch", data=body, content_type="application/json")
         assert response.status_code == 202, response.json
-        # 1 for the request, 1 per bad item, and the 4 MB body (read and parsed)
-        assert response.headers["Kalah-Cost"] == str(21 + body_cost(len(body)))
+        # 1 for the request, 1 per 100 items, and the 4 MB body (read and parsed)
+        assert response.headers["Kalah-Cost"] == str(2 + body_cost(len(body)))
         slots = client.get(response.headers["Location"]).json["results"]
         assert {s["field"] for s in slots} == {f"positions.{i}.rules.houses" for i in range(20)}
         assert all(len(s["detail"]) <= 240 for s in slots)
     stored = sum(int(state.memory_usage(k) or 0) for k in state.scan_iter("kalah:v1:job:*"))
-    units = 21 + body_cost(len(body))
+    units = 2 + body_cost(len(body))
     measured(
         f"junk jobs (8 x 20 bad items, 4 MB bodies): {stored} bytes stored, {units} units each"
     )
@@ -208,32 +209,46 @@ def heavier(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def test_jobs_are_served_round_robin_across_keys(redis_server: RedisServer) -> None:
     """Finding 6: key B's small job waited 4 min 20 s behind key A's 1,001 items in one FIFO.
-    Now each ticket runs the next chunk of the next key: B's chunk is the second one run."""
+    Now each take gives the next chunk of the next key: B's chunk is the second one run."""
     redis_server.flush()
     settings = load_settings({"KALAH_REDIS_URL": redis_server.url}, environ={})
-    store = JobStore(redis_server.url, ttl_s=600)
+    store = RedisJobStore(redis_server.url, ttl_s=600)
     big = store.create(
         parse_batch(settings, endgame_positions(40), "kalah", {"time_ms": 9000}), 4, owner="a"
     )
     small = store.create(parse_batch(settings, endgame_positions(3, seed=2), "kalah"), 4, "b")
     also_a = store.create(parse_batch(settings, endgame_positions(4, seed=3), "kalah"), 4, "a")
-    assert store.queue.count == 10 + 1 + 1, "one ticket per chunk"
-    order = [store.take() for _ in range(12)]
+    assert store.waiting() == 10 + 1 + 1
+    leases = [store.take("w") for _ in range(12)]
+    order = [(lease.job_id, lease.chunk) for lease in leases if lease is not None]
     assert order[:3] == [(big.id, 0), (small.id, 0), (big.id, 1)]
     assert order[3:] == [(big.id, n) for n in range(2, 10)] + [(also_a.id, 0)]
-    assert store.take() is None
+    assert store.take("w") is None
 
 
-def test_a_job_costs_its_searches_budgets(redis_app: Any) -> None:
+def test_a_job_pays_its_items_up_front_and_needs_room_for_its_first_chunk(
+    redis_app: Any,
+) -> None:
+    """Issue 32: a job no longer reserves its whole search budget (10,000 items at 1 s cost
+    about 110,000 units, impossible with a standard key): it pays 1 unit per 100 items now,
+    and its searches as they run (test_batch_hardening); the bucket must hold its first
+    chunk's budget."""
     client = redis_app.test_client()
-    key, _ = redis_app.extensions["kalah_auth"].store.create("premium")
+    key, _ = redis_app.extensions["kalah_auth"].store.create("standard")  # 1200/minute
     client.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {key}"
+    redis_app.extensions["kalah_jobs"].beat("a worker")
     items = [*endgame_positions(20), {"position": "nonsense"}, {"position": "start"}]
-    body = {"positions": items, "rules": "kalah", "limits": {"time_ms": 10000}}
+    body = {"positions": items, "rules": "kalah", "limits": {"time_ms": 1000}}
     response = client.post("/v1/batch", json=body)
-    assert response.status_code == 202
-    # 22 items (the bad one too) + 21 distinct searches of 10 s at 100 units each + 1.
-    assert response.headers["Kalah-Cost"] == str(22 + 21 * 100 + 1)
-    small = {"positions": items[:20], "limits": {"time_ms": 10}}
-    response = client.post("/v1/batch", json=small)
-    assert response.status_code == 202 and response.headers["Kalah-Cost"] == str(20 + 20 + 1)
+    assert response.status_code == 202, response.json
+    assert response.headers["Kalah-Cost"] == str(1 + 1), "the items and the request"
+    big = {"positions": endgame_positions(10_000, seed=9), "limits": {"time_ms": 1000}}
+    data = json.dumps(big).encode()
+    response = client.post("/v1/batch", data=data, content_type="application/json")
+    assert response.status_code == 202, response.json  # 110,001 units before: a 429
+    # The items (1 per 100), the request, and reading the body (above 64 KiB)
+    assert response.headers["Kalah-Cost"] == str(100 + 1 + body_cost(len(data)))
+    # 32 items of 10 s (the first chunk: 3,200 units) do not fit in what is left.
+    heavy = {"positions": big["positions"][:100], "limits": {"time_ms": 10000}}
+    response = client.post("/v1/batch", json=heavy)
+    assert response.status_code == 429 and response.headers["Kalah-Cost"] == "0"

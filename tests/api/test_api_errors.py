@@ -35,11 +35,11 @@ GET_CASES = [
     # query, status, field, problem type
     ("", 422, "position", "/problems/invalid-request"),
     ("position=", 422, "position", "/problems/invalid-request"),
-    ("position=garbage", 400, "position", "/problems/invalid-notation"),
+    ("position=garbage", 422, "position", "/problems/invalid-notation"),
     ("position=" + "4" * 2000, 422, "position", "/problems/invalid-request"),
     ("position=44-0-44-0-s", 422, "position", "/problems/invalid-position"),
     ("position=444444-0-444444-0-sp", 422, "position", "/problems/invalid-position"),
-    ("position=~0a4444-0-444444-0-s", 400, "position", "/problems/invalid-notation"),
+    ("position=~0a4444-0-444444-0-s", 422, "position", "/problems/invalid-notation"),
     # A rule option's values are checked where every rules input is (the request type), so a
     # query's bad preset or choice is the same problem as a body's.
     ("position=start&rules=nope", 422, "rules", "/problems/invalid-rules"),
@@ -219,10 +219,10 @@ def test_not_found_and_method_not_allowed(client: FlaskClient) -> None:
 
 
 def test_problem_types_resolve(client: FlaskClient) -> None:
-    body = check_problem(client.get(f"{A}?position=garbage"), 400, "position")
+    body = check_problem(client.get(f"{A}?position=garbage"), 422, "position")
     described = client.get(body["type"])
     assert described.status_code == 200
-    assert described.get_json()["status"] == 400
+    assert described.get_json()["status"] == 422
     check_problem(client.get("/problems/no-such-problem"), 404, None)
 
 
@@ -234,8 +234,8 @@ PLAY_CASES = [
     ({"moves": [True]}, 422, "moves.0", "/problems/invalid-request"),
     ({"moves": 3}, 422, "moves", "/problems/invalid-request"),
     ({"moves": [1] * 1025}, 422, "moves", "/problems/invalid-request"),
-    ({"game": "1-x"}, 400, "game", "/problems/invalid-notation"),
-    ({"game": "1-2-3"}, 400, "game", "/problems/invalid-notation"),
+    ({"game": "1-x"}, 422, "game", "/problems/invalid-notation"),
+    ({"game": "1-2-3"}, 422, "game", "/problems/invalid-notation"),
     ({"game": "3-1"}, 422, "game", "/problems/illegal-move"),  # 3 ends in the store: South again
     ({"game": "1*-"}, 422, "game", "/problems/illegal-move"),
     ({"game": "1-" * 3000}, 422, "game", "/problems/invalid-request"),
@@ -352,3 +352,21 @@ def test_a_broken_engine_fails_the_readiness_check(
     assert check["ok"] is False and "engine failure" in check["detail"]
     monkeypatch.undo()
     assert app.test_client().get("/readyz").status_code == 200
+
+
+def test_the_documented_statuses_are_the_problem_table() -> None:
+    """docs/api.md's table of statuses lists every problem type under its one status."""
+    import re
+    from pathlib import Path
+
+    from api.core.problems import PROBLEMS
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "api.md").read_text(encoding="utf-8")
+    documented: dict[int, set[str]] = {}
+    for status, types in re.findall(r"^\| (\d{3}) \| ([^|]+) \|", text, re.MULTILINE):
+        documented[int(status)] = set(re.findall(r"`([a-z-]+)`", types))
+    table: dict[int, set[str]] = {}
+    for problem in PROBLEMS.values():
+        table.setdefault(problem.status, set()).add(problem.slug)
+    assert documented == table
+    assert PROBLEMS["invalid-notation"].status == PROBLEMS["invalid-position"].status == 422

@@ -13,6 +13,7 @@ from flask import Flask, jsonify
 from flask.testing import FlaskClient
 
 from api import create_app
+from api.core.problems import ApiProblem
 from api.keys import RedisKeyStore, digest, require_key
 from api.ratelimit.buckets import SYNC_S
 from api.ratelimit.charging import charge, charge_batch
@@ -196,7 +197,7 @@ def test_require_key_and_an_upfront_charge_for_batch_like_routes() -> None:
     assert client.post("/v1/test-batch", json={"items": [1]}, headers=auth).status_code == 200
 
 
-def test_charge_batch_needs_a_key_and_pays_each_item_up_front() -> None:
+def test_charge_batch_needs_a_key_pays_its_items_and_needs_room_for_its_first_chunk() -> None:
     app = limited_app()  # standard keys: 50 units a minute
 
     @app.post("/v1/test-jobs")
@@ -204,19 +205,20 @@ def test_charge_batch_needs_a_key_and_pays_each_item_up_front() -> None:
         from flask import request
 
         body = request.get_json()
-        charge_batch(len(body["items"]), 0)
+        charge_batch(len(body["items"]), body["first"])
         return jsonify(queued=len(body["items"]))
 
     client = app.test_client()
-    job = {"items": [1, 2, 3]}  # 3 units, + 1 for the request
+    job = {"items": list(range(150)), "first": 10}  # 2 units (per 100 items), + 1
     assert client.post("/v1/test-jobs", json=job).get_json()["type"] == "/problems/key-required"
     key, _ = app.extensions["kalah_auth"].store.create("standard")
     auth = {"Authorization": f"Bearer {key}"}
     queued = client.post("/v1/test-jobs", json=job, headers=auth)
-    assert queued.status_code == 200 and queued.headers["Kalah-Cost"] == "4"
-    assert queued.headers["RateLimit-Remaining"] == "46"
-    big = client.post("/v1/test-jobs", json={"items": list(range(50))}, headers=auth)
-    assert big.status_code == 429  # 51 units, 46 left
+    assert queued.status_code == 200 and queued.headers["Kalah-Cost"] == "3"
+    assert queued.headers["RateLimit-Remaining"] == "47", "the first chunk is not charged"
+    big = client.post("/v1/test-jobs", json={"items": [1], "first": 46}, headers=auth)
+    assert big.status_code == 429  # room for 2 + 46 units needed, 47 left
+    assert big.headers["Kalah-Cost"] == "0"
 
 
 def test_route_costs_table(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -518,7 +520,8 @@ def test_a_large_body_is_charged_before_it_is_read_and_kept_when_refused() -> No
 
     client = limited_app("60/minute").test_client()
     items = [{"position": "444444-0-444444-0-s"}] * 3000
-    body = json.dumps({"positions": items}).encode()
+    # A job of 30 units (per 100 items) whose first chunk's budget (50 units) does not fit.
+    body = json.dumps({"positions": items, "limits": {"time_ms": 5000}}).encode()
     units = body_cost(len(body))
     assert 0 < units < 59
     post = {"data": body, "content_type": "application/json"}
@@ -534,3 +537,19 @@ def test_a_large_body_is_charged_before_it_is_read_and_kept_when_refused() -> No
     unread = client.post("/v1/batch", **post)
     assert unread.status_code == 429 and unread.headers["Kalah-Cost"] == "0"
     assert f"may cost {1 + units} units" in unread.get_json()["detail"]
+
+
+def test_a_request_the_service_fails_is_charged_nothing() -> None:
+    """Issue 33, finding 4: a job refused with a 503 (a full state store) was still charged
+    its 81 units. Whatever a request reserved is refunded when the service fails it."""
+    app = limited_app("100/minute")
+
+    @app.post("/v1/test-failing-job")
+    def failing_job() -> Any:
+        charge_batch(80, 0, need_key=False)
+        raise ApiProblem("not-ready", "the job queue is not reachable; try again later")
+
+    client = app.test_client()
+    failed = client.post("/v1/test-failing-job")
+    assert failed.status_code == 503 and failed.headers["Kalah-Cost"] == "0"
+    assert client.get(RULES).headers["RateLimit-Remaining"] == "99"

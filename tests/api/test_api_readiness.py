@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterator
@@ -20,6 +21,8 @@ import pytest
 import requests
 from conftest import Gunicorn, RedisServer, free_port
 
+from api.batch.redis_store import RedisJobStore
+from api.batch.runner import beating
 from kalah_core import Rules, egdb
 
 pytestmark = pytest.mark.system
@@ -55,6 +58,9 @@ def test_readyz_is_degraded_not_unready_without_the_cache_redis(
         },
         workers=1,
     )
+    # A batch worker reports alive: without one, jobs would degrade readiness too.
+    worker = contextlib.ExitStack()
+    worker.enter_context(beating(RedisJobStore(state.url, ttl_s=600), "a worker", 1.0))
     base = server.start(ready=True)
     try:
         before = requests.get(base + "/readyz", timeout=30)
@@ -82,6 +88,7 @@ def test_readyz_is_degraded_not_unready_without_the_cache_redis(
         assert "state store is unreachable: ConnectionError" in log  # the log has the error
     finally:
         server.close()
+        worker.close()
 
 
 def test_readyz_and_rules_show_no_paths(tmp_path: Path) -> None:

@@ -4,15 +4,15 @@ HTTP with a real worker; every line equals the single-position answer."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
+from test_batch_workers import start_worker
 
+from api.batch.remote import MAX_OUTSTANDING, run_remote
+from api.batch.store import MAX_UNFINISHED_JOBS
 from api.keys import make_key_store
 from kalah_core.cli import main
 
@@ -84,14 +84,7 @@ def test_against_gunicorn_with_a_worker(
     source = tmp_path / "in.jsonl"
     source.write_text("".join(json.dumps(i) + "\n" for i in inputs))
     out = tmp_path / "out.jsonl"
-    env = {**os.environ, "KALAH_REDIS_URL": redis_server.url, "KALAH_EGDB_PATH": "off"}
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "kalah_core.cli", "worker"],
-        cwd=ROOT,
-        env={**env, "KALAH_TT_MB": "16"},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    worker = start_worker(redis_server.url, tmp_path / "worker.log")
     try:
         key, _ = make_key_store(redis_server.url, timeout_s=2.0).create("standard")
         argv = ["batch", str(source), "-o", str(out), "--houses", "3", "--seeds", "2"]
@@ -100,10 +93,15 @@ def test_against_gunicorn_with_a_worker(
         assert main(argv) == 0
         inline = out.read_text()
         assert main([*argv, "--key", key]) == 0  # one job
+        # In 12 jobs of 10: more than a caller may have unfinished at once, so the client
+        # waits for the oldest before it posts the next.
+        pieces = run_remote(gunicorn_server, inputs, SMALL, {"time_ms": 200}, piece=10, key=key)
     finally:
         worker.terminate()
         worker.wait(10)
     assert "120 positions in" in capsys.readouterr().out
+    from_job = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [json.loads(line) for line in pieces] == from_job
     for text in (inline, out.read_text()):
         lines = [json.loads(line) for line in text.splitlines()]
         assert len(lines) == 120
@@ -141,3 +139,7 @@ def test_malformed_input_files_name_the_item(
     source.write_text(text)
     assert main(["batch", str(source), "--quiet", "--workers", "1"]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_client_keeps_within_the_servers_limit_of_unfinished_jobs() -> None:
+    assert MAX_OUTSTANDING == MAX_UNFINISHED_JOBS

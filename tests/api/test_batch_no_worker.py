@@ -1,14 +1,15 @@
-"""Finding 11: with no batch worker running, jobs stayed queued forever while ``/readyz`` said
-200 ``ready``. Workers now beat in the state store (a real redis-server, a real ``kalah
-worker``): without one alive, ``/readyz`` is ``degraded`` with the ``jobs`` check saying why,
-and a queued job's answer carries a ``warning``; both clear once a worker runs."""
+"""Finding 11 (and issue 33.13): with no batch worker running, jobs were accepted (202),
+charged, and stayed queued forever while ``/readyz`` said 200. Workers beat in the state store
+(a real redis-server, a real ``kalah worker``): without one alive, ``/readyz`` is ``degraded``
+(200: analyses are still served) with the ``jobs`` check saying why, and a new job is refused
+with a 503 problem saying why, charged nothing; a job whose workers went away meanwhile
+carries a ``warning``. All of it clears once a worker runs."""
 
 from __future__ import annotations
 
 import signal
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 import redis
@@ -17,7 +18,7 @@ from figures import measured
 from test_batch_workers import endgame_positions, start_worker
 
 from api import create_app
-from api.batch.jobs import WORKER_STALE_S, WORKERS
+from api.batch.redis_store import WORKER_STALE_S, WORKERS
 
 pytestmark = pytest.mark.system
 
@@ -36,17 +37,22 @@ def test_readiness_and_the_job_say_when_no_worker_runs(
     assert ready.json["status"] == "degraded" and ready.json["checks"]["jobs"]["ok"] is False
     assert "no batch worker" in ready.json["checks"]["jobs"]["detail"]
     body = {"positions": endgame_positions(40, seed=51), "limits": {"time_ms": 100}}
-    posted = client.post("/v1/batch", json=body)
-    assert posted.status_code == 202, posted.json
-    assert "no batch worker" in posted.json["warning"]
-    job = f"/v1/jobs/{posted.json['id']}?limit=1"
-    queued: Any = client.get(job).json
-    assert queued["status"] == "queued" and "no batch worker" in queued["warning"]
+    refused = client.post("/v1/batch", json=body)
+    assert refused.status_code == 503, refused.json
+    assert refused.headers["Content-Type"] == "application/problem+json"
+    assert "no batch worker" in refused.json["detail"] and "Retry-After" in refused.headers
+    assert refused.headers["Kalah-Cost"] == "0", "nothing charged for a 503"
     degraded_detail = client.get("/readyz").json["checks"]["jobs"]["detail"]
 
     worker = start_worker(redis_server.url, tmp_path / "worker.log")
     try:
         deadline = time.monotonic() + 60
+        while client.get("/readyz").json["status"] != "ready":
+            assert time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
+            time.sleep(0.1)
+        posted = client.post("/v1/batch", json=body)
+        assert posted.status_code == 202, posted.json
+        job = f"/v1/jobs/{posted.json['id']}?limit=1"
         while (status := client.get(job).json)["status"] != "finished":
             assert time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
             time.sleep(0.1)
@@ -59,8 +65,8 @@ def test_readiness_and_the_job_say_when_no_worker_runs(
         worker.wait(20)
     after = client.get("/readyz").json
     measured(
-        f"no batch worker: /readyz 200 {after['status']} ({degraded_detail!r}); the queued "
-        f"job's warning {queued['warning']!r}; with a worker: ready ({ready_detail!r})"
+        f"no batch worker: /readyz 200 {after['status']} ({degraded_detail!r}); a new job: "
+        f"503 {refused.json['detail']!r}, cost 0; with a worker: ready ({ready_detail!r})"
     )
     assert after["status"] == "degraded"
 

@@ -1,18 +1,16 @@
-"""Batch jobs without Redis: run by the server's own processes, kept in the embedded store.
+"""Batch jobs without Redis, run by the server's own processes: one :class:`JobStore`.
 
-The same API as :class:`~api.batch.jobs.JobStore` (``create``, ``status``, ``results``), on
-a ``diskcache`` folder of its own (``<answer store>-jobs``: never evicted, each key
-expiring ``KALAH_JOB_TTL_S`` after the job's creation). A job is its input slots, its
-distinct tasks cut into chunks, and the answers of finished tasks; a queue of chunks is
-shared by every process of the machine.
+The jobs live in a ``diskcache`` folder of their own (``<answer store>-jobs``: never evicted,
+each key expiring ``KALAH_JOB_TTL_S`` after the job's creation), shared by every process of
+the machine: a job is its input slots, its distinct tasks cut into chunks, and the answers of
+finished tasks; a queue of chunks is shared by every process.
 
-Every server process runs one :class:`JobRunner` thread (started with the first job it sees
-or creates): it takes the next chunk under a lease (twice the chunk's budget plus 10 s),
-analyses its tasks through the process's :class:`~api.core.analyser.Analyser` (the
-``/v1/analysis`` code path: same cache, same answers; the engine lock lets interactive
-requests in between tasks) and stores them in one transaction that counts the chunk once.
-A chunk whose lease lapses (its process died) is queued again, at most
-:data:`~api.batch.jobs.MAX_ATTEMPTS` times.
+Every server process runs one runner thread (:func:`api.batch.runner.start_in_server`) on
+this store: it takes the next chunk under a lease (twice the chunk's budget plus 10 s),
+analyses its tasks with the process's analyser (the engine lock lets interactive requests in
+between tasks) and stores them in one transaction that counts the chunk once. A chunk whose
+lease lapses (its process died) is taken again first, at most
+:data:`~api.batch.store.MAX_ATTEMPTS` times.
 """
 
 from __future__ import annotations
@@ -28,33 +26,30 @@ from typing import Any
 
 import diskcache
 
-from kalah_core.databases import cache_dir
-
-from ..config import Settings
-from ..core.analyser import Analyser
 from ..core.answer import as_cached
 from ..core.request import AnalysisRequest
 from .items import Batch
-from .jobs import MAX_ATTEMPTS, JobStatus, JobStore, job_store
+from .store import MAX_ATTEMPTS, UNFINISHED, Completed, JobStatus, Lease
 
 log = logging.getLogger("api.batch.embedded")
 
 QUEUE = "queue"
 """A list of [job id, chunk] waiting for a runner."""
 LEASES = "leases"
-"""{"<job>:<chunk>": [expires (unix time), attempts]} of chunks being run."""
+"""{"<job>:<chunk>": [expires (unix time), attempts, token]} of chunks being run."""
 IDLE_POLL_S = 0.2
 
 
 class EmbeddedJobStore:
     """Jobs in a diskcache folder shared by every process of the machine."""
 
+    in_server = True
+
     def __init__(self, directory: str | os.PathLike[str], *, ttl_s: int) -> None:
         self.directory = Path(directory)
         self.ttl_s = ttl_s
         self._store: tuple[int, diskcache.Cache] | None = None
         self._lock = threading.Lock()
-        self._runner: tuple[int, JobRunner] | None = None
 
     @property
     def store(self) -> diskcache.Cache:
@@ -68,18 +63,9 @@ class EmbeddedJobStore:
                     opened = self._store = (os.getpid(), cache)
         return opened[1]
 
-    def run_with(self, analyser: Analyser) -> None:
-        """Start this process's runner thread (once per process)."""
-        runner = self._runner
-        if runner is not None and runner[0] == os.getpid():
-            return
-        with self._lock:
-            if self._runner is None or self._runner[0] != os.getpid():
-                self._runner = (os.getpid(), JobRunner(self, analyser))
-
     # -- creating and reading a job (the API) ------------------------------------------------
 
-    def create(self, batch: Batch, chunk_size: int, owner: str) -> JobStatus:
+    def create(self, batch: Batch, chunk_size: int, owner: str, payer: str = "") -> JobStatus:
         job_id = uuid.uuid4().hex
         chunks = batch.chunks(chunk_size)
         problems = batch.problems
@@ -93,6 +79,8 @@ class EmbeddedJobStore:
             "created": time.time(),
             "error": None,
             "owner": owner,
+            "payer": payer,
+            "search_ms": 0.0,
         }
         slots = [
             {"p": s.problem} if s.task is None else {"t": s.task, "f": s.first} for s in batch.slots
@@ -129,10 +117,44 @@ class EmbeddedJobStore:
             out.append(b"null" if body is None else body if slot["f"] else as_cached(body))
         return out
 
+    def cancel(self, job_id: str) -> JobStatus | None:
+        store = self.store
+        with store.transact():
+            meta: dict[str, Any] | None = store.get(f"job:{job_id}:meta")
+            if meta is None:
+                return None
+            if meta["status"] in UNFINISHED:
+                meta["status"] = "cancelled"
+                store.set(f"job:{job_id}:meta", meta, expire=self.ttl_s)
+        return self.status(job_id)
+
+    def unfinished_of(self, owner: str) -> int:
+        store = self.store
+        leases: dict[str, Any] = store.get(LEASES, {})
+        queue: list[list[Any]] = store.get(QUEUE, [])
+        jobs = {entry[0] for entry in queue} | {name.rsplit(":", 1)[0] for name in leases}
+        metas: list[dict[str, Any] | None] = [store.get(f"job:{job}:meta") for job in jobs]
+        return sum(
+            1 for m in metas if m is not None and m["owner"] == owner and m["status"] in UNFINISHED
+        )
+
+    def workers(self) -> None:
+        """None: this server's own processes run the jobs."""
+        return None
+
+    def stalled(self) -> str | None:
+        """Never: the server's own processes run these jobs."""
+        return None
+
+    def unfinished(self) -> int:
+        leases: dict[str, Any] = self.store.get(LEASES, {})
+        queue: list[list[Any]] = self.store.get(QUEUE, [])
+        return len({job for job, _ in queue} | {name.rsplit(":", 1)[0] for name in leases})
+
     # -- running chunks (every server process) -----------------------------------------------
 
-    def take(self) -> tuple[str, int, list[tuple[int, AnalysisRequest]]] | None:
-        """The next chunk to run, leased to the caller; a lapsed lease is queued again first."""
+    def take(self, worker: str) -> Lease | None:
+        """The next chunk to run, leased to ``worker``; a lapsed lease is taken again first."""
         store = self.store
         if not self.pending():  # a read: no write lock while idle
             return None
@@ -140,97 +162,82 @@ class EmbeddedJobStore:
         with store.transact():
             leases: dict[str, list[Any]] = store.get(LEASES, {})
             queue: list[list[Any]] = store.get(QUEUE, [])
-            for name, (expires, attempts) in list(leases.items()):
+            for name, (expires, attempts, _) in list(leases.items()):
                 if expires < now:
                     job_id, n = name.rsplit(":", 1)
+                    del leases[name]
                     if attempts >= MAX_ATTEMPTS:
-                        del leases[name]
                         self._fail(job_id, f"chunk {n} lost its worker {attempts} times")
                     else:
-                        log.warning("job %s: chunk %s lost its worker; queued again", job_id, n)
-                        queue.insert(0, [job_id, int(n)])
+                        log.warning("job %s: chunk %s lost its worker; taken again", job_id, n)
+                        queue.insert(0, [job_id, int(n), attempts])
             while queue:
-                job_id, n = queue.pop(0)
+                job_id, n, *before = queue.pop(0)
                 chunk: dict[str, Any] | None = store.get(f"job:{job_id}:chunk:{n}")
                 meta: dict[str, Any] | None = store.get(f"job:{job_id}:meta")
-                if chunk is None or meta is None or meta["status"] == "failed":
+                if chunk is None or meta is None or meta["status"] not in UNFINISHED:
                     continue
                 budget_s = sum(t["limits"]["time_ms"] for t in chunk["tasks"]) / 1000
-                attempts = leases.get(f"{job_id}:{n}", [0, 0])[1] + 1
-                leases[f"{job_id}:{n}"] = [now + 2 * budget_s + 10, attempts]
+                attempt = (before[0] if before else 0) + 1
+                leases[f"{job_id}:{n}"] = [now + 2 * budget_s + 10, attempt, worker]
                 if meta["status"] == "queued":
                     meta["status"] = "running"
                     store.set(f"job:{job_id}:meta", meta, expire=self.ttl_s)
                 store.set(QUEUE, queue)
                 store.set(LEASES, leases)
-                return job_id, n, [(t["t"], AnalysisRequest.from_json(t)) for t in chunk["tasks"]]
+                tasks = [(t["t"], AnalysisRequest.from_json(t)) for t in chunk["tasks"]]
+                return Lease(job_id, int(n), worker, tasks, meta.get("payer", ""), attempt)
             store.set(QUEUE, queue)
             store.set(LEASES, leases)
         return None
 
-    def complete(self, job_id: str, n: int, answers: list[tuple[int, bytes]]) -> bool:
-        """Store a chunk's answers and count it, once; False if it was counted already."""
+    def renew(self, lease: Lease) -> bool:
+        """Whether to go on: the job is still queued or running (the lease is long enough for
+        the whole chunk, so it is not extended)."""
+        meta: dict[str, Any] | None = self.store.get(f"job:{lease.job_id}:meta")
+        return meta is not None and meta["status"] in UNFINISHED
+
+    def complete(self, lease: Lease, done: Completed) -> bool:
+        """Store a chunk's answers and count it, once; True if this call counted it."""
+        job_id, n = lease.job_id, lease.chunk
         store, ttl = self.store, self.ttl_s
         with store.transact():
+            meta: dict[str, Any] | None = store.get(f"job:{job_id}:meta")
+            chunk: dict[str, Any] | None = store.get(f"job:{job_id}:chunk:{n}")
+            if meta is None or chunk is None:
+                return False
+            for task, body in done.answers:
+                store.set(f"job:{job_id}:result:{task}", body, expire=ttl)
+            running = meta["status"] in UNFINISHED
+            if running and not done.whole:
+                return False  # a partial chunk: its lease stays, it will be taken again
             leases: dict[str, list[Any]] = store.get(LEASES, {})
             leases.pop(f"{job_id}:{n}", None)
             store.set(LEASES, leases)
-            meta: dict[str, Any] | None = store.get(f"job:{job_id}:meta")
-            chunk: dict[str, Any] | None = store.get(f"job:{job_id}:chunk:{n}")
-            if meta is None or chunk is None or n in meta["finished"]:
+            if not running or n in meta["finished"]:
                 return False
-            for task, body in answers:
-                store.set(f"job:{job_id}:result:{task}", body, expire=ttl)
             meta["finished"].append(n)
             meta["done"] += chunk["slots"]
-            if len(meta["finished"]) == meta["chunks"] and meta["status"] != "failed":
+            meta["search_ms"] = meta.get("search_ms", 0.0) + done.search_ms
+            if len(meta["finished"]) == meta["chunks"]:
                 meta["status"] = "finished"
             store.set(f"job:{job_id}:meta", meta, expire=ttl)
         return True
 
-    def stalled(self) -> str | None:
-        """Never: the server's own processes run these jobs."""
-        return None
+    def wait(self, timeout_s: float) -> None:
+        time.sleep(min(timeout_s, IDLE_POLL_S))
 
     def pending(self) -> bool:
         return bool(self.store.get(QUEUE)) or bool(self.store.get(LEASES))
+
+    def beat(self, worker: str) -> None:
+        """Nothing: the server's processes run the jobs while the server runs."""
+
+    def leave(self, worker: str) -> None:
+        """Nothing (see :meth:`beat`)."""
 
     def _fail(self, job_id: str, error: str) -> None:
         meta: dict[str, Any] | None = self.store.get(f"job:{job_id}:meta")
         if meta is not None:
             meta.update(status="failed", error=error)
             self.store.set(f"job:{job_id}:meta", meta, expire=self.ttl_s)
-
-
-class JobRunner:
-    """One thread per server process running queued chunks with the process's analyser."""
-
-    def __init__(self, jobs: EmbeddedJobStore, analyser: Analyser) -> None:
-        self.jobs = jobs
-        self.analyser = analyser
-        self.thread = threading.Thread(target=self._run, name="embedded-jobs", daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while True:
-            try:
-                taken = self.jobs.take()
-            except Exception:  # a locked or damaged store: try again later
-                log.exception("embedded job queue unavailable")
-                taken = None
-            if taken is None:
-                time.sleep(IDLE_POLL_S)
-                continue
-            job_id, n, tasks = taken
-            answers = [(index, self.analyser.analyse_item(task)) for index, task in tasks]
-            self.jobs.complete(job_id, n, answers)
-
-
-def make_job_store(settings: Settings) -> JobStore | EmbeddedJobStore:
-    """Jobs in the state Redis (``KALAH_STATE_REDIS_URL``, else ``KALAH_REDIS_URL``; run by
-    ``kalah worker``), or without one in the embedded store beside the answers (run by the
-    server's own processes)."""
-    if settings.state_url:
-        return job_store(settings, timeout_s=settings.redis_timeout_s)
-    answers = Path(settings.cache_dir) if settings.cache_dir else cache_dir() / "answers"
-    return EmbeddedJobStore(answers.parent / (answers.name + "-jobs"), ttl_s=settings.job_ttl_s)

@@ -1,0 +1,484 @@
+"""Batch jobs in the state Redis, run by ``kalah worker`` processes: one :class:`JobStore`.
+
+A job is its input slots (``items``: each slot names a distinct task or holds a problem), the
+distinct tasks cut into chunks (``chunk:<n>``, grouped by rules so one chunk shares its rules)
+and the answers of finished tasks (``results``). Every key expires ``KALAH_JOB_TTL_S`` after
+the job's last change.
+
+The queue is this store's own, in Redis, with no queue library over it:
+
+- Fair scheduling: a job belongs to the API key that posted it (its owner; nobody else reads
+  it). Its chunks wait in the owner's list (``fair:<owner>``) and the owners with waiting
+  chunks in a ring (``fair:ring``); :meth:`RedisJobStore.take` gives the next chunk of the next
+  owner in the ring. Owners are served round-robin, a chunk each: one key's 1,000-chunk job
+  does not hold back another key's small one.
+- Crash safety is the lease, part of the queue: taking a chunk leases it (:data:`LEASES`, a
+  sorted set of expiry times on Redis's clock) to its runner, which renews it every
+  :data:`HEARTBEAT_S`. :meth:`~RedisJobStore.take` gives a chunk whose lease lapsed (its
+  runner died) before any waiting one, so the next runner to ask takes it over; a chunk taken
+  :data:`~api.batch.store.MAX_ATTEMPTS` times and lost each time fails the job. There is no
+  reaper and no ticket to lose: a chunk is in exactly one place (an owner's list, or leased)
+  and moves atomically (one script).
+- Waking up: idle runners block on :data:`BELL` (``BLPOP``, :data:`WAIT_S` at a time, on a
+  connection whose socket timeout is longer than that, so an idle runner never mistakes the
+  wait for a lost connection). A new job rings it once per chunk (at most
+  :data:`BELL_MAX`); the bell is only a hint: every runner looks at the queue again after each
+  wait, so a lost ring costs at most :data:`WAIT_S`.
+- Finishing a chunk is one script that counts it once, so a chunk run twice (the slow original
+  and its take-over) counts once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, cast
+
+import redis
+
+from ..config import Settings
+from ..core.answer import as_cached
+from ..core.request import AnalysisRequest
+from .items import Batch
+from .store import MAX_ATTEMPTS, UNFINISHED, Completed, JobStatus, Lease, stalled_reason
+
+log = logging.getLogger("api.batch")
+
+PREFIX = "kalah:v1:job"
+ACTIVE = "kalah:v1:jobs:active"
+"""Ids of jobs with unfinished chunks."""
+OWNED_PREFIX = "kalah:v1:jobs:of:"
+"""``<prefix><owner>``: a set of the owner's jobs that may be unfinished (cleaned as read)."""
+FAIR_PREFIX = "kalah:v1:fair:"
+RING = FAIR_PREFIX + "ring"
+"""Owners with waiting chunks, served round-robin (see the module docstring)."""
+LEASES = "kalah:v1:jobs:leases"
+"""Sorted set: ``<job>:<chunk>`` being run, scored by its lease's end (Redis's clock, ms)."""
+TOKENS = "kalah:v1:jobs:lease-tokens"
+"""Hash: ``<job>:<chunk>`` -> the token of the runner holding its lease."""
+BELL = "kalah:v1:jobs:bell"
+"""A list idle runners block on; a new job pushes one entry per chunk."""
+BELL_MAX = 64
+WORKERS = "kalah:v1:workers"
+"""The batch workers alive: each worker's name, scored by its last beat (Redis's clock, ms)."""
+WORKER_BEAT_S = 1.0
+WORKER_STALE_S = 10.0
+"""A worker that has not beaten for this long is dead (or cut off): it runs no job."""
+LEASE_MS = 5000
+HEARTBEAT_S = 1.0
+WAIT_S = 5
+"""How long an idle runner blocks on the bell before it looks at the queue again."""
+
+UNFINISHED_B = tuple(status.encode() for status in UNFINISHED)
+
+_NOW = """
+local now = redis.call('TIME')
+local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+"""
+
+# The next chunk to run, leased: a lapsed lease first, else the next owner's next chunk
+# (rotating the ring). Chunks of jobs gone, finished, failed or cancelled are dropped on the
+# way. Returns {entry, attempt, chunk JSON, payer}, or false.
+# KEYS: ring, leases, tokens, active; ARGV: fair prefix, job prefix, token, lease ms, attempts.
+_TAKE = (
+    _NOW
+    + """
+local function next_entry()
+  local lapsed = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ms, 'LIMIT', 0, 1)
+  if lapsed[1] then return lapsed[1] end
+  for _ = 1, redis.call('LLEN', KEYS[1]) do
+    local owner = redis.call('RPOPLPUSH', KEYS[1], KEYS[1])
+    if not owner then return false end
+    local waiting = ARGV[1] .. owner
+    local chunk = redis.call('LPOP', waiting)
+    if redis.call('LLEN', waiting) == 0 then redis.call('LREM', KEYS[1], 0, owner) end
+    if chunk then return chunk end
+  end
+  return false
+end
+for _ = 1, 1000 do
+  local entry = next_entry()
+  if not entry then return false end
+  local sep = string.find(entry, ':', 1, true)
+  local job = string.sub(entry, 1, sep - 1)
+  local n = string.sub(entry, sep + 1)
+  local base = ARGV[2] .. ':' .. job .. ':'
+  local meta = base .. 'meta'
+  local status = redis.call('HGET', meta, 'status')
+  local body = redis.call('GET', base .. 'chunk:' .. n)
+  if (status ~= 'queued' and status ~= 'running') or (not body)
+      or redis.call('SISMEMBER', base .. 'done', n) == 1 then
+    redis.call('ZREM', KEYS[2], entry)
+    redis.call('HDEL', KEYS[3], entry)
+  else
+    local attempt = redis.call('HINCRBY', base .. 'attempts', n, 1)
+    if attempt > tonumber(ARGV[5]) then
+      redis.call('HSET', meta, 'status', 'failed',
+        'error', 'chunk ' .. n .. ' lost its worker ' .. (attempt - 1) .. ' times')
+      redis.call('SREM', KEYS[4], job)
+      redis.call('ZREM', KEYS[2], entry)
+      redis.call('HDEL', KEYS[3], entry)
+    else
+      redis.call('ZADD', KEYS[2], ms + tonumber(ARGV[4]), entry)
+      redis.call('HSET', KEYS[3], entry, ARGV[3])
+      if status == 'queued' then redis.call('HSET', meta, 'status', 'running') end
+      return {entry, attempt, body, redis.call('HGET', meta, 'payer') or ''}
+    end
+  end
+end
+return false
+"""
+)
+
+# Extend a lease held by this token of a job still running: 1, else 0 (stop).
+# KEYS: leases, tokens, meta; ARGV: entry, token, lease ms.
+_RENEW = (
+    _NOW
+    + """
+if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then return 0 end
+local status = redis.call('HGET', KEYS[3], 'status')
+if status ~= 'queued' and status ~= 'running' then return 0 end
+redis.call('ZADD', KEYS[1], ms + tonumber(ARGV[3]), ARGV[1])
+return 1
+"""
+)
+
+# Store a chunk's answers (whatever the job's state, while it exists: the results so far stay
+# readable) and count the chunk once. Returns 1 counted, 0 counted before, 2 the job is over
+# (cancelled, failed), 3 a partial chunk of a running job (not counted, lease kept), -1 gone.
+# KEYS: meta, done, results, chunk_items, active, leases, tokens, items, attempts
+# ARGV: chunk, job id, ttl, entry, whole (1/0), search ms, then task index and answer pairs
+_COMPLETE = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+for i = 7, #ARGV, 2 do redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1]) end
+local status = redis.call('HGET', KEYS[1], 'status')
+local result
+if status ~= 'queued' and status ~= 'running' then
+  result = 2
+elseif ARGV[5] ~= '1' then
+  result = 3
+elseif redis.call('SADD', KEYS[2], ARGV[1]) == 0 then
+  result = 0
+else
+  redis.call('HINCRBY', KEYS[1], 'done', redis.call('HGET', KEYS[4], ARGV[1]))
+  redis.call('HINCRBYFLOAT', KEYS[1], 'search_ms', ARGV[6])
+  if redis.call('SCARD', KEYS[2]) == tonumber(redis.call('HGET', KEYS[1], 'chunks')) then
+    redis.call('HSET', KEYS[1], 'status', 'finished')
+    redis.call('SREM', KEYS[5], ARGV[2])
+  end
+  result = 1
+end
+if result ~= 3 then
+  redis.call('ZREM', KEYS[6], ARGV[4])
+  redis.call('HDEL', KEYS[7], ARGV[4])
+end
+for _, key in ipairs({KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[8], KEYS[9]}) do
+  redis.call('EXPIRE', key, ARGV[3])
+end
+return result
+"""
+
+# Cancel a queued or running job (its waiting chunks are dropped when reached, its running
+# ones stop at their next renewal). KEYS: meta, active; ARGV: job id. Returns 1, or 0 if gone.
+_CANCEL = """
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status then return 0 end
+if status == 'queued' or status == 'running' then
+  redis.call('HSET', KEYS[1], 'status', 'cancelled')
+  redis.call('SREM', KEYS[2], ARGV[1])
+end
+return 1
+"""
+
+# Chunks join their owner's list, the owner joins the ring (at the head: the ring is served
+# from its tail). KEYS: ring, the owner's list; ARGV: owner, then the chunks ("<job>:<n>").
+_WAIT = """
+for i = 2, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+if not redis.call('LPOS', KEYS[1], ARGV[1]) then redis.call('LPUSH', KEYS[1], ARGV[1]) end
+return 1
+"""
+
+# A worker's beat on Redis's clock, dropping the workers silent too long.
+# KEYS: workers; ARGV: name, stale ms.
+_BEAT = (
+    _NOW
+    + """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ms - tonumber(ARGV[2]))
+redis.call('ZADD', KEYS[1], ms, ARGV[1])
+return 1
+"""
+)
+
+# The workers that beat within the stale time. KEYS: workers; ARGV: stale ms.
+_ALIVE = (
+    _NOW
+    + """
+return redis.call('ZCOUNT', KEYS[1], ms - tonumber(ARGV[1]), '+inf')
+"""
+)
+
+
+@dataclass(frozen=True, slots=True)
+class JobKeys:
+    """The Redis keys of one job."""
+
+    id: str
+
+    def _key(self, name: str) -> str:
+        return f"{PREFIX}:{self.id}:{name}"
+
+    @property
+    def meta(self) -> str:
+        """Hash: status, total, done (slots), chunks, created, owner, payer, search_ms,
+        error."""
+        return self._key("meta")
+
+    @property
+    def items(self) -> str:
+        """List, one per input slot: {"t": task, "f": first occurrence} or {"p": problem}."""
+        return self._key("items")
+
+    @property
+    def results(self) -> str:
+        """Hash: task index -> answer body."""
+        return self._key("results")
+
+    @property
+    def done(self) -> str:
+        """Set of finished chunks."""
+        return self._key("done")
+
+    @property
+    def attempts(self) -> str:
+        """Hash: chunk -> times taken."""
+        return self._key("attempts")
+
+    @property
+    def chunk_items(self) -> str:
+        """Hash: chunk -> input slots it answers (repeats included)."""
+        return self._key("chunk_items")
+
+    def chunk(self, n: int) -> str:
+        return f"{PREFIX}:{self.id}:chunk:{n}"
+
+    def entry(self, n: int) -> str:
+        """The chunk's name in the queue and the leases: ``<job>:<n>``."""
+        return f"{self.id}:{n}"
+
+
+class RedisJobStore:
+    """Jobs in the state store at ``url`` (:mod:`api.state`: never evicted). ``timeout_s``:
+    the socket timeout of every call but the runners' blocking wait (:meth:`wait`)."""
+
+    in_server = False
+
+    def __init__(self, url: str, *, ttl_s: int, timeout_s: float = 10.0) -> None:
+        self.redis = redis.Redis.from_url(
+            url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
+        )
+        # The blocking wait gets a socket timeout longer than the wait itself.
+        self._blocking = redis.Redis.from_url(
+            url, socket_timeout=WAIT_S + max(timeout_s, 5.0), socket_connect_timeout=timeout_s
+        )
+        self.ttl_s = ttl_s
+        self._take = self.redis.register_script(_TAKE)
+        self._wait = self.redis.register_script(_WAIT)
+        self._renew = self.redis.register_script(_RENEW)
+        self._complete = self.redis.register_script(_COMPLETE)
+        self._cancel = self.redis.register_script(_CANCEL)
+        self._beat = self.redis.register_script(_BEAT)
+        self._alive = self.redis.register_script(_ALIVE)
+
+    # -- the API ---------------------------------------------------------------------------
+
+    def create(self, batch: Batch, chunk_size: int, owner: str, payer: str = "") -> JobStatus:
+        """A new job of ``owner`` (an API key id), its chunks waiting for the workers."""
+        job = JobKeys(uuid.uuid4().hex)
+        chunks = batch.chunks(chunk_size)
+        problems = batch.problems
+        status = "queued" if chunks else "finished"
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.hset(
+            job.meta,
+            mapping={
+                "status": status,
+                "total": len(batch.slots),
+                "done": problems,
+                "chunks": len(chunks),
+                "created": time.time(),
+                "owner": owner,
+                "payer": payer,
+                "search_ms": 0,
+            },
+        )
+        encoded = [
+            json.dumps({"p": s.problem}, ensure_ascii=False)
+            if s.task is None
+            else json.dumps({"t": s.task, "f": int(s.first)})
+            for s in batch.slots
+        ]
+        for start in range(0, len(encoded), 1000):
+            pipe.rpush(job.items, *encoded[start : start + 1000])
+        for n, chunk in enumerate(chunks):
+            pipe.set(job.chunk(n), json.dumps(chunk.tasks), ex=self.ttl_s)
+            pipe.hset(job.chunk_items, str(n), chunk.slots)
+        for key in (job.meta, job.items, job.chunk_items):
+            pipe.expire(key, self.ttl_s)
+        if chunks:
+            pipe.sadd(ACTIVE, job.id)
+            pipe.sadd(OWNED_PREFIX + owner, job.id)
+            pipe.expire(OWNED_PREFIX + owner, self.ttl_s)
+            entries = [job.entry(n) for n in range(len(chunks))]
+            for start in range(0, len(entries), 1000):
+                self._wait(
+                    keys=[RING, FAIR_PREFIX + owner],
+                    args=[owner, *entries[start : start + 1000]],
+                    client=pipe,
+                )
+            pipe.rpush(BELL, *["1"] * min(len(chunks), BELL_MAX))
+            pipe.ltrim(BELL, -BELL_MAX, -1)
+        pipe.execute()
+        return JobStatus(job.id, status, problems, len(batch.slots), None, owner)
+
+    def status(self, job_id: str) -> JobStatus | None:
+        meta = cast(dict[bytes, bytes], self.redis.hgetall(JobKeys(job_id).meta))
+        if not meta:
+            return None
+        error = meta.get(b"error")
+        return JobStatus(
+            job_id,
+            meta[b"status"].decode(),
+            int(meta[b"done"]),
+            int(meta[b"total"]),
+            error.decode() if error is not None else None,
+            meta.get(b"owner", b"").decode(),
+        )
+
+    def results(self, job_id: str, offset: int, limit: int) -> list[bytes]:
+        job = JobKeys(job_id)
+        raw = cast(list[bytes], self.redis.lrange(job.items, offset, offset + limit - 1))
+        slots = [json.loads(item) for item in raw]
+        wanted = sorted({str(s["t"]) for s in slots if "t" in s})
+        found = (
+            dict(
+                zip(
+                    wanted,
+                    cast(list[bytes | None], self.redis.hmget(job.results, wanted)),
+                    strict=True,
+                )
+            )
+            if wanted
+            else {}
+        )
+        out: list[bytes] = []
+        for slot in slots:
+            if "p" in slot:
+                out.append(json.dumps(slot["p"], separators=(",", ":")).encode())
+                continue
+            body = found.get(str(slot["t"]))
+            if body is None:
+                out.append(b"null")
+            else:
+                out.append(body if slot["f"] else as_cached(body))
+        return out
+
+    def cancel(self, job_id: str) -> JobStatus | None:
+        job = JobKeys(job_id)
+        if not self._cancel(keys=[job.meta, ACTIVE], args=[job_id]):
+            return None
+        return self.status(job_id)
+
+    def unfinished_of(self, owner: str) -> int:
+        owned = OWNED_PREFIX + owner
+        ids = sorted(cast(set[bytes], self.redis.smembers(owned)))
+        if not ids:
+            return 0
+        statuses = [self.redis.hget(JobKeys(i.decode()).meta, "status") for i in ids]
+        over = [i for i, status in zip(ids, statuses, strict=True) if status not in UNFINISHED_B]
+        if over:
+            self.redis.srem(owned, *over)
+        return len(ids) - len(over)
+
+    def workers(self) -> int:
+        """How many workers beat within the last :data:`WORKER_STALE_S`."""
+        return int(cast(int, self._alive(keys=[WORKERS], args=[int(WORKER_STALE_S * 1000)])))
+
+    def stalled(self) -> str | None:
+        return stalled_reason(self.workers(), WORKER_STALE_S)
+
+    def unfinished(self) -> int:
+        return int(self.redis.scard(ACTIVE))
+
+    # -- the runners -----------------------------------------------------------------------
+
+    def take(self, worker: str) -> Lease | None:
+        taken = cast(
+            list[bytes] | None,
+            self._take(
+                keys=[RING, LEASES, TOKENS, ACTIVE],
+                args=[FAIR_PREFIX, PREFIX, worker, LEASE_MS, MAX_ATTEMPTS],
+            ),
+        )
+        if not taken:
+            return None
+        entry, attempt, body, payer = taken
+        job_id, _, n = entry.decode().partition(":")
+        tasks = [(item["t"], AnalysisRequest.from_json(item)) for item in json.loads(body)]
+        return Lease(job_id, int(n), worker, tasks, payer.decode(), int(attempt))
+
+    def renew(self, lease: Lease) -> bool:
+        entry = JobKeys(lease.job_id).entry(lease.chunk)
+        meta = JobKeys(lease.job_id).meta
+        renewed = self._renew(keys=[LEASES, TOKENS, meta], args=[entry, lease.token, LEASE_MS])
+        return bool(renewed)
+
+    def complete(self, lease: Lease, done: Completed) -> bool:
+        job = JobKeys(lease.job_id)
+        args: list[Any] = [
+            lease.chunk,
+            lease.job_id,
+            self.ttl_s,
+            job.entry(lease.chunk),
+            int(done.whole),
+            f"{done.search_ms:.3f}",
+        ]
+        for task, body in done.answers:
+            args += [task, body]
+        keys = [
+            job.meta,
+            job.done,
+            job.results,
+            job.chunk_items,
+            ACTIVE,
+            LEASES,
+            TOKENS,
+            job.items,
+            job.attempts,
+        ]
+        return bool(self._complete(keys=keys, args=args) == 1)
+
+    def wait(self, timeout_s: float) -> None:
+        self._blocking.blpop([BELL], timeout=max(0.01, min(WAIT_S, timeout_s)))
+
+    def waiting(self) -> int:
+        """How many chunks wait in their owners' lists (not yet taken by a worker)."""
+        owners = cast(list[bytes], self.redis.lrange(RING, 0, -1))
+        return sum(int(self.redis.llen(FAIR_PREFIX + o.decode())) for o in owners)
+
+    def pending(self) -> bool:
+        return bool(self.waiting() or self.redis.zcard(LEASES))
+
+    def beat(self, worker: str) -> None:
+        self._beat(keys=[WORKERS], args=[worker, int(WORKER_STALE_S * 1000)])
+
+    def leave(self, worker: str) -> None:
+        self.redis.zrem(WORKERS, worker)
+
+
+def job_store(settings: Settings, *, timeout_s: float = 10.0) -> RedisJobStore:
+    """The job store of ``settings`` (its state store must be set)."""
+    assert settings.state_url
+    return RedisJobStore(settings.state_url, ttl_s=settings.job_ttl_s, timeout_s=timeout_s)

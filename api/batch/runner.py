@@ -1,0 +1,202 @@
+"""The one loop that runs batch work: analyse each task, turn its error into a problem.
+
+- :func:`answer_one` is the only place a batch analyses an item: the ``/v1/analysis`` code
+  path (:meth:`Analyser.analyse`: the same cache and the same answer), an error becoming the
+  item's problem object (as :meth:`Analyser.analyse_item`, keeping the search time, which a
+  job's runner charges to the job's payer).
+- :func:`answer_all` runs it over a list of tasks; inline batches, ``kalah batch`` (in each of
+  its processes) and the job runners below all call it.
+- :func:`serve` is the job runners' loop over any :class:`~api.batch.store.JobStore`: take a
+  chunk, answer it while renewing its lease (stopping early when the job is cancelled),
+  complete it, charge its search to the job's payer; wait on the store when there is nothing
+  to do. Any error of the store (Redis unreachable, timing out, full, a locked diskcache) is
+  logged and waited out with a growing pause, never fatal: ``kalah worker`` runs it in its
+  main thread, every server process without Redis in a thread of its own
+  (:func:`start_in_server`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from kalah_core.errors import KalahError
+
+from ..core.analyser import Analyser
+from ..core.answer import dumps
+from ..core.problems import ApiProblem, problem_object
+from ..core.request import AnalysisRequest
+from ..lease import owner_token, renewing
+from .store import Completed, JobStore, Lease
+
+log = logging.getLogger("api.batch.runner")
+
+HEARTBEAT_S = 1.0
+"""How often a runner renews its chunk's lease (and learns of a cancellation)."""
+PAUSE_S = 0.5
+PAUSE_MAX_S = 5.0
+"""After an error of the store, a runner tries again after this pause, doubling up to the
+maximum."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """One task's answer (or problem object) and the search it ran (0: cached, or a
+    problem)."""
+
+    body: bytes
+    search_ms: float = 0.0
+
+
+def answer_one(analyser: Analyser, task: AnalysisRequest) -> Answered:
+    """The answer to one batch item, or its problem object."""
+    try:
+        answer = analyser.analyse(task)
+    except (ApiProblem, KalahError) as error:
+        return Answered(dumps(problem_object(error)))
+    return Answered(answer.body(), answer.search_ms)
+
+
+def answer_all(
+    analyser: Analyser,
+    tasks: Sequence[AnalysisRequest],
+    stop: threading.Event | None = None,
+) -> Iterator[Answered]:
+    """Each task's answer in order; with ``stop``, none after it is set."""
+    for task in tasks:
+        if stop is not None and stop.is_set():
+            return
+        yield answer_one(analyser, task)
+
+
+Bill = Callable[[str, float], None]
+"""Charges a payer (a job's, :class:`Lease.payer`) for ``search_ms`` of search."""
+
+
+def run_chunk(
+    store: JobStore, analyser: Analyser, lease: Lease, stopping: threading.Event
+) -> Completed:
+    """Answer a leased chunk, renewing its lease; stops early (a partial chunk) when the store
+    says so (the job was cancelled, the lease lost) or the runner is stopping hard."""
+    stop = threading.Event()
+
+    def renew() -> None:
+        if not store.renew(lease):
+            stop.set()
+        if stopping.is_set():
+            stop.set()
+
+    done = Completed()
+    indices = [index for index, _ in lease.tasks]
+    with renewing(renew, f"chunk {lease.chunk} of job {lease.job_id}", HEARTBEAT_S):
+        for index, answered in zip(
+            indices, answer_all(analyser, [task for _, task in lease.tasks], stop), strict=False
+        ):
+            done.answers.append((index, answered.body))
+            done.search_ms += answered.search_ms
+    done.whole = len(done.answers) == len(lease.tasks)
+    return done
+
+
+def serve(
+    store: JobStore,
+    analyser: Analyser,
+    *,
+    worker: str,
+    stop: threading.Event,
+    bill: Bill | None = None,
+    burst: bool = False,
+    hard_stop: threading.Event | None = None,
+) -> None:
+    """Run chunks of ``store`` until ``stop`` is set (with ``burst``, also once nothing is
+    waiting or running). A chunk in hand is finished first, unless ``hard_stop`` is set."""
+    pause = PAUSE_S
+    done: Completed | None = None
+    lease: Lease | None = None
+    hard = hard_stop or threading.Event()
+    while True:
+        try:
+            if lease is None:
+                if stop.is_set():
+                    return
+                lease = store.take(worker)
+                if lease is None:
+                    if burst and not store.pending():
+                        return
+                    store.wait(1.0 if burst else 5.0)
+                    pause = PAUSE_S
+                    continue
+            if done is None:
+                try:
+                    done = run_chunk(store, analyser, lease, hard)
+                except Exception:  # not the store's: a chunk this runner cannot run
+                    # Let its lease lapse: another take counts an attempt, and a chunk that
+                    # fails every time fails its job (MAX_ATTEMPTS) instead of looping here.
+                    log.exception("chunk %d of job %s failed", lease.chunk, lease.job_id)
+                    lease = None
+                    continue
+            # Retried until it goes through (a full or unreachable store): the answers are
+            # kept, and a chunk counts once however often it is completed.
+            counted = store.complete(lease, done)
+            if counted and bill is not None and lease.payer and done.search_ms > 0:
+                try:
+                    bill(lease.payer, done.search_ms)
+                except Exception:  # the charge is lost, the job is not
+                    log.exception("charging job %s's chunk failed", lease.job_id)
+            lease = done = None
+            pause = PAUSE_S
+        except Exception as error:  # the store failed: wait and go on where we were
+            log.warning(
+                "job store unavailable (%s: %s); trying again in %.1f s",
+                type(error).__name__,
+                error,
+                pause,
+            )
+            if stop.wait(pause) and lease is None:
+                return
+            pause = min(2 * pause, PAUSE_MAX_S)
+
+
+_IN_SERVER: dict[tuple[int, int], threading.Thread] = {}
+_IN_SERVER_LOCK = threading.Lock()
+
+
+def start_in_server(store: JobStore, analyser: Analyser, bill: Bill | None = None) -> None:
+    """This server process's runner thread on ``store`` (started once per process)."""
+    key = (os.getpid(), id(store))
+    if key in _IN_SERVER:
+        return
+    with _IN_SERVER_LOCK:
+        if key in _IN_SERVER:
+            return
+        thread = threading.Thread(
+            target=serve,
+            args=(store, analyser),
+            kwargs={"worker": owner_token(), "stop": threading.Event(), "bill": bill},
+            name="embedded-jobs",
+            daemon=True,
+        )
+        _IN_SERVER[key] = thread
+        thread.start()
+
+
+@contextlib.contextmanager
+def beating(store: JobStore, worker: str, every_s: float) -> Iterator[None]:
+    """Report ``worker`` alive every ``every_s`` while the block runs (``/readyz`` and the
+    API's admission of jobs count the workers alive), and gone at the end."""
+
+    def beat() -> None:
+        store.beat(worker)
+
+    with contextlib.suppress(Exception):
+        beat()
+    try:
+        with renewing(beat, f"worker {worker}", every_s):
+            yield
+    finally:
+        with contextlib.suppress(Exception):  # else it goes stale by itself
+            store.leave(worker)
