@@ -24,6 +24,7 @@ from kalah_core.egdb import (
     build,
     default_path,
     entry_count,
+    progress_path,
     read_header,
     rule_key,
 )
@@ -350,3 +351,26 @@ def test_preload_and_probe_benchmark(db_dir: Path) -> None:
     db.preload()
     seconds, total = db.table.probe_benchmark(1000, 3)
     assert seconds >= 0 and isinstance(total, int)
+
+
+def test_a_build_logs_each_level_and_writes_its_progress_into_a_new_folder(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "new" / "folder" / "small.egdb"
+    lines: list[str] = []
+    stats = build(path, Rules(houses=3), 6, progress=False, progress_file=True, log=lines.append)
+    assert stats.path == path and path.exists()
+    assert not progress_path(path).exists(), "the progress file is removed at the end"
+    assert [line.split(" done")[0] for line in lines] == [
+        f"small.egdb: level {n}/6" for n in range(7)
+    ]
+    assert "100.0% of" in lines[-1]
+
+
+def test_boards_beyond_eight_houses_have_no_database(tmp_path: Path) -> None:
+    """Databases hold a byte a house on at most 8 houses: a bigger board is refused with the
+    option named, and an engine searches it without one."""
+    with pytest.raises(InvalidRulesError) as error:
+        build(tmp_path / "twelve.egdb", Rules(houses=12, seeds=1), 3, progress=False)
+    assert error.value.option == "houses" and "1..8" in str(error.value)
+    assert not (tmp_path / "twelve.egdb").exists()

@@ -10,6 +10,9 @@ const PAD = 10;
 const LABEL = 18;
 const CHIP = 30;
 const SWAP_PREFIX = "\u21c4 "; // ⇄: the swap, named in full in its label
+const MIN_TEXT_PX = 12; // no text smaller on screen, however narrow the board is drawn
+const MAX_WIDTH_PX = 720; // .board-svg's max-width
+let chipFont = 16; // the chips' font size in the board's units (larger on a small board)
 
 /**
  * Draw `board` into `container`.
@@ -25,10 +28,17 @@ export function drawBoard(container, board, { flipped = false, values = new Map(
   const boardTop = PAD + CHIP + LABEL;
   const svg = s("svg", {
     viewBox: `0 0 ${width} ${height}`,
-    class: "board-svg",
+    // More than 8 houses: a wide board keeps its counts legible (scrolling on a phone).
+    class: n > 8 ? "board-svg wide" : "board-svg",
     role: "group",
     "aria-label": `Board seen from ${bottom}`,
   });
+  // The board is drawn at the container's width: below MIN_TEXT_PX on screen, labels and
+  // chips grow in the board's units (board.css reads --min-font).
+  const shown = Math.min(container.clientWidth || MAX_WIDTH_PX, MAX_WIDTH_PX);
+  const minFont = (MIN_TEXT_PX * width) / shown;
+  svg.style.setProperty("--min-font", `${minFont.toFixed(2)}px`);
+  chipFont = Math.max(16, minFont);
   svg.append(
     s("rect", { x: PAD, y: boardTop, width: width - 2 * PAD, height: 2 * CELL, rx: CELL / 2, class: "wood" }),
   );
@@ -114,7 +124,7 @@ function swapButton(x, y, info, played, onPlay) {
 }
 
 function chipWidth(text) {
-  return Math.max(40, 12 + 10 * text.length);
+  return Math.max(40, 12 + 0.625 * chipFont * text.length);
 }
 
 function chip(x, y, info, prefix = "") {

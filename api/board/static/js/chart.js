@@ -5,7 +5,7 @@
 import { s } from "./dom.js";
 import { sideName, signed } from "./format.js";
 
-const W = 640;
+const WIDTH = 640; // its width in units when the container's is unknown; else its width in px
 const TOP = 120;
 const BARS = 44;
 const PAD = 8;
@@ -23,6 +23,8 @@ export function drawChart(container, steps, cursor, onJump) {
   points.push({ v: south(last, last.review.value_after), exact: last.review.exact });
   const range = Math.max(4, ...points.map((p) => Math.abs(p.v)));
   const maxLoss = Math.max(6, ...steps.map((step) => step.review.loss));
+  // Drawn at the container's own width, so that its 12 px labels are 12 px on screen.
+  const W = Math.round(container.clientWidth) || WIDTH;
   const height = TOP + BARS + 2 * PAD;
   const step = (W - 2 * PAD) / n;
   const x = (i) => PAD + step * i;

@@ -151,20 +151,33 @@ function jump(cursor) {
   if (cursor >= 0 && cursor <= view.steps.length && cursor !== view.cursor) navigate({ cursor });
 }
 
+/** The reviewed sowings that lose seeds (inaccuracies, mistakes, blunders), by index. */
+const mistakes = () => view.steps.flatMap((step, i) => (step.review && step.review.loss > 0 ? [i] : []));
+
+/** Show the position before the next sowing that loses seeds (after the last: the first). */
+function nextMistake() {
+  const found = mistakes();
+  if (!found.length) return;
+  jump(found.find((i) => i > view.cursor) ?? found.find((i) => i !== view.cursor) ?? found[0]);
+}
+
 // -- games --------------------------------------------------------------------------------
 
 async function openGame(query, position, game, cursor, { replace = false } = {}) {
   let played;
+  $("review-status").textContent = "Opening the game\u2026";
   try {
     played = await api.play(rulesBody(query), position, { game });
   } catch (error) {
+    $("review-status").textContent = "";
     showMessage(`Game: ${error.message}`);
     return;
   }
   const steps = played.steps.map((s) => ({
     move: s.move, mover: s.mover, captured: s.captured, extra_turn: s.extra_turn, over: s.over, position: s.position,
   }));
-  const at = cursor === null || cursor > steps.length ? steps.length : cursor;
+  // A review opens at the start of the game (N: its first mistake); a cursor in the URL wins.
+  const at = cursor === null ? 0 : Math.min(cursor, steps.length);
   navigate({ query, start: position === "start" ? "start" : played.start, steps, cursor: at, game: played.game }, { replace });
   review();
 }
@@ -284,12 +297,23 @@ function renderReview() {
   $("review-status").textContent = reviewing ? "Reviewing every sowing\u2026" : "";
   const canReview = !view.game && view.steps.length > 0;
   $("review-line").hidden = !canReview;
+  const found = view.game ? mistakes() : [];
+  const reviewed = view.game && view.steps.length > 0 && view.steps.every((s) => s.review);
+  $("review-nav").hidden = !reviewed;
+  $("next-mistake").disabled = !found.length;
+  const after = found.filter((i) => i >= view.cursor).length;
+  $("mistake-info").textContent = !reviewed
+    ? ""
+    : found.length === 0
+      ? "No sowing loses seeds."
+      : `${found.length} sowing${found.length === 1 ? "" : "s"} lose seeds` +
+        (after ? `, ${after} from here` : "");
 }
 
 function fillEditor() {
   const position = current();
   const board = boardOf(position, answerFor(position));
-  if (board) showEditor($("editor"), board, (edited) => openPosition(edited));
+  if (board) showEditor($("editor"), board, (edited) => openPosition(edited), info?.limits.max_seeds);
 }
 
 function showMessage(text) {
@@ -311,8 +335,11 @@ function onKey(event) {
     f: () => $("flip").click(),
     l: () => $("longer").disabled || searchLonger(),
     s: () => playIfLegal("swap"),
+    n: () => nextMistake(),
   };
-  if (/^[1-8]$/.test(key)) actions[key] = () => playIfLegal(Number(key));
+  // Houses 1..9 by their digit, 10..12 by their letter in the seed-000 notation (a, b, c).
+  if (/^[1-9]$/.test(key)) actions[key] = () => playIfLegal(Number(key));
+  if (/^[a-c]$/.test(key)) actions[key] = () => playIfLegal(key.charCodeAt(0) - 87);
   if (!actions[key]) return;
   event.preventDefault();
   actions[key]();
@@ -356,6 +383,16 @@ function main() {
   });
   $("flip").setAttribute("aria-pressed", String(flipped));
   $("longer").addEventListener("click", searchLonger);
+  $("next-mistake").addEventListener("click", nextMistake);
+  // The board and the chart are drawn at their width (text at least 12 px): redraw on resize.
+  let resizing = 0;
+  window.addEventListener("resize", () => {
+    cancelAnimationFrame(resizing);
+    resizing = requestAnimationFrame(() => {
+      renderAnswer();
+      renderReview();
+    });
+  });
   $("paste").addEventListener("submit", onPaste);
   $("editor-panel").addEventListener("toggle", () => $("editor-panel").open && fillEditor());
   $("review-line").addEventListener("click", () =>
@@ -373,8 +410,37 @@ function main() {
       info = rules;
       picker = initRulesPicker($("rules-form"), info, changeRules);
       render();
+      watchDatabases(rules.databases);
     })
     .catch((error) => showMessage(`Rules: ${error.message}`));
+}
+
+// -- endgame databases ------------------------------------------------------------------------
+
+const DATABASES_EVERY_MS = 5000;
+
+/** While the server builds endgame databases, say how far each has got (GET /v1/rules every
+ * few seconds): until one is ready, mid-game answers for its rules are estimates more often. */
+function watchDatabases(databases) {
+  const building = (databases?.builds || []).filter((b) => b.state === "queued" || b.state === "building");
+  const text = building.map((b) => {
+    const share = `${Math.floor(100 * (b.progress || 0))}%`;
+    const eta = b.eta_s == null ? "" : `, about ${formatDuration(b.eta_s)} left`;
+    return `${b.presets.join("/")} (${b.max_seeds} seeds): ${b.state === "queued" ? "waiting" : share + eta}`;
+  });
+  $("databases").textContent = text.length
+    ? `Endgame databases being built \u2014 ${text.join("; ")}. Answers near the end of a game get exact as they finish.`
+    : "";
+  $("databases").hidden = !text.length;
+  if (!text.length) return;
+  setTimeout(() => {
+    api.rulesInfo().then((rules) => watchDatabases(rules.databases)).catch(() => watchDatabases(null));
+  }, DATABASES_EVERY_MS);
+}
+
+function formatDuration(seconds) {
+  const s = Math.max(0, Math.round(seconds));
+  return s < 60 ? `${s} s` : `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, "0")} s`;
 }
 
 main();
