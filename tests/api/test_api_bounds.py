@@ -12,6 +12,7 @@ from flask.testing import FlaskClient
 
 from api.config import MAX_PV_SOWINGS, load_settings, worker_timeout_s
 from api.store.base import Entry, Lru
+from api.store.walbound import SHM_BYTES
 
 PROBLEM = "application/problem+json"
 A = "/v1/analysis"
@@ -199,7 +200,10 @@ def test_the_answer_cache_of_an_app_is_bounded(client: FlaskClient, tmp_path: Pa
     cache = small.application.extensions["kalah"].cache
     assert len(cache._memory) == 3  # each process's LRU in front of the store
     assert cache.size() == 6  # the shared store, bounded in bytes (KALAH_CACHE_MB)
-    assert cache.store.size_limit == 512 * 1024 * 1024
+    assert cache.size_limit == 512 * 1024 * 1024  # KALAH_CACHE_MB, the WAL included:
+    bound = cache.wal_bound  # the database gets what the log and its index leave
+    assert cache.store.size_limit == bound.db_limit
+    assert bound.db_limit + bound.wal_share + SHM_BYTES <= cache.size_limit
 
 
 def create_small_app(*, lru: int, store: Path) -> FlaskClient:
