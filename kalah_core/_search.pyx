@@ -656,6 +656,7 @@ cdef class Searcher:
     cdef bint _dirty                 # something was stored since the last clear
     cdef int _unstored_above_db
     cdef int _etc_min_seeds
+    cdef int _cut_move               # the root's move at the last fail-high (NO_MOVE: none)
     cdef int _interrupt              # set by interrupt(): every search aborts within 1024 nodes
     cdef int _live_lower             # mtdf's proven bounds so far (see live_bounds)
     cdef int _live_upper
@@ -675,6 +676,7 @@ cdef class Searcher:
         self.s.db_max_seeds = -1
         self.threads = 1
         self._smp = SMP_ABDADA
+        self._cut_move = NO_MOVE
 
     def __dealloc__(self):
         tt_free(&self.table)
@@ -883,6 +885,7 @@ cdef class Searcher:
         cdef int g, beta, v
         cdef uint64_t root_hash
         cdef int64_t start_nodes, budget_limit
+        self._cut_move = NO_MOVE
         if fresh:
             b = self._prepare(position, rules, time_ms, nodes)
         else:
@@ -908,6 +911,7 @@ cdef class Searcher:
                     atomic_store_int(&self._live_upper, upper)
                 else:
                     lower = v
+                    self._cut_move = self._stored_move(root_hash)
                     atomic_store_int(&self._live_lower, lower)
                 g = v
         if self.s.node_limit != budget_limit:   # paused, unless the budget ran out too
@@ -924,10 +928,13 @@ cdef class Searcher:
         cdef Board b = make_board(position)
         cdef int v
         cdef uint64_t h = self._hash(&b)
+        self._cut_move = NO_MOVE
         with nogil:
             v = self.run(&b, alpha, beta, PROVEN, h)
         if self.s.aborted:
             return None
+        if v >= beta:
+            self._cut_move = self._stored_move(h)
         return v
 
     def test(self, position, rules, int beta):
@@ -965,6 +972,23 @@ cdef class Searcher:
         with nogil:
             v = self.run(&b, alpha, beta, depth, h)
         return v, self.s.nodes - start_nodes, bool(self.s.aborted), self.s.horizon - start_horizon
+
+    cdef int _stored_move(self, uint64_t h) noexcept nogil:
+        """The move of the table's entry for ``h`` (NO_MOVE without one). Right after a search
+        of that node failed high it is the move that proved the bound (``exact`` stores it)."""
+        cdef Probe p
+        if h == 0:
+            return NO_MOVE
+        probe(&self.s, h, &p)
+        return p.move if p.found and p.depth == PROVEN else NO_MOVE
+
+    @property
+    def cut_move(self):
+        """The root's move (a move code) that proved the lower bound of the last ``mtdf`` or
+        ``probe`` to fail high, as the table recorded it right after that search; None when
+        none failed high or the table holds no move. A hint: a caller checks it before relying
+        on it (a bound read from the table, not searched, may carry an older move)."""
+        return None if self._cut_move == NO_MOVE else self._cut_move
 
     def begin(self, position, rules, double time_ms=0, long long nodes=0):
         """Start an analysis: select the rules and start the budget clock."""

@@ -34,9 +34,10 @@ class MoveValue:
 @dataclass(frozen=True, slots=True)
 class Analysis:
     """The result of a search. ``moves`` lists every legal move best first (by value, then
-    exactness, then house order); ``best_moves`` are all moves proven (or, when not exact,
-    estimated) optimal; ``pv`` is a principal variation grouped by turns. ``depth`` is the depth
-    in sowings of the heuristic search behind an inexact value, None when the value is exact."""
+    exactness, then the higher proven lower bound, then house order); ``best_moves`` are all
+    moves proven (or, when not exact, estimated) optimal; ``pv`` is a principal variation
+    grouped by turns. ``depth`` is the depth in sowings of the heuristic search behind an
+    inexact value, None when the value is exact."""
 
     value: int
     exact: bool

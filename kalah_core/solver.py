@@ -8,6 +8,7 @@ heuristic estimate from a depth-limited search (``depth`` sowings deep).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -74,6 +75,8 @@ class Engine:
         self.deep_move_depth = DEEP_MOVE_DEPTH
         """After a deep estimate, the proof tries first the moves of heuristic entries this deep."""
         self._emptied = False  # this analysis has emptied the table at a pause (_mtdf)
+        self._cuts: list[tuple[int, int]] = []  # (move code, v): the root's fail-highs (_settle)
+        self._last_cut: tuple[int, int] | None = None  # the last fail-high of _mtdf's position
         # What progress() reads while analyse runs on another thread: the root moves, the root
         # bounds, and the root move whose MTD(f) is running (None: the root's own).
         self._lines: list[_Line] = []
@@ -163,6 +166,7 @@ class Engine:
         s = self.searcher
         s.clear_interrupt()
         self._emptied = False
+        self._cuts = []
         # Proven bounds on the root value from a root search.
         root = self._root = (-INFINITE, INFINITE)
         steps: dict[str, int] = {}  # the bounds tests' steps, from one round to the next
@@ -177,6 +181,13 @@ class Engine:
             reached = self._deepen(rules, lines, 1, depth, None)
         else:
             reached = self._deepen(rules, lines, 1, HEURISTIC_MAX_DEPTH, ESTIMATE_NODES)
+            if len(rounds) == 1 and not self._in_reach(position, time_ms, nodes):
+                # No proof in sight: the estimate the user sees gets most of the budget.
+                reached = self._beyond_reach(
+                    position, rules, lines, prove, steps, started, time_ms, nodes, reached
+                )
+                root = self._root
+                rounds = []
             for i, (exact_part, bounds_part) in enumerate(rounds):
                 if i:  # a later round: the table is warm, the bounds so far stand
                     s.set_budget(*self._part(started, exact_part, time_ms, nodes))
@@ -200,8 +211,10 @@ class Engine:
                     rules, lines, reached + 1, HEURISTIC_MAX_DEPTH, None, reached
                 )
 
+        self._settle(position, rules, lines, root, time_ms, nodes)
+        # Equal estimates: the move with more of its value proven first.
         self._lines = []
-        lines.sort(key=lambda ln: (-ln.value, not ln.exact, _order(ln.result.move)))
+        lines.sort(key=lambda ln: (-ln.value, not ln.exact, -ln.lower, _order(ln.result.move)))
         lower = max(max(ln.lower for ln in lines), root[0])
         upper = min(max(ln.upper for ln in lines), root[1])
         exact = lower == upper
@@ -238,6 +251,55 @@ class Engine:
             int(s.nodes),
             _ms(started),
         )
+
+    def _in_reach(self, position: Position, time_ms: float | None, nodes: int | None) -> bool:
+        """Whether a proof of ``position`` may fit a budget of one round, judged before any
+        exact search from its seeds in houses: at most REACH_SEEDS at 1 s without a database,
+        REACH_PER_DB_SEED more per seed the endgame database holds (none under ``majority``),
+        REACH_PER_DOUBLING more per doubling of the budget. An unbounded analysis is always in
+        reach (it proves or runs forever)."""
+        if not time_ms and not nodes:
+            return True
+        budget_ms = time_ms if time_ms else (nodes or 0) / NODES_PER_MS
+        rest = sum(position.south) + sum(position.north)
+        reach = REACH_SEEDS + REACH_PER_DB_SEED * max(self.searcher.database_seeds, 0)
+        reach += REACH_PER_DOUBLING * math.log2(max(budget_ms, 1.0) / 1000.0)
+        return rest <= reach
+
+    def _beyond_reach(
+        self,
+        position: Position,
+        rules: Rules,
+        lines: list[_Line],
+        prove: Prove,
+        steps: dict[str, int],
+        started: float,
+        time_ms: float | None,
+        nodes: int | None,
+        reached: int,
+    ) -> int:
+        """A budget where no proof is in sight (``_in_reach``): PROBE_SHARE for an exact search
+        (a short proof may still be there: a forced line, a position the table holds), then the
+        estimate deepens until ESTIMATE_UNTIL of the budget, and proven bounds get the rest
+        (their tests then aim at the deeper estimate). Leaves the root bounds in ``self._root``;
+        returns the depth reached."""
+        s = self.searcher
+
+        def until(share: float) -> tuple[float, int]:
+            return self._part(
+                started, ((time_ms or 0.0) * share, int((nodes or 0) * share)), time_ms, nodes
+            )
+
+        s.set_budget(*until(PROBE_SHARE))
+        root = self._root = self._prove(position, rules, lines, prove, self._root)
+        if not s.aborted or all(ln.exact for ln in lines):
+            return reached
+        s.set_budget(*until(ESTIMATE_UNTIL))
+        reached = self._deepen(rules, lines, reached + 1, HEURISTIC_MAX_DEPTH, None, reached)
+        proven = max(max(ln.lower for ln in lines), root[0])
+        if proven < min(max(ln.upper for ln in lines), root[1]):
+            self._root = self._bisect_root(position, rules, lines, root, steps, *until(1.0))
+        return reached
 
     def _line(self, position: Position, rules: Rules, move: Move) -> _Line:
         result = play(position, rules, move)
@@ -304,8 +366,11 @@ class Engine:
         mine = position.store(position.to_move) - position.store(position.to_move.other)
         low, high = max(-abs(mine) - rest, root[0]), min(abs(mine) + rest, root[1])
         guess = max(line.value for line in lines) + GUESS_BIAS
+        self._last_cut = None
         self._live = None
         low, high = self._mtdf(position, rules, guess, low, high)
+        if self._last_cut is not None:
+            self._cuts.append(self._last_cut)
         if low != high:
             return low, high
         preferred = s.table_move(position)
@@ -382,6 +447,8 @@ class Engine:
             else:
                 if v >= beta:
                     low = v
+                    if s.cut_move is not None:
+                        self._cuts.append((s.cut_move, v))
                 else:
                     high = v
                 if (v >= beta) == (side == "low"):
@@ -389,6 +456,70 @@ class Engine:
         for line in lines:
             line.upper = min(line.upper, high)
         return low, high
+
+    def _settle(
+        self,
+        position: Position,
+        rules: Rules,
+        lines: list[_Line],
+        root: tuple[int, int],
+        time_ms: float | None,
+        nodes: int | None,
+    ) -> None:
+        """Every move's bounds as narrow as what the analysis proved about that move:
+
+        - the bounds the table holds for the position the move leads to (each root search
+          stores its children's bounds there: the tests that failed low bounded every move
+          from above, the one that failed high bounded the move that made it fail high);
+        - the root's upper bound: no move is worth more than the root;
+        - the root's lower bound, for the move that proved it: the root's move stored right
+          after a root test failed high (``Searcher.cut_move``, recorded in ``self._cuts``).
+          That move is checked before it is trusted, by a null-window test of its child on the
+          warm table (the proof is still there) within SETTLE_MS, since a bound the table
+          already held carries the move of its entry's last store; if it fails, or the root
+          has no table entry (a swap pending), the other moves are tried, best estimate
+          first, within the same budget."""
+        s = self.searcher
+        for line in lines:
+            if line.exact:
+                continue
+            bounds = s.table_bounds(line.result.after)
+            if bounds is not None:
+                b_low, b_high = sorted((line.sign * bounds[0], line.sign * bounds[1]))
+                line.lower, line.upper = max(line.lower, b_low), min(line.upper, b_high)
+            line.upper = min(line.upper, root[1])
+        target = root[0]
+        if target <= max(line.lower for line in lines):
+            return
+        # The moves that made root tests fail high (the last first), then the others, best
+        # estimate first: the first one proven to reach the root's lower bound takes it.
+        by_code = {_code(line.result.move): line for line in lines}
+        cuts = [
+            by_code[code] for code, v in reversed(self._cuts) if v >= target and code in by_code
+        ]
+        s.set_budget(SETTLE_MS if time_ms else 0.0, max(1, nodes // 100) if nodes else 0)
+        tried: set[int] = set()
+        for line in cuts + sorted(lines, key=lambda ln: -ln.value):
+            if id(line) in tried or line.upper < target:
+                continue
+            tried.add(id(line))
+            if self._proven_at_least(line, rules, target):
+                line.lower = target
+                break
+            if s.aborted:
+                break
+
+    def _proven_at_least(self, line: _Line, rules: Rules, target: int) -> bool:
+        """Whether a null-window test proves the root move's value >= ``target`` (False when
+        it is lower or the budget runs out)."""
+        if line.lower >= target:
+            return True
+        if line.sign > 0:
+            ok = self.searcher.test(line.result.after, rules, target)
+        else:
+            ok = self.searcher.test(line.result.after, rules, -target + 1)
+            ok = None if ok is None else not ok
+        return bool(ok)
 
     def _solve(self, line: _Line, rules: Rules) -> None:
         """Narrow a root move's bounds to its exact value (unless the budget runs out)."""
@@ -428,6 +559,8 @@ class Engine:
         low, high, spent, aborted = s.mtdf(
             position, rules, guess, low, high, fresh=False, pause_after=self.deepen_after
         )
+        if s.cut_move is not None:
+            self._last_cut = (s.cut_move, low)
         if low == high or aborted:
             return low, high
         if not self._emptied:
@@ -442,6 +575,8 @@ class Engine:
             low, high, _, _ = s.mtdf(position, rules, estimate, low, high, fresh=False)
         finally:
             s.heuristic_move_depth = move_depth
+        if s.cut_move is not None:
+            self._last_cut = (s.cut_move, low)
         return low, high
 
     def _deep_estimate(self, position: Position, rules: Rules, spent: int) -> int | None:
@@ -585,6 +720,16 @@ INFINITE = 1 << 20
 EXACT_SHARE = 0.75  # of a budget for the exact search
 BOUNDS_SHARE = 0.15  # for proven bounds when the exact search did not prove the value; the rest
 #                      improves the fallback estimate
+PROBE_SHARE = 0.1  # of a budget beyond reach (_in_reach) for the exact search
+ESTIMATE_UNTIL = 0.75  # then the estimate deepens until this share; the bounds get the rest
+REACH_SEEDS = 30  # seeds in houses a 1 s budget may prove without a database; a 24-seed one
+#                   adds 0.6 a seed: benchmarks/move_quality.py's labels (prove="all", 20 s) took
+#                   1-2 s at 29-34 seeds without one (majority), 1.2-2.9 s at 44-46 with one
+REACH_PER_DB_SEED = 0.6
+REACH_PER_DOUBLING = 2  # more seeds per doubling of the budget
+NODES_PER_MS = 2_000  # a node budget's time, for _in_reach (about one core's speed)
+SETTLE_MS = 5.0  # to check the move that proved the root's lower bound (_settle), after the
+#                budget: a test on the warm table, whose proof of that bound is still there
 ROUND_MS = 10_000.0  # budgets longer than this (the API's longest) alternate exact and bounds
 BISECT_FIRST = 8  # the first bounds test on a side: 1/8 of the way from its bound to the estimate
 GUESS_BIAS = 2  # MTD(f) starts this far above the estimate, for the player to move in the

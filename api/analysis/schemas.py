@@ -118,8 +118,8 @@ class AnalysisSchema(ma.Schema):
     moves = fields.List(
         fields.Nested(MoveValueSchema),
         metadata={
-            "description": "Every legal move, best first (by value, then exactness, then house "
-            "order)."
+            "description": "Every legal move, best first (by value, then exactness, then the "
+            "higher proven lower bound, then house order)."
         },
     )
     pv = fields.List(

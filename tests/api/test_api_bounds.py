@@ -132,7 +132,7 @@ def test_position_bounds(client: FlaskClient) -> None:
     big = {"south": [256, 0, 0, 0, 0, 0], "north": [0] * 6}
     problem(client.post(A, json={"position": big}), 422, "position.south", "0..255")
     long_compact = "4" * 30 + "-0-" + "4" * 30 + "-0-s"
-    problem(client.get(f"{A}?position={long_compact}"), 400, "position", "64 characters")
+    problem(client.get(f"{A}?position={long_compact}"), 422, "position", "64 characters")
     problem(client.get(f"{A}?position=" + "4" * 1025), 422, "position")
     problem(client.post(A, json={"position": "4" * 1025}), 422, "position", "1024")
     text = json.dumps({"south": [4] * 6, "north": [4] * 6, "stores": [0, 0]}) + " " * 4100

@@ -134,7 +134,7 @@ def test_metrics(client: FlaskClient) -> None:
     text = response.get_data(as_text=True)
     for name in (
         'kalah_http_requests_total{endpoint="/v1/analysis",method="GET",status="200"}',
-        'kalah_http_requests_total{endpoint="/v1/analysis",method="GET",status="400"}',
+        'kalah_http_requests_total{endpoint="/v1/analysis",method="GET",status="422"}',
         "kalah_http_request_duration_seconds_bucket",
         'kalah_cache_lookups_total{level="memory",result="hit"}',
         'kalah_cache_lookups_total{level="embedded",result="miss"}',
