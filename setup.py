@@ -32,7 +32,7 @@ extensions = [
         extra_link_args=OPENMP.get(name, []),
         define_macros=[("KALAH_DEBUG", "1")] if DEBUG else [],
     )
-    for name in ("_board", "_table", "_search", "_egdb")
+    for name in ("_board", "_bigboard", "_table", "_search", "_search_big", "_egdb")
 ]
 
 setup(ext_modules=cythonize(extensions, compiler_directives=DIRECTIVES))

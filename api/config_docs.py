@@ -110,7 +110,10 @@ MEANINGS: dict[str, str] = {
         "(`answers-jobs`). Exact answers survive a restart."
     ),
     "KALAH_CACHE_MB": (
-        "Size bound of the embedded answer store; the oldest stored answers are evicted first."
+        "Size bound of the embedded answer store on disk, its SQLite write-ahead log included "
+        "(the log gets a quarter, at most 16 MiB, and is checkpointed and emptied whenever it "
+        "passes half of that: `api/store/walbound.py`); the oldest stored answers are evicted "
+        "first."
     ),
     "KALAH_BATCH_MAX_POSITIONS": (
         "Most positions in one `POST /v1/batch` (422 naming `positions` above)."

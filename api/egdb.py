@@ -269,6 +269,8 @@ class DatabaseService:
         path = egdb.default_path(rules, item.seeds, databases.build_dir(self.setting))
         found = egdb.read_progress(path)
         if found is None:
+            if item.state == "building" and path.exists():  # built, being attached
+                return {"progress": 1.0, "eta_s": 0.0}
             return {"progress": 0.0, "eta_s": None}
         eta = found.get("eta_s")
         return {

@@ -101,6 +101,8 @@ FEATURES: dict[str, Callable[[Rules, list[Step]], bool]] = {
     "piet-hein": lambda rules, steps: any(s["captured"] == 1 for s in steps),
     # pie: North swaps
     "kalah-pie": lambda rules, steps: any(s["move"] == "swap" for s in steps),
+    # majority (KGP): a store holds more than half the seeds while both rows still hold seeds
+    "kgp": ends_with({"majority": False}),
 }
 
 

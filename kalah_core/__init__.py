@@ -3,7 +3,6 @@
 The move generator and the search are compiled (Cython); see ``_board.pxd`` for the board.
 """
 
-from ._board import perft
 from .errors import (
     IllegalMoveError,
     InvalidNotationError,
@@ -11,7 +10,18 @@ from .errors import (
     InvalidRulesError,
     KalahError,
 )
-from .game import SWAP, Game, Move, MoveResult, Outcome, is_over, legal_moves, outcome, play
+from .game import (
+    SWAP,
+    Game,
+    Move,
+    MoveResult,
+    Outcome,
+    is_over,
+    legal_moves,
+    outcome,
+    perft,
+    play,
+)
 from .position import MAX_SEEDS, Position, Side, Status, parse_position
 from .rules import PRESETS, Rules
 

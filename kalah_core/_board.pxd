@@ -8,14 +8,24 @@ a side is one 64-bit word and every count fits its byte, so a whole lap of sowin
 
 The sowing cycle seen from the mover is: my houses 0..h-1, my store (index h), the opponent's
 houses h+1..2h; the opponent's store is skipped, so the cycle length is 2h+1.
+
+Bigger boards (up to 12 houses, up to 600 seeds) have their own board of 16-bit lanes in
+``_bigboard.pxd``, with the same names; the search is compiled once for each (``_search.pyx``,
+``_search_big.pyx``). A position is searched on this board when it fits: at most MAX_HOUSES
+houses and MAX_SEEDS seeds in all.
 """
 
 from libc.stdint cimport uint64_t
 
+from kalah_core._table cimport fmix
+
 cdef enum:
     MAX_HOUSES = 8
     MAX_SEEDS = 255          # the engine's maximum total of seeds in a position
-    SWAP = 8                 # move code of the pie swap; houses are 0..houses-1
+    ANY_MAX_HOUSES = 12      # houses of the biggest board of any board type (_bigboard.pxd)
+    SWAP = ANY_MAX_HOUSES    # move code of the pie swap, above the houses of every board type
+    # Move order (see _search_body.pxi): an extra turn outweighs any gain of seeds.
+    ORDER_EXTRA_TURN = 1 << 16
 
 cdef enum:
     FLAG_NORTH = 1           # the player to move sits on North
@@ -61,6 +71,21 @@ cdef inline int houses_used(uint64_t w) noexcept nogil:
     w |= w >> 2
     w |= w >> 1
     return seeds_in(w & <uint64_t>0x0101010101010101)
+
+cdef inline uint64_t words8(uint64_t w) noexcept nogil:
+    """A side as the endgame database reads it: one byte per house (this board's own form)."""
+    return w
+
+cdef inline uint64_t houses_hash(const Board* b, uint64_t salt) noexcept nogil:
+    """The houses of b (both sides, in the mover's frame) hashed with ``salt``."""
+    return fmix(b.me ^ fmix(b.opp + salt))
+
+cdef inline uint64_t board_mix(const Board* b) noexcept nogil:
+    """A cheap mix of the houses, for the parallel search's move-order perturbation."""
+    return b.me * <uint64_t>0x9e3779b97f4a7c15 + b.opp
+
+cdef inline bint side_empty(uint64_t w) noexcept nogil:
+    return w == 0
 
 cdef inline bint is_over(const Board* b, const CRules* r) noexcept nogil:
     """Whether the game has ended in b, with b.me the player to move."""

@@ -4,7 +4,11 @@ from .position import Position
 from .rules import Rules
 
 SWAP_CODE: int
-"""Move code of the pie swap; houses are codes 0..houses-1."""
+"""Move code of the pie swap (the same on every board); houses are codes 0..houses-1."""
+BOARD_MAX_HOUSES: int
+"""The most houses a side of this board holds."""
+BOARD_MAX_SEEDS: int
+"""The most seeds (houses and stores) this board holds."""
 
 def legal_moves(position: Position, rules: Rules) -> list[int]: ...
 def is_game_over(position: Position, rules: Rules) -> bool: ...

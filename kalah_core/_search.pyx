@@ -16,625 +16,70 @@ from libc.stdint cimport uint64_t, int64_t
 from libc.stdlib cimport abs, calloc, free
 from libc.string cimport memset
 from cython.parallel cimport parallel, threadid
-from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 from kalah_core._egdb cimport EGDB, EndgameTable, egdb_probe, egdb_rank
 from kalah_core._board cimport (
-    Board, CRules, Sowing, SWAP, FLAG_PIE, FLAG_NORTH, MAX_HOUSES, MAX_SEEDS,
-    play, is_over, seeds_in, houses_used, byte_at, swap_legal, make_crules, make_board,
+    Board, CRules, Sowing, SWAP, FLAG_PIE, FLAG_NORTH, MAX_HOUSES, MAX_SEEDS, ORDER_EXTRA_TURN,
+    play, is_over, seeds_in, houses_used, byte_at, swap_legal, make_crules, make_board, words8,
+    houses_hash, board_mix,
 )
+from kalah_core._bigboard cimport (
+    Board as BigBoard, MAX_HOUSES as BIG_MAX_HOUSES, MAX_SEEDS as BIG_MAX_SEEDS,
+    is_over as big_is_over, make_board as make_big_board,
+)
+from kalah_core._search_big cimport big_search, big_hash
 from kalah_core._table cimport (
     Table, Probe, TT_PROVEN as PROVEN, TT_NO_MOVE as NO_MOVE, TT_RULES_SALT, TT_STORE_MUL,
     fmix, tt_probe, tt_load, tt_store_word, __builtin_prefetch, tt_store, tt_prefetch, tt_init, tt_free, tt_clear,
 )
+from kalah_core._searchdefs cimport *
 
-cdef extern from *:
-    """
-    #include <stdint.h>
-    static inline int64_t atomic_add(int64_t* p, int64_t v) {
-        return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
-    }
-    static inline int atomic_load_int(const int* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
-    static inline void atomic_store_int(int* p, int v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
-    """
-    int64_t atomic_add(int64_t* p, int64_t v) noexcept nogil
-    int atomic_load_int(const int* p) noexcept nogil
-    void atomic_store_int(int* p, int v) noexcept nogil
+include "_search_body.pxi"
 
-cdef extern from *:
-    """
-    /* Compile with KALAH_DEBUG=1 (setup.py reads the environment variable of that name) to
-       check the search's return contract on small subtrees. */
-    #ifndef KALAH_DEBUG
-    #define KALAH_DEBUG 0
-    #endif
-    """
-    const int KALAH_DEBUG
-
-cdef enum:
-    INF = 1000
-    CHECK_EVERY = 1023       # nodes between clock and budget checks
-    EVAL_STORES = 0          # heuristic leaf: store difference only
-    EVAL_SIDES = 1           # store difference plus a quarter of the house-seed difference
-    # Children of a node: at most 8 houses and the swap. The table's move is played first,
-    # into the last slot, before the others are generated into slots 0..MAX_CHILDREN - 2.
-    MAX_CHILDREN = MAX_HOUSES + 1
-    TABLE_MOVE_SLOT = MAX_CHILDREN - 1
-    # Static move order, best first: children of known value (they cost nothing), best first;
-    # then extra turns; then seeds gained, less 3/8 of a seed for each house the opponent can
-    # then move from; then the house nearer the store. A move that leaves the opponent fewer
-    # replies leaves a smaller subtree to refute where it cuts, and most nodes of a proof are
-    # such cuts: Kalah(6,5)'s proof takes 39 % fewer nodes. A gain is at most MAX_SEEDS, so
-    # GAIN_WEIGHT * MAX_SEEDS + MOBILITY_WEIGHT * MAX_HOUSES + a house < EXTRA_TURN_WEIGHT and
-    # EXTRA_TURN_WEIGHT + GAIN_WEIGHT * MAX_SEEDS + a house < KNOWN_FIRST - MAX_SEEDS.
-    KNOWN_FIRST = 1 << 20
-    EXTRA_TURN_WEIGHT = 1 << 16
-    GAIN_WEIGHT = 128
-    MOBILITY_WEIGHT = 48
-    # Debug builds check exact()'s answers against a plain minimax below this many seeds.
-    DEBUG_VERIFY_SEEDS = 7
-    BUSY_SLOTS = 1 << 14     # the parallel search's set of nodes being searched
-    MAX_THREADS = 64
-    SMP_LAZY = 1
-    SMP_ABDADA = 2
-    DEFER_MIN_SEEDS = 12     # ABDADA defers at nodes with this many seeds or more in houses
-    DEFER_ABOVE_DB = 4       # ... or this many more than the endgame database holds
-    MAX_WATCH = 32           # nodes a thread watches for another thread's cut (see exact)
-    UNSTORED_ABOVE_DB = 4    # nodes with at most this many seeds more than the database holds
-                             # are searched without the table (see make_child)
-
-ctypedef struct Shared:
-    int stop                 # a thread has the answer: the others stop
-    int defer                # simplified ABDADA: defer children another thread is searching
-    int defer_min_seeds      # ... at nodes with at least this many seeds in houses
-    int64_t nodes            # every thread's nodes, counted CHECK_EVERY + 1 at a time
-    uint64_t busy[BUSY_SLOTS] # hashes of nodes being searched (a lossy set)
-
-ctypedef struct Watch:
-    uint64_t hash            # a node whose younger children this thread searches early
-    int alpha, beta          # its window
-    int d                    # its store difference (table bounds are on the gain to come)
-
-ctypedef struct Search:
-    CRules r
-    Shared* shared           # NULL in a search on one thread
-    int perturb              # Lazy SMP helper k > 0: its own move order at some nodes
-    int move_depth           # the exact search tries first the move of an entry this deep
-                             # (PROVEN: proven entries only; see Searcher.heuristic_move_depth)
-    Table* tt
-    int keyed_on_store       # majority: the mover's store is part of the key
-    uint64_t salt            # the rule key mixed into every hash: one table serves all rules
-    int64_t nodes
-    int64_t node_limit       # 0: none
-    int64_t deadline_ns      # 0: none
-    int* interrupt           # the searcher's interrupt flag (Searcher.interrupt), or NULL
-    int aborted
-    int64_t horizon          # leaves scored by the evaluation (or by a heuristic entry)
-    int eval_kind
-    int etc_min_seeds        # enhanced transposition cutoff at nodes with at least this many
-                             # seeds in houses (none with a database: see etc_min_seeds below)
-    const EGDB* db           # endgame database for these rules, or NULL
-    int db_max_seeds         # boards with at most this many seeds in houses are in db
-    int table_min_seeds      # boards with fewer seeds in houses are never probed nor stored
-    int watch_n              # nodes on the watch list, outermost first
-    int cancel               # 1 + the index of the watched node another thread decided
-    int cancel_value         # ... and its value (a bound outside its window)
-    Watch watch[MAX_WATCH]
-    int64_t cancels          # watched nodes decided by another thread while searched here
-    int64_t contract_checks  # debug builds: exact() answers checked against minimax
-    int64_t contract_broken  # debug builds: answers that broke the return contract
-
-cdef inline int64_t now_ns() noexcept nogil:
-    cdef timespec t
-    clock_gettime(CLOCK_MONOTONIC, &t)
-    return <int64_t>t.tv_sec * 1000000000 + t.tv_nsec
-
-cdef inline void count_node(Search* s) noexcept nogil:
-    s.nodes += 1
-    if (s.nodes & CHECK_EVERY) == 0:
-        check_budget(s)
-
-cdef void check_budget(Search* s) noexcept nogil:
-    cdef int64_t total = s.nodes
-    if s.interrupt != NULL and atomic_load_int(s.interrupt):
-        s.aborted = 1
-        return
-    if s.shared != NULL:
-        total = atomic_add(&s.shared.nodes, CHECK_EVERY + 1) + CHECK_EVERY + 1
-        if atomic_load_int(&s.shared.stop):
-            s.aborted = 1
-            return
-    if s.node_limit and total >= s.node_limit:
-        s.aborted = 1
-    elif s.deadline_ns and now_ns() >= s.deadline_ns:
-        s.aborted = 1
-    elif s.watch_n:
-        check_watch(s)
 
 # ---------------------------------------------------------------------------------------------
-# Threads of one search: each its own Search struct (counters, budget flag), sharing the
-# table, a stop flag and the set of nodes being searched.
+# The root: a position on the small board when it fits (at most MAX_HOUSES houses and MAX_SEEDS
+# seeds in all), else on the big board, searched by the search compiled for it. Every node of
+# a search is on the root's board: seeds are never created, houses never added.
 # ---------------------------------------------------------------------------------------------
 
-cdef inline int busy_slot(uint64_t h) noexcept nogil:
-    return <int>((h >> 40) & (BUSY_SLOTS - 1))   # bits the table's bucket index does not use
+ctypedef struct Root:
+    int big
+    Board small
+    BigBoard large
 
-cdef inline bint is_busy(Shared* sh, uint64_t h) noexcept nogil:
-    return tt_load(&sh.busy[busy_slot(h)]) == h
-
-cdef inline void set_busy(Shared* sh, uint64_t h) noexcept nogil:
-    if h:
-        tt_store_word(&sh.busy[busy_slot(h)], h)
-
-cdef inline void clear_busy(Shared* sh, uint64_t h) noexcept nogil:
-    if h and tt_load(&sh.busy[busy_slot(h)]) == h:
-        tt_store_word(&sh.busy[busy_slot(h)], 0)
-
-cdef void check_watch(Search* s) noexcept nogil:
-    """Cancel the search of the outermost watched node whose proven bounds in the table (another
-    thread's, found meanwhile) already decide its window: the rest of its search is waste."""
-    cdef Probe p
-    cdef Watch* w
-    cdef int i
-    for i in range(s.watch_n):
-        w = &s.watch[i]
-        tt_probe(s.tt, w.hash, &p)
-        if not p.found or p.depth != PROVEN:
-            continue
-        if p.lower + w.d >= w.beta:
-            s.cancel_value = p.lower + w.d
-        elif p.upper + w.d <= w.alpha:
-            s.cancel_value = p.upper + w.d
-        else:
-            continue
-        s.cancel = i + 1
-        s.aborted = 1
-        return
-
-cdef inline uint64_t hash_of(const Search* s, const Board* b) noexcept nogil:
-    cdef uint64_t x = fmix(b.me ^ fmix(b.opp + s.salt))
-    if s.keyed_on_store:
-        x = fmix(x ^ (<uint64_t>b.my_store * TT_STORE_MUL))
-    return x
-
-cdef inline void probe(const Search* s, uint64_t h, Probe* p) noexcept nogil:
-    tt_probe(s.tt, h, p)
-
-cdef inline void store(Search* s, uint64_t h, int lower, int upper, int move, int depth,
-                       int64_t work) noexcept nogil:
-    tt_store(s.tt, h, lower, upper, move, depth, work)
-
-# ---------------------------------------------------------------------------------------------
-# Children: each move played on a copy of the board.
-# ---------------------------------------------------------------------------------------------
-
-ctypedef struct Child:
-    Board board
-    int move
-    int extra
-    int over
-    int score                # ordering key: extra turns, then seeds gained, then nearer the store
-    int value                # the mover's final value when over (a bound outside the window
-                             # when futility decided the child: see make_child)
-    uint64_t hash            # table hash of the child (0 when it is not stored)
-    int upper                # proven upper bound on the child's value for the mover (or INF)
-    int64_t db_index         # entry of the child in the database, -1 if none (see resolve)
-
-cdef inline void make_child(const Search* s, const Board* b, int move, Child* c, int alpha,
-                            int beta) noexcept nogil:
-    cdef Sowing sw
-    cdef int gain, n
-    c.board = b[0]
-    play(&c.board, move, &s.r, &sw)
-    c.move = move
-    c.extra = sw.extra
-    c.over = sw.over
-    if sw.extra:
-        gain = c.board.my_store - b.my_store
-        c.value = c.board.my_store - c.board.opp_store
+cdef int make_root(object position, Root* root) except -1:
+    if len(position.south) <= MAX_HOUSES and position.total_seeds <= MAX_SEEDS:
+        root.big = 0
+        root.small = make_board(position)
     else:
-        gain = c.board.opp_store - b.my_store
-        c.value = c.board.opp_store - c.board.my_store
-    if move == SWAP:
-        c.score = 0
-    elif sw.extra:
-        c.score = EXTRA_TURN_WEIGHT + gain * GAIN_WEIGHT + move
-    else:
-        # c.board.me: the houses of the opponent, to move next.
-        c.score = gain * GAIN_WEIGHT + (MAX_HOUSES - houses_used(c.board.me)) * MOBILITY_WEIGHT \
-            + move
-    if sw.over:
-        c.score = KNOWN_FIRST + c.value
-    c.hash = 0
-    c.upper = INF
-    c.db_index = -1
-    if sw.over or c.board.flags & FLAG_PIE:
-        return
-    n = seeds_in(c.board.me) + seeds_in(c.board.opp)
-    if n <= s.db_max_seeds:
-        # Futility first: when even every seed left going one way cannot bring the child inside
-        # the window (alpha, beta), that bound stands in for its value (as fail-soft allows) and
-        # the database is not read.
-        if c.value - n >= beta:
-            c.value -= n
-        elif c.value + n <= alpha:
-            c.value += n
-        else:
-            # An exact leaf: the database knows the rest of the game. Start loading its entry;
-            # resolve() reads it once every sibling's load is under way too.
-            c.db_index = <int64_t>(s.db.offset[n] + egdb_rank(s.db, c.board.me, c.board.opp))
-            __builtin_prefetch(s.db.values + c.db_index)
-            return
-        c.over = 1
-        c.score = KNOWN_FIRST + c.value
-    elif n >= s.table_min_seeds:
-        # Start loading the child's bucket now; it is probed soon after. Not for boards a few
-        # seeds above the database: they are many, their subtrees small (a seed that reaches a
-        # store drops a board into the database), and a probe costs a trip to memory where
-        # searching a transposition again mostly does not.
-        c.hash = hash_of(s, &c.board)
-        tt_prefetch(s.tt, c.hash)
+        if len(position.south) > BIG_MAX_HOUSES or position.total_seeds > BIG_MAX_SEEDS:
+            raise ValueError(f"the engine takes at most {BIG_MAX_HOUSES} houses and "
+                             f"{BIG_MAX_SEEDS} seeds")
+        root.big = 1
+        root.large = make_big_board(position)
+    return 0
 
-cdef inline void resolve(const Search* s, Child* c) noexcept nogil:
-    """Read a child's database entry, if it has one: it becomes a leaf of known value."""
-    cdef int g
-    if c.db_index < 0:
-        return
-    g = s.db.values[c.db_index]
-    c.db_index = -1
-    c.over = 1
-    c.value = g + c.board.my_store - c.board.opp_store
-    if not c.extra:
-        c.value = -c.value
-    c.score = KNOWN_FIRST + c.value
+cdef inline int root_flags(const Root* root) noexcept nogil:
+    return root.large.flags if root.big else root.small.flags
 
-cdef inline bint is_legal(const Search* s, const Board* b, int move) noexcept nogil:
-    if move == SWAP:
-        return swap_legal(b)
-    return move < s.r.houses and byte_at(b.me, move) != 0
+cdef inline int root_difference(const Root* root) noexcept nogil:
+    """The store difference of the root, for its mover."""
+    if root.big:
+        return root.large.my_store - root.large.opp_store
+    return root.small.my_store - root.small.opp_store
 
-cdef inline int gen_children(const Search* s, const Board* b, int skip, Child* kids,
-                             int* order, int alpha, int beta) noexcept nogil:
-    """Play every legal move but ``skip`` into kids; order[] lists them best first."""
-    cdef int n = 0, i, j, t
-    for i in range(s.r.houses):
-        if i != skip and byte_at(b.me, i):
-            make_child(s, b, i, &kids[n], alpha, beta)
-            n += 1
-    if skip != SWAP and swap_legal(b):
-        make_child(s, b, SWAP, &kids[n], alpha, beta)
-        n += 1
-    for i in range(n):
-        resolve(s, &kids[i])
-    for i in range(n):                       # insertion sort of indices, descending score
-        t = i
-        j = i - 1
-        while j >= 0 and kids[order[j]].score < kids[t].score:
-            order[j + 1] = order[j]
-            j -= 1
-        order[j + 1] = t
-    if s.perturb and n > 2 and not kids[order[0]].over and not kids[order[1]].over:
-        # A Lazy SMP helper: at some nodes (a different half for each helper) try the
-        # second move first, so that the threads' searches part ways.
-        if ((b.me * <uint64_t>0x9e3779b97f4a7c15 + b.opp) >> (60 - s.perturb)) & 1:
-            t = order[0]
-            order[0] = order[1]
-            order[1] = t
-    return n
+cdef inline bint root_over(const Root* root, const CRules* r) noexcept nogil:
+    return big_is_over(&root.large, r) if root.big else is_over(&root.small, r)
 
-# ---------------------------------------------------------------------------------------------
-# Exact search.
-# ---------------------------------------------------------------------------------------------
+cdef inline uint64_t root_hash_of(const Search* s, const Root* root) noexcept nogil:
+    return big_hash(s, &root.large) if root.big else hash_of(s, &root.small)
 
-cdef inline int exact_child(Search* s, Child* c, int alpha, int beta) noexcept nogil:
-    """The value of a child for the player who made its move."""
-    if c.over:
-        return c.value
-    if c.extra:
-        return exact(s, &c.board, alpha, beta, c.hash)
-    return -exact(s, &c.board, -beta, -alpha, c.hash)
-
-cdef inline int exact(Search* s, const Board* b, int alpha, int beta, uint64_t h) noexcept nogil:
-    """The value of the non-final node b, fail-soft, for alpha < beta:
-    returns v with  v <= alpha  =>  true value <= v  (an upper bound);
-                    v >= beta   =>  true value >= v  (a lower bound);
-                    otherwise       v is the true value.
-    h is the table hash of b (0 where b is not stored: the pie rule is pending, or b is
-    just above the database).
-    When s.aborted is set on return the result means nothing.
-    A thread that has left an elder child to another thread and searches the younger ones
-    first watches the node (see exact_node): those searches are wasted if the elder cuts. Once
-    the table holds bounds that decide the node (the other thread's), check_watch cancels the
-    watcher's search of it, which unwinds as an abort to here and returns the table's bound.
-    Debug builds (KALAH_DEBUG) check this contract against minimax on small subtrees."""
-    cdef int watched = s.watch_n
-    cdef int v = exact_node(s, b, alpha, beta, h)
-    if s.watch_n != watched:
-        s.watch_n = watched
-        if s.cancel == watched + 1:      # this node's search was cancelled: the table decides it
-            s.cancel = 0
-            s.aborted = 0
-            s.cancels += 1
-            v = s.cancel_value
-    if KALAH_DEBUG and not s.aborted:
-        check_contract(s, b, alpha, beta, v)
-    return v
-
-cdef int exact_node(Search* s, const Board* b, int alpha, int beta, uint64_t h) noexcept nogil:
-    """exact() without the debug check."""
-    cdef int d = b.my_store - b.opp_store
-    cdef int rest = seeds_in(b.me) + seeds_in(b.opp)
-    cdef int lo = d - rest, hi = d + rest        # futility: every seed left goes one way
-    cdef int n = 0, k, i, v, best = -INF, best_move = NO_MOVE, a = alpha, first = NO_MOVE
-    cdef int use_table = h != 0, may_defer, deferred
-    cdef int64_t nodes_before = s.nodes
-    cdef Probe p, q
-    cdef Child kids[MAX_CHILDREN]
-    cdef int order[MAX_CHILDREN]
-    count_node(s)
-    if s.aborted:
-        return 0
-    if rest <= s.db_max_seeds and not (b.flags & FLAG_PIE):
-        return d + egdb_probe(s.db, b.me, b.opp, rest)
-    if b.flags & FLAG_PIE:
-        # A swap to come exchanges the stores: the difference may change sign.
-        lo = -abs(d) - rest
-        hi = abs(d) + rest
-    p.move = NO_MOVE
-    if use_table:
-        probe(s, h, &p)
-        if p.found and p.depth == PROVEN:
-            if p.lower + d > lo:
-                lo = p.lower + d
-            if p.upper + d < hi:
-                hi = p.upper + d
-            if lo >= beta or lo == hi:
-                return lo
-            if hi <= alpha:
-                return hi
-    if lo >= beta:
-        return lo
-    if hi <= alpha:
-        return hi
-    # The table's move first, before the other moves are even generated. Only a proven
-    # entry's: a heuristic search's favourite orders short proofs worse than the static order.
-    # After a deep estimate, deep entries' moves order a long one better (heuristic_move_depth,
-    # Engine._mtdf).
-    if p.move != NO_MOVE and p.depth >= s.move_depth and is_legal(s, b, p.move):
-        first = p.move
-        make_child(s, b, first, &kids[TABLE_MOVE_SLOT], a, beta)
-        resolve(s, &kids[TABLE_MOVE_SLOT])
-        best = exact_child(s, &kids[TABLE_MOVE_SLOT], a, beta)
-        if s.aborted:
-            return 0
-        best_move = first
-        if best > a:
-            a = best
-    if a < beta:
-        n = gen_children(s, b, first, kids, order, a, beta)
-        # No table probes when a child of known value (ordered first, best first) already fails
-        # high: the loop below cuts on it. Half the cut nodes next to the database are such.
-        if use_table and rest >= s.etc_min_seeds \
-                and not (n and kids[order[0]].over and kids[order[0]].value >= beta):
-            # Enhanced transposition cutoff: a child whose stored bounds already prove v >= beta;
-            # and each child's proven upper bound, to skip those that cannot raise alpha.
-            for k in range(n):
-                if kids[k].hash == 0:
-                    continue
-                probe(s, kids[k].hash, &q)
-                if q.found and q.depth == PROVEN:
-                    if kids[k].extra:
-                        v = q.lower + kids[k].board.my_store - kids[k].board.opp_store
-                        kids[k].upper = q.upper + kids[k].board.my_store - kids[k].board.opp_store
-                    else:
-                        v = -(q.upper + kids[k].board.my_store - kids[k].board.opp_store)
-                        kids[k].upper = -(q.lower + kids[k].board.my_store - kids[k].board.opp_store)
-                    if v >= beta:
-                        store(s, h, v - d, hi - d, kids[k].move, PROVEN, 1)
-                        return v
-        # Parallel searches leave for later the children another thread is searching now
-        # (simplified ABDADA): their bounds will likely be in the table by then. A node that
-        # defers one is watched (see exact) until it returns.
-        may_defer = s.shared != NULL and s.shared.defer and rest >= s.shared.defer_min_seeds
-        deferred = 0
-        for k in range(n):
-            i = order[k]
-            if kids[i].upper <= a:
-                # Proven unable to raise alpha: its bound stands in for its value.
-                if kids[i].upper > best:
-                    best = kids[i].upper
-                    best_move = kids[i].move
-                continue
-            if may_defer:
-                if best > -INF and kids[i].hash and is_busy(s.shared, kids[i].hash):
-                    order[deferred] = i      # slots already read: deferred <= k
-                    deferred += 1
-                    if deferred == 1 and use_table and s.watch_n < MAX_WATCH:
-                        # Its younger brothers now go first: wasted if the deferred one cuts.
-                        s.watch[s.watch_n].hash = h
-                        s.watch[s.watch_n].alpha = alpha
-                        s.watch[s.watch_n].beta = beta
-                        s.watch[s.watch_n].d = d
-                        s.watch_n += 1
-                    continue
-                set_busy(s.shared, kids[i].hash)
-                v = exact_child(s, &kids[i], a, beta)
-                clear_busy(s.shared, kids[i].hash)
-            else:
-                v = exact_child(s, &kids[i], a, beta)
-            if s.aborted:
-                return 0
-            if v > best:
-                best = v
-                best_move = kids[i].move
-                if v > a:
-                    a = v
-                    if a >= beta:
-                        break
-        if a < beta:
-            for k in range(deferred):
-                i = order[k]
-                if kids[i].upper <= a:
-                    if kids[i].upper > best:
-                        best = kids[i].upper
-                        best_move = kids[i].move
-                    continue
-                v = exact_child(s, &kids[i], a, beta)
-                if s.aborted:
-                    return 0
-                if v > best:
-                    best = v
-                    best_move = kids[i].move
-                    if v > a:
-                        a = v
-                        if a >= beta:
-                            break
-    if use_table:
-        if best <= alpha:
-            hi = best
-        elif best >= beta:
-            lo = best
-        else:
-            lo = best
-            hi = best
-        store(s, h, lo - d, hi - d, best_move, PROVEN, s.nodes - nodes_before)
-    return best
-
-cdef int minimax(const Search* s, const Board* b) noexcept nogil:
-    """The value of the non-final node b by plain negamax: no table, no database, no pruning."""
-    cdef Board c
-    cdef Sowing sw
-    cdef int move, v, best = -INF
-    for move in range(MAX_CHILDREN):
-        if not is_legal(s, b, move):
-            continue
-        c = b[0]
-        play(&c, move, &s.r, &sw)
-        if sw.over:
-            v = c.my_store - c.opp_store if sw.extra else c.opp_store - c.my_store
-        elif sw.extra:
-            v = minimax(s, &c)
-        else:
-            v = -minimax(s, &c)
-        if v > best:
-            best = v
-    return best
-
-cdef void check_contract(Search* s, const Board* b, int alpha, int beta, int v) noexcept nogil:
-    """Debug builds: count an answer of exact() that breaks its return contract."""
-    cdef int true_value
-    if alpha >= beta:
-        s.contract_broken += 1
-        return
-    if seeds_in(b.me) + seeds_in(b.opp) > DEBUG_VERIFY_SEEDS:
-        return
-    true_value = minimax(s, b)
-    s.contract_checks += 1
-    if (v <= alpha and true_value > v) or (v >= beta and true_value < v) \
-            or (alpha < v < beta and true_value != v):
-        s.contract_broken += 1
-
-# ---------------------------------------------------------------------------------------------
-# Depth-limited heuristic search (same contract, for the value of the depth-limited tree).
-# ---------------------------------------------------------------------------------------------
-
-cdef inline int evaluate(const Search* s, const Board* b) noexcept nogil:
-    """Heuristic value of a node: the store difference, and with EVAL_SIDES a quarter of the
-    seeds each side still holds (under `owner`, seeds tend to end with the side holding them)."""
-    cdef int d = b.my_store - b.opp_store
-    if s.eval_kind == EVAL_SIDES:
-        return d + (seeds_in(b.me) - seeds_in(b.opp)) // 4
-    return d
-
-cdef inline int heuristic_child(Search* s, Child* c, int alpha, int beta, int depth) noexcept nogil:
-    if c.over:
-        return c.value
-    if c.extra:
-        return heuristic(s, &c.board, alpha, beta, depth, c.hash)
-    return -heuristic(s, &c.board, -beta, -alpha, depth, c.hash)
-
-cdef int heuristic(Search* s, const Board* b, int alpha, int beta, int depth,
-                   uint64_t h) noexcept nogil:
-    cdef int d = b.my_store - b.opp_store
-    cdef int rest
-    cdef int n = 0, k, v, best = -INF, best_move = NO_MOVE, a = alpha, first = NO_MOVE
-    cdef int use_table = h != 0, stored_depth
-    cdef int64_t nodes_before = s.nodes, horizon_before = s.horizon
-    cdef Probe p
-    cdef Child kids[MAX_CHILDREN]
-    cdef int order[MAX_CHILDREN]
-    count_node(s)
-    if s.aborted:
-        return 0
-    rest = seeds_in(b.me) + seeds_in(b.opp)
-    if rest <= s.db_max_seeds and not (b.flags & FLAG_PIE):
-        return d + egdb_probe(s.db, b.me, b.opp, rest)
-    if depth <= 0:
-        s.horizon += 1
-        return evaluate(s, b)
-    p.move = NO_MOVE
-    if use_table:
-        probe(s, h, &p)
-        if p.found and p.depth >= depth:
-            if p.depth != PROVEN and (p.lower + d >= beta or p.upper + d <= alpha or p.lower == p.upper):
-                s.horizon += 1
-            if p.lower + d >= beta or p.lower == p.upper:
-                return p.lower + d
-            if p.upper + d <= alpha:
-                return p.upper + d
-    if p.move != NO_MOVE and is_legal(s, b, p.move):
-        first = p.move
-        make_child(s, b, first, &kids[TABLE_MOVE_SLOT], a, beta)
-        resolve(s, &kids[TABLE_MOVE_SLOT])
-        best = heuristic_child(s, &kids[TABLE_MOVE_SLOT], a, beta, depth - 1)
-        if s.aborted:
-            return 0
-        best_move = first
-        if best > a:
-            a = best
-    if a < beta:
-        n = gen_children(s, b, first, kids, order, a, beta)
-        for k in range(n):
-            v = heuristic_child(s, &kids[order[k]], a, beta, depth - 1)
-            if s.aborted:
-                return 0
-            if v > best:
-                best = v
-                best_move = kids[order[k]].move
-                if v > a:
-                    a = v
-                    if a >= beta:
-                        break
-    if use_table:
-        # A subtree with no estimated leaf (every line ended or reached the database within
-        # the depth) was searched exactly: its fail-soft bound is proven, and stored as such.
-        stored_depth = PROVEN if s.horizon == horizon_before else depth
-        if best <= alpha:
-            store(s, h, -INF, best - d, best_move, stored_depth, s.nodes - nodes_before)
-        elif best >= beta:
-            store(s, h, best - d, INF, best_move, stored_depth, s.nodes - nodes_before)
-        else:
-            store(s, h, best - d, best - d, best_move, stored_depth, s.nodes - nodes_before)
-    return best
-
-
-cdef inline int search(Search* s, const Board* b, int alpha, int beta, int depth,
-                       uint64_t h) noexcept nogil:
-    """exact() when ``depth`` is PROVEN, else heuristic() to ``depth`` sowings."""
-    if depth == PROVEN:
-        return exact(s, b, alpha, beta, h)
-    return heuristic(s, b, alpha, beta, depth, h)
-
-
-cdef inline uint64_t rules_salt(const CRules* r, int keyed_on_store) noexcept nogil:
-    """Hash salt of the options that values depend on (not ``seeds``, nor ``pie``: no entry is
-    stored while a swap is pending); under majority, the total of seeds too."""
-    cdef uint64_t code = <uint64_t>r.houses | (<uint64_t>r.capture_always << 8) \
-        | (<uint64_t>r.end_mover_empty << 9) | (<uint64_t>r.remaining_empty_side << 10) \
-        | (<uint64_t>r.majority << 11)
-    if keyed_on_store:
-        code |= <uint64_t>r.total << 16
-    return TT_RULES_SALT + fmix(code)
+cdef inline int search_root(Search* s, const Root* root, int alpha, int beta, int depth,
+                            uint64_t h) noexcept nogil:
+    if root.big:
+        return big_search(s, &root.large, alpha, beta, depth, h)
+    return search(s, &root.small, alpha, beta, depth, h)
 
 
 cdef class Searcher:
@@ -712,7 +157,7 @@ cdef class Searcher:
                 raise ValueError("smp must be 1, 2 or 3")
             self._smp = mode
 
-    cdef int run(self, const Board* b, int alpha, int beta, int depth, uint64_t h) noexcept nogil:
+    cdef int run(self, const Root* b, int alpha, int beta, int depth, uint64_t h) noexcept nogil:
         """exact() (``depth`` PROVEN) or heuristic() to ``depth`` sowings on every thread of the
         searcher. The first thread to finish has the answer and stops the others (any finished
         thread's is valid: an exact search finds proven bounds only in the table, and a
@@ -727,7 +172,7 @@ cdef class Searcher:
         cdef Shared* sh = self.shared
         self._dirty = True               # a clear between searches of one analysis counts too
         if n == 1:
-            return search(main, b, alpha, beta, depth, h)
+            return search_root(main, b, alpha, beta, depth, h)
         # The helpers' nodes reach main.nodes only after the region, past its checks: a budget
         # spent by short searches is caught here.
         check_budget(main)
@@ -756,7 +201,7 @@ cdef class Searcher:
         with parallel(num_threads=n):
             t = threadid()
             w = main if t == 0 else &helpers[t]
-            v = search(w, b, alpha, beta, depth, h)
+            v = search_root(w, b, alpha, beta, depth, h)
             if not w.aborted:
                 results[t] = v
                 finished[t] = 1
@@ -822,7 +267,8 @@ cdef class Searcher:
                 raise ValueError("eval_kind must be 0 (stores) or 1 (sides)")
             self.s.eval_kind = v
 
-    cdef Board _prepare(self, object position, object rules, double time_ms, long long nodes) except *:
+    cdef int _prepare(self, object position, object rules, double time_ms, long long nodes,
+                      Root* root) except -1:
         if rules != self._rules_key:
             self._rules_key = rules
             self._select_database(rules)
@@ -836,10 +282,10 @@ cdef class Searcher:
         self.s.aborted = 0
         self.s.node_limit = nodes if nodes > 0 else 0
         self.s.deadline_ns = now_ns() + <int64_t>(time_ms * 1e6) if time_ms > 0 else 0
-        return make_board(position)
+        return make_root(position, root)
 
-    cdef uint64_t _hash(self, const Board* b) noexcept:
-        return 0 if b.flags & FLAG_PIE else hash_of(&self.s, b)
+    cdef uint64_t _hash(self, const Root* b) noexcept:
+        return 0 if root_flags(b) & FLAG_PIE else root_hash_of(&self.s, b)
 
     def add_database(self, key, EndgameTable table, int max_seeds):
         """Probe ``table`` (built for the rule key ``key``: houses, capture, end, remaining)
@@ -862,7 +308,7 @@ cdef class Searcher:
             self.s.db = &self._table.db
             self.s.db_max_seeds = entry[1]
             self.s.table_min_seeds = entry[1] + self._unstored_above_db + 1
-            self.s.etc_min_seeds = MAX_SEEDS + 1
+            self.s.etc_min_seeds = BIG_MAX_SEEDS + 1
 
     @property
     def database_seeds(self):
@@ -881,20 +327,20 @@ cdef class Searcher:
         null-window probes around ``guess``. Returns (lower, upper, nodes, aborted).
         ``pause_after``: stop once this call has searched that many nodes, with the bounds
         proven so far and ``aborted`` False (the budget is not spent; a caller may resume)."""
-        cdef Board b
+        cdef Root b
         cdef int g, beta, v
         cdef uint64_t root_hash
         cdef int64_t start_nodes, budget_limit
         self._cut_move = NO_MOVE
         if fresh:
-            b = self._prepare(position, rules, time_ms, nodes)
+            self._prepare(position, rules, time_ms, nodes, &b)
         else:
-            b = make_board(position)
+            make_root(position, &b)
         start_nodes = self.s.nodes
         budget_limit = self.s.node_limit
         if pause_after > 0 and (budget_limit == 0 or start_nodes + pause_after < budget_limit):
             self.s.node_limit = start_nodes + pause_after
-        if is_over(&b, &self.s.r):
+        if root_over(&b, &self.s.r):
             raise ValueError("the game is over in this position")
         g = min(max(guess, lower), upper)
         root_hash = self._hash(&b)
@@ -925,9 +371,11 @@ cdef class Searcher:
     def probe(self, position, rules, int alpha, int beta):
         """One alpha-beta search of ``position`` with the window (alpha, beta): the fail-soft
         value (see ``exact``), or None when the budget ran out."""
-        cdef Board b = make_board(position)
+        cdef Root b
         cdef int v
-        cdef uint64_t h = self._hash(&b)
+        cdef uint64_t h
+        make_root(position, &b)
+        h = self._hash(&b)
         self._cut_move = NO_MOVE
         with nogil:
             v = self.run(&b, alpha, beta, PROVEN, h)
@@ -940,9 +388,11 @@ cdef class Searcher:
     def test(self, position, rules, int beta):
         """One null-window probe: True if the value is >= beta, False if < beta, None when the
         budget ran out."""
-        cdef Board b = make_board(position)
+        cdef Root b
         cdef int v
-        cdef uint64_t h = self._hash(&b)
+        cdef uint64_t h
+        make_root(position, &b)
+        h = self._hash(&b)
         with nogil:
             v = self.run(&b, beta - 1, beta, PROVEN, h)
         if self.s.aborted:
@@ -954,19 +404,19 @@ cdef class Searcher:
         """Depth-limited value (``depth`` sowings) of ``position``, on every thread (Lazy SMP:
         the helpers order some nodes their own way). Returns (value, nodes, aborted, horizon);
         horizon == 0 means no leaf was estimated, so the value is exact."""
-        cdef Board b
+        cdef Root b
         cdef int v
         cdef uint64_t h
         cdef int64_t start_nodes, start_horizon
         if fresh:
-            b = self._prepare(position, rules, time_ms, nodes)
+            self._prepare(position, rules, time_ms, nodes, &b)
         else:
-            b = make_board(position)
+            make_root(position, &b)
         if not 0 <= depth < PROVEN:
             raise ValueError(f"depth must be 0..{PROVEN - 1}")
         start_nodes = self.s.nodes
         start_horizon = self.s.horizon
-        if is_over(&b, &self.s.r):
+        if root_over(&b, &self.s.r):
             raise ValueError("the game is over in this position")
         h = self._hash(&b)
         with nogil:
@@ -992,25 +442,29 @@ cdef class Searcher:
 
     def begin(self, position, rules, double time_ms=0, long long nodes=0):
         """Start an analysis: select the rules and start the budget clock."""
-        self._prepare(position, rules, time_ms, nodes)
+        cdef Root b
+        self._prepare(position, rules, time_ms, nodes, &b)
 
     def table_move(self, position):
         """The best move stored for ``position`` (a move code), or None."""
-        cdef Board b = make_board(position)
+        cdef Root b
         cdef Probe p
-        if b.flags & FLAG_PIE:
+        make_root(position, &b)
+        if root_flags(&b) & FLAG_PIE:
             return None
-        probe(&self.s, hash_of(&self.s, &b), &p)
+        probe(&self.s, root_hash_of(&self.s, &b), &p)
         return p.move if p.found and p.move != NO_MOVE else None
 
     def table_bounds(self, position):
         """Proven (lower, upper) bounds on the value of ``position`` from the table, or None."""
-        cdef Board b = make_board(position)
+        cdef Root b
         cdef Probe p
-        cdef int d = b.my_store - b.opp_store
-        if b.flags & FLAG_PIE:
+        cdef int d
+        make_root(position, &b)
+        d = root_difference(&b)
+        if root_flags(&b) & FLAG_PIE:
             return None
-        probe(&self.s, hash_of(&self.s, &b), &p)
+        probe(&self.s, root_hash_of(&self.s, &b), &p)
         if p.found and p.depth == PROVEN:
             return p.lower + d, p.upper + d
         return None
@@ -1065,3 +519,4 @@ cdef class Searcher:
     @property
     def aborted(self):
         return bool(self.s.aborted)
+

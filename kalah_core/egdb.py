@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import _egdb
+from . import _board, _egdb
 from .errors import InvalidPositionError, InvalidRulesError, KalahError
 from .position import Position
 from .rules import Rules
@@ -66,6 +66,9 @@ MAGIC = b"KALAHEGD"
 FORMAT_VERSION = 2  # 2: interleaved cell order (83b9e76); files of 1 are refused
 HEADER_SIZE = 64
 MAX_SEEDS = _egdb.MAX_SEEDS
+MAX_HOUSES = _board.BOARD_MAX_HOUSES
+"""Databases cover boards of at most this many houses (the one-word board's); bigger boards are
+searched without one."""
 _HEADER = struct.Struct("<8sII4BIQQ")
 assert HEADER_SIZE == _egdb.HEADER_SIZE and _HEADER.size <= HEADER_SIZE
 
@@ -349,6 +352,10 @@ def build(
     key = rule_key(rules)
     if not 0 <= seeds <= MAX_SEEDS:
         raise InvalidRulesError("seeds", seeds, f"a database bound 0..{MAX_SEEDS}")
+    if key.houses > MAX_HOUSES:
+        raise InvalidRulesError(
+            "houses", key.houses, f"1..{MAX_HOUSES} for an endgame database (one byte a house)"
+        )
     if threads is None:
         threads = len(os.sched_getaffinity(0))
     path = Path(path)

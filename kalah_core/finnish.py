@@ -6,6 +6,12 @@ from the mover's own left), ``*`` after a sowing marks a capture. A reader accep
 ``*`` (the article omits one) and rejects a ``*`` on a sowing that captures nothing. We write
 the pie swap as the word ``swap``. The canonical spelling fills every round it can, puts ``*``
 on every capture, and has no parentheses.
+
+The article's boards have 6 houses, so a sowing is one digit. On boards of 10 to 12 houses
+houses 10, 11 and 12 are written ``a``, ``b`` and ``c`` (the digits of the compact position
+notation), so that a turn's sowings still need no separator: ``3a*`` is house 3, then house 10
+capturing. Houses 1 to 9 are written as before, so every game of up to 9 houses reads and
+writes exactly as in the article.
 """
 
 from __future__ import annotations
@@ -16,10 +22,12 @@ from dataclasses import dataclass
 
 from .errors import InvalidNotationError
 from .moves import Move, MoveResult
-from .position import Side
+from .position import DIGITS, Side
+from .rules import MAX_HOUSES
 
 MAX_GAME_LENGTH = 4096
-_TOKEN = re.compile(r"swap|[1-9]\*?")
+_HOUSE_LETTERS = DIGITS[10 : MAX_HOUSES + 1]  # a, b, c: houses 10..12
+_TOKEN = re.compile(rf"swap|[1-9{_HOUSE_LETTERS}]\*?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,12 +79,13 @@ def _parse_turn(half: str, side: Side, number: int, base: int, text: str) -> lis
         if not match:
             raise InvalidNotationError(
                 f"unexpected {stripped[pos]!r} in round {number} (sowings are house numbers 1-9, "
+                f"{_HOUSE_LETTERS[0]}-{_HOUSE_LETTERS[-1]} for houses 10-{MAX_HOUSES}, "
                 "optionally followed by '*', or 'swap')",
                 text=text,
                 field="game",
             )
         token = match.group()
-        move: Move = "swap" if token == "swap" else int(token[0])
+        move: Move = "swap" if token == "swap" else DIGITS.index(token[0])
         sowings.append(Sowing(move, side, token.endswith("*"), number, base + pos))
         pos = match.end()
     return sowings
@@ -98,5 +107,10 @@ def write_fi(history: Sequence[MoveResult]) -> str:
     return ", ".join(f"{south}-{north}" for south, north in rounds)
 
 
+def house_token(move: Move) -> str:
+    """How one sowing's house is written: ``1``..``9``, then ``a``, ``b``, ``c`` for 10..12."""
+    return DIGITS[move] if isinstance(move, int) else move
+
+
 def _token(result: MoveResult) -> str:
-    return f"{result.move}{'*' if result.captured else ''}"
+    return f"{house_token(result.move)}{'*' if result.captured else ''}"

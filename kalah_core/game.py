@@ -1,15 +1,17 @@
 """Legal moves, playing them, the end of the game, and a game with a move stack.
 
 A move is a house number ``1..houses`` counted from the mover's own left, or ``"swap"``
-(the pie rule). The work is done by the compiled move generator in ``_board``.
+(the pie rule). The work is done by the compiled move generator: ``_board`` for positions
+of at most 8 houses and 255 seeds, ``_bigboard`` for bigger ones (see :func:`board_module`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
 
-from . import _board
+from . import _bigboard, _board
 from .errors import IllegalMoveError
 from .finnish import parse_fi, write_fi
 from .moves import SWAP, Move, MoveResult, Outcome
@@ -19,26 +21,38 @@ from .rules import Rules
 __all__ = ["SWAP", "Game", "Move", "MoveResult", "Outcome"]
 
 
+def board_module(position: Position) -> ModuleType:
+    """The compiled move generator for ``position``: the one-word board when it fits (at most
+    8 houses and 255 seeds), else the big board (up to 12 houses and 600 seeds)."""
+    if (
+        position.houses <= _board.BOARD_MAX_HOUSES
+        and position.total_seeds <= _board.BOARD_MAX_SEEDS
+    ):
+        return _board
+    return _bigboard
+
+
 def legal_moves(position: Position, rules: Rules) -> list[Move]:
     """The legal moves, houses in order then ``"swap"``; empty when the game is over."""
-    return [_from_code(code) for code in _board.legal_moves(position, rules)]
+    return [_from_code(code) for code in board_module(position).legal_moves(position, rules)]
 
 
 def is_over(position: Position, rules: Rules) -> bool:
-    return bool(_board.is_game_over(position, rules))
+    return bool(board_module(position).is_game_over(position, rules))
 
 
 def outcome(position: Position, rules: Rules) -> Outcome | None:
     """The final score if the game is over in ``position``, else None."""
-    if not _board.is_game_over(position, rules):
+    board = board_module(position)
+    if not board.is_game_over(position, rules):
         return None
-    return Outcome(_board.final_stores(position, rules))
+    return Outcome(board.final_stores(position, rules))
 
 
 def play(position: Position, rules: Rules, move: Move) -> MoveResult:
     """Play ``move``; raises IllegalMoveError saying why it is not legal."""
     code = _to_code(position, rules, move)
-    after, extra, captured, over = _board.play_move(position, rules, code)
+    after, extra, captured, over = board_module(position).play_move(position, rules, code)
     return MoveResult(_from_code(code), position.to_move, position, after, extra, captured, over)
 
 
@@ -53,8 +67,14 @@ def group_turns(line: Sequence[MoveResult]) -> list[list[Move]]:
     return turns
 
 
+def perft(position: Position, rules: Rules, depth: int) -> int:
+    """Number of move sequences (sowings or swaps) of exactly ``depth`` moves from
+    ``position``; a game that ends sooner counts nothing (as in chess perft). 1 at depth 0."""
+    return int(board_module(position).perft(position, rules, depth))
+
+
 def _to_code(position: Position, rules: Rules, move: object) -> int:
-    if _board.is_game_over(position, rules):
+    if is_over(position, rules):
         raise IllegalMoveError("the game is over", move=move, position=position)
     if move == SWAP:
         if not rules.pie:

@@ -27,8 +27,10 @@ from typing import Any
 from .errors import InvalidNotationError, InvalidPositionError
 from .rules import MAX_HOUSES, Rules
 
-MAX_SEEDS = 255
-"""The engine's maximum number of seeds in one position (houses and stores)."""
+MAX_SEEDS = 600
+"""The engine's maximum number of seeds in one position (houses and stores): enough for
+MAX_HOUSES houses a side of MAX_START_SEEDS seeds (576). Positions of at most 8 houses and 255
+seeds are searched on the engine's one-word board, bigger ones on its big board."""
 
 MAX_NOTATION_LENGTH = 64
 MAX_JSON_LENGTH = 4096
@@ -69,7 +71,7 @@ _STATUS_TEXT = {
     Status.NEGATIVE_COUNT: "a count is negative",
     Status.TOO_MANY_SEEDS: f"more than {MAX_SEEDS} seeds in all",
     Status.SIDES_DIFFER: "south and north have different numbers of houses",
-    Status.HOUSE_COUNT: "the number of houses is not the rules' (1..8)",
+    Status.HOUSE_COUNT: f"the number of houses is not the rules' (1..{MAX_HOUSES})",
     Status.SWAP_WITHOUT_PIE: "swap_available is true but the rules have no pie rule",
     Status.SWAP_AFTER_FIRST_TURN: "swap_available is true but North's store is not empty "
     "(the swap is only possible before North's first sowing)",

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .finnish import write_fi
+from .finnish import house_token, write_fi
 from .game import Game, Move, MoveResult
 from .position import Position, Side
 from .results import Analysis
@@ -214,7 +214,7 @@ def _annotate(plain: str, history: Sequence[MoveResult], marks: Sequence[str]) -
     out: list[str] = []
     pos = 0
     for result, mark in zip(history, marks, strict=True):
-        token = f"{result.move}{'*' if result.captured else ''}"
+        token = f"{house_token(result.move)}{'*' if result.captured else ''}"
         at = plain.index(token, pos)
         out.append(plain[pos : at + len(token)] + mark)
         pos = at + len(token)

@@ -17,12 +17,15 @@ Capture = Literal["nonempty", "always"]
 End = Literal["either-side-empty", "mover-empty"]
 Remaining = Literal["owner", "empty-side"]
 
-MAX_HOUSES = 8
-MAX_START_SEEDS = 10
+MAX_HOUSES = 12
+"""The most houses a side may have (KGP tournaments play up to 12x12)."""
+MAX_START_SEEDS = 24
+"""The most seeds a house may start with: 2 x MAX_HOUSES x MAX_START_SEEDS = 576 seeds fit the
+engine's 600 (``position.MAX_SEEDS``)."""
 
 OPTION_DOCS: dict[str, str] = {
-    "houses": "houses per side, 1..8",
-    "seeds": "seeds in every house at the start, 1..10",
+    "houses": f"houses per side, 1..{MAX_HOUSES}",
+    "seeds": f"seeds in every house at the start, 1..{MAX_START_SEEDS}",
     "capture": "'nonempty': a last seed in an own empty house captures only if the facing house "
     "holds seeds; 'always': it goes to the store even when the facing house is empty",
     "end": "'either-side-empty': the game ends as soon as either side's houses are all empty; "
@@ -166,6 +169,7 @@ PRESETS: dict[str, Rules] = {
     "kalah-ru": Rules(seeds=6, end="mover-empty", remaining="empty-side", majority=True),
     "piet-hein": Rules(seeds=6, capture="always"),
     "kalah-pie": Rules(pie=True),
+    "kgp": Rules(houses=8, seeds=8, majority=True),
 }
 
 PRESET_DOCS: dict[str, str] = {
@@ -175,6 +179,9 @@ PRESET_DOCS: dict[str, str] = {
     "or a store holds more than half of them; an empty row takes the rest",
     "piet-hein": "Piet Hein's rules, 6 seeds: a last seed in an empty house is always stored",
     "kalah-pie": "Kalah with the pie rule: North may swap places after South's first move",
+    "kgp": "Kalah as Kalah Game Protocol (KGP) tournament servers play it, 8x8 by default "
+    "(their boards run 6x6 to 12x12): standard rules, and a store with more than half the "
+    "seeds ends the game",
 }
 """Each preset in a player's words (help, ``GET /v1/rules``, the board page); docs/RULES.md
 says which rule text each follows."""

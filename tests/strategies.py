@@ -9,13 +9,20 @@ from hypothesis import strategies as st
 
 from kalah_core import Position, Rules
 from kalah_core.position import MAX_SEEDS, Side
+from kalah_core.rules import MAX_HOUSES, MAX_START_SEEDS
+
+SMALL_HOUSES = 8
+"""The one-word board's limits (``_board.pxd``); bigger positions go to the big board."""
+SMALL_SEEDS = 255
 
 
-def rules(*, max_houses: int = 8, max_seeds: int = 10) -> st.SearchStrategy[Rules]:
-    """Any rule set: every option, houses and start seeds up to the given bounds."""
+def rules(
+    *, max_houses: int = SMALL_HOUSES, max_seeds: int = 10, min_houses: int = 1
+) -> st.SearchStrategy[Rules]:
+    """Any rule set: every option, houses and start seeds within the given bounds."""
     return st.builds(
         Rules,
-        houses=st.integers(1, max_houses),
+        houses=st.integers(min_houses, max_houses),
         seeds=st.integers(1, max_seeds),
         capture=st.sampled_from(["nonempty", "always"]),
         end=st.sampled_from(["either-side-empty", "mover-empty"]),
@@ -27,8 +34,9 @@ def rules(*, max_houses: int = 8, max_seeds: int = 10) -> st.SearchStrategy[Rule
 
 @st.composite
 def positions(draw: st.DrawFn) -> Position:
-    """Any valid position: 1..8 houses, at most 255 seeds, either side, any pie flag."""
-    houses = draw(st.integers(1, 8))
+    """Any valid position: 1..MAX_HOUSES houses, at most MAX_SEEDS seeds, either side, any pie
+    flag."""
+    houses = draw(st.integers(1, MAX_HOUSES))
     total = draw(st.integers(0, MAX_SEEDS))
     cuts = sorted(
         draw(st.lists(st.integers(0, total), min_size=2 * houses + 1, max_size=2 * houses + 1))
@@ -41,12 +49,26 @@ def positions(draw: st.DrawFn) -> Position:
     return Position(south, north, stores, draw(st.sampled_from(Side)), swap)
 
 
+def big_rules() -> st.SearchStrategy[Rules]:
+    """Rule sets whose start is beyond the one-word board: 9..12 houses, or up to 24 seeds a
+    house with more than 255 seeds in all (many laps: 24 seeds lap 6 houses once and more)."""
+    return rules(min_houses=9, max_houses=MAX_HOUSES, max_seeds=MAX_START_SEEDS) | rules(
+        min_houses=6, max_houses=MAX_HOUSES, max_seeds=MAX_START_SEEDS
+    ).filter(lambda r: r.total_seeds > SMALL_SEEDS)
+
+
 @st.composite
-def rules_and_positions(draw: st.DrawFn) -> tuple[Rules, Position]:
-    """Rules and a valid position under them: random counts, any total up to MAX_SEEDS."""
-    drawn = draw(rules())
+def rules_and_positions(
+    draw: st.DrawFn,
+    rules_strategy: st.SearchStrategy[Rules] | None = None,
+    min_total: int = 0,
+    max_total: int = SMALL_SEEDS,
+) -> tuple[Rules, Position]:
+    """Rules and a valid position under them: random counts, any total in the given range
+    (by default what the one-word board holds; up to MAX_SEEDS for the big board)."""
+    drawn = draw(rules() if rules_strategy is None else rules_strategy)
     h = drawn.houses
-    total = draw(st.integers(0, MAX_SEEDS))
+    total = draw(st.integers(min_total, max_total))
     # Cut [0, total] at 2h+1 random points: the 2h+2 counts (houses and stores) in sowing order.
     cuts = sorted(draw(st.lists(st.integers(0, total), min_size=2 * h + 1, max_size=2 * h + 1)))
     bounds = [0, *cuts, total]

@@ -269,8 +269,8 @@ def test_rule_options_reach_the_command(capsys: pytest.CaptureFixture[str]) -> N
     ("argv", "field", "words"),
     [
         (["show", "--rules", "oware", "start"], "preset", "oware"),
-        (["show", "--houses", "9", "start"], "houses", "1..8"),
-        (["show", "--seeds", "0", "start"], "seeds", "1..10"),
+        (["show", "--houses", "13", "start"], "houses", "1..12"),
+        (["show", "--seeds", "0", "start"], "seeds", "1..24"),
         (["show", "--capture", "sometimes", "start"], "capture", "'always'"),
         (["moves", "--end", "never", "start"], "end", "mover-empty"),
         (["moves", "--remaining", "x", "start"], "remaining", "empty-side"),

@@ -165,6 +165,13 @@ def test_every_link_between_the_docs_resolves(source: str, target: str) -> None:
         assert anchor in {slug(h) for h in headings}, (target, [slug(h) for h in headings])
 
 
+def test_the_readme_links_every_doc_and_stays_short() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for path in DOCS[1:]:
+        assert f"](docs/{path.name})" in readme, f"README.md has no link to docs/{path.name}"
+    assert len(readme.splitlines()) <= 200, "a README a newcomer reads in five minutes"
+
+
 # --------------------------------------------------------------------------- URLs
 
 

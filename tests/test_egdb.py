@@ -365,3 +365,12 @@ def test_a_build_logs_each_level_and_writes_its_progress_into_a_new_folder(
         f"small.egdb: level {n}/6" for n in range(7)
     ]
     assert "100.0% of" in lines[-1]
+
+
+def test_boards_beyond_eight_houses_have_no_database(tmp_path: Path) -> None:
+    """Databases hold a byte a house on at most 8 houses: a bigger board is refused with the
+    option named, and an engine searches it without one."""
+    with pytest.raises(InvalidRulesError) as error:
+        build(tmp_path / "twelve.egdb", Rules(houses=12, seeds=1), 3, progress=False)
+    assert error.value.option == "houses" and "1..8" in str(error.value)
+    assert not (tmp_path / "twelve.egdb").exists()

@@ -235,7 +235,7 @@ def test_bad_swaps(text: str, why: str) -> None:
 # ----------------------------------------------------------------------------- properties
 
 
-@given(strategies.rules(), st.randoms(use_true_random=False), st.integers(0, 400))
+@given(strategies.rules(max_houses=12), st.randoms(use_true_random=False), st.integers(0, 400))
 def test_written_games_replay_to_the_same_positions(
     rules: Rules, rng: random.Random, length: int
 ) -> None:
@@ -283,3 +283,20 @@ def test_wrapped_error_states_the_reason_once() -> None:
     message = str(caught.value)
     assert message.count("illegal move") == 1
     assert message.endswith("round 1, south sowing 7: houses are numbered 1..6")
+
+
+def test_houses_ten_to_twelve_are_letters() -> None:
+    """On 10..12 houses a sowing of house 10, 11 or 12 is one letter (a, b, c), so a turn's
+    sowings still need no separator; games of up to 9 houses are written as before."""
+    rules = Rules.preset("kgp", houses=12, seeds=1)
+    game = Game(rules)
+    game.push(12)  # the last seed lands in the store: an extra turn
+    game.push(10)  # then house 10 into house 11
+    assert game.fi() == "ca-"
+    again = Game.parse_fi("ca-", rules)
+    assert again.moves == [12, 10] and again.position == game.position
+    assert Game.parse_fi("(ca-)", rules).position == game.position
+    with pytest.raises(InvalidNotationError, match="'d'"):
+        parse_fi("d-1")
+    with pytest.raises(IllegalMoveError, match=r"1\.\.10"):
+        Game.parse_fi("c-", Rules(houses=10, seeds=1))

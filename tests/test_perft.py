@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
-from kalah_core import PRESETS, Position, perft
+from kalah_core import PRESETS, Position, Rules, _bigboard, game, perft
 from kalah_core import reference as ref
 
 DATA = Path(__file__).parent / "data" / "perft.json"
 REFERENCE_DEPTH = 6  # the reference plays ~100k sowings/s: depths 1..6 of all presets ~2-3 s
+REFERENCE_MAX_LEAVES = 50_000  # ... and at most this many leaves (every 6-house preset's depth 6)
 MAX_LIVE_NODES = 20_000_000  # recorded depths checked by default: up to ~20M leaves each (< 3 s)
 
 
@@ -38,6 +39,8 @@ def test_perft_against_reference(name: str) -> None:
     start = Position.start(rules)
     counts = recorded()[name]["perft"]
     for depth in range(REFERENCE_DEPTH + 1):
+        if depth and counts[depth - 1] > REFERENCE_MAX_LEAVES:
+            break  # kgp's 8 houses: depth 6 would take the reference ~5 s
         expected = ref.perft(start, rules, depth)
         assert perft(start, rules, depth) == expected, (name, depth)
         if depth:
@@ -76,3 +79,41 @@ def test_perft_edge_cases() -> None:
     assert perft(finished, rules, 0) == ref.perft(finished, rules, 0) == 1
     for depth in (1, 2):
         assert perft(finished, rules, depth) == ref.perft(finished, rules, depth) == 0
+
+
+# ------------------------------------------------ boards beyond 8 houses or 255 seeds
+
+BOARD_REFERENCE_DEPTH = 4  # the reference on 12 houses: ~20k sowings at depth 4
+
+
+def recorded_boards() -> dict[str, Any]:
+    boards: dict[str, Any] = json.loads(DATA.read_text())["boards"]
+    return boards
+
+
+def test_big_boards_are_recorded() -> None:
+    """The big boards of the file are beyond the one-word board: 9+ houses or 256+ seeds,
+    and at least one whose houses start with more seeds than a lap (2h+1) takes."""
+    boards = recorded_boards()
+    assert len(boards) >= 3
+    laps = False
+    for name, entry in boards.items():
+        rules = Rules.from_json(entry["rules"])
+        start = Position.start(rules)
+        assert entry["start"] == start.compact(), name
+        assert rules.houses > 8 or start.total_seeds > 255, name
+        assert game.board_module(start) is _bigboard, name
+        laps = laps or rules.seeds > 2 * rules.houses + 1
+    assert laps
+
+
+@pytest.mark.parametrize("name", sorted(json.loads(DATA.read_text())["boards"]))
+def test_big_board_perft_against_reference_and_recorded(name: str) -> None:
+    entry = recorded_boards()[name]
+    rules = Rules.from_json(entry["rules"])
+    start = Position.start(rules)
+    for depth, count in enumerate(entry["perft"], start=1):
+        if depth <= BOARD_REFERENCE_DEPTH:
+            assert ref.perft(start, rules, depth) == count, (name, depth)
+        if count <= MAX_LIVE_NODES:
+            assert perft(start, rules, depth) == count, (name, depth)

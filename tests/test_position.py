@@ -41,6 +41,8 @@ PIE = Rules.preset("kalah-pie")
         (Rules.preset("piet-hein", seeds=3), "333333-0-333333-0-s"),
         (Rules(houses=1, seeds=1), "1-0-1-0-s"),
         (Rules(houses=8, seeds=10), "aaaaaaaa-0-aaaaaaaa-0-s"),
+        (Rules.preset("kgp", houses=12, seeds=12), "cccccccccccc-0-cccccccccccc-0-s"),
+        (Rules(houses=12, seeds=24), "oooooooooooo-0-oooooooooooo-0-s"),
     ],
 )
 def test_start(rules: Rules, compact: str) -> None:
@@ -78,10 +80,12 @@ def test_accessors() -> None:
         (Position((4, 4), (4, 4)), None, Status.VALID, ()),
         (Position((-1, 4), (4, 4)), None, Status.NEGATIVE_COUNT, ("negative",)),
         (Position((4, 4), (4, 4), (0, -2)), None, Status.NEGATIVE_COUNT, ("negative",)),
-        (Position((200, 4), (4, 4), (48, 0)), None, Status.TOO_MANY_SEEDS, ("255",)),
+        (Position((500, 4), (4, 4), (48, 45)), None, Status.TOO_MANY_SEEDS, ("600",)),
         (Position((4, 4), (4, 4, 4)), None, Status.SIDES_DIFFER, ("different",)),
         (Position((), ()), None, Status.HOUSE_COUNT, ("houses",)),
-        (Position((1,) * 9, (1,) * 9), None, Status.HOUSE_COUNT, ("houses",)),
+        (Position((1,) * 13, (1,) * 13), None, Status.HOUSE_COUNT, ("houses", "1..12")),
+        (Position((1,) * 12, (1,) * 12), None, Status.VALID, ()),
+        (Position((200, 4), (4, 4), (48, 0)), None, Status.VALID, ()),
         (Position((4, 4), (4, 4)), KALAH, Status.HOUSE_COUNT, ("houses", "rules have 6")),
         (
             Position((4,) * 6, (4,) * 6, swap_available=True),
@@ -116,7 +120,7 @@ def test_status_and_validate(
 
 
 def test_several_problems_at_once() -> None:
-    p = Position((-1, 300), (4, 4, 4), (0, 3), Side.NORTH, True)
+    p = Position((-1, 600), (4, 4, 4), (0, 3), Side.NORTH, True)
     assert p.status(KALAH) == (
         Status.NEGATIVE_COUNT
         | Status.TOO_MANY_SEEDS
@@ -156,6 +160,7 @@ def test_any_total_up_to_max_seeds_is_valid() -> None:
         (123, "~1Z"),
         (124, "~20"),
         (255, "~47"),
+        (600, "~9G"),
     ],
 )
 def test_count_digits(count: int, spelling: str) -> None:
@@ -197,7 +202,7 @@ def test_compact_examples() -> None:
         "444444_0_444444_0_s",
         "\uff1444444-0-444444-0-s",  # a full-width digit
         "-0-444444-0-s",
-        "444444444-0-444444444-0-s",  # nine houses
+        "4444444444444-0-4444444444444-0-s",  # thirteen houses
         "~4-0-4-0-s",
         "4~-0-4-0-s",
         "~~00-0-4-0-s",
@@ -216,8 +221,8 @@ def test_rejects_non_canonical_or_malformed(text: str) -> None:
     ("text", "words"),
     [
         ("44-0-444-0-s", "different"),
-        ("~47-0-1-0-s", "255"),
-        ("4-999-4-0-s", "255"),
+        ("~9G-0-1-0-s", "600"),
+        ("4-999-4-0-s", "600"),
         ("4-0-4-1-sp", "North's store"),
     ],
 )
@@ -270,9 +275,9 @@ GOOD: dict[str, Any] = {"south": [4, 4], "north": [4, 4], "stores": [0, 0], "to_
         ({"south": None}, "position.south"),
         ({"south": "44"}, "position.south"),
         ({"south": []}, "position.south"),
-        ({"south": [1] * 9}, "position.south"),
+        ({"south": [1] * 13}, "position.south"),
         ({"south": [4, -1]}, "position.south"),
-        ({"south": [4, 256]}, "position.south"),
+        ({"south": [4, 601]}, "position.south"),
         ({"south": [4, 4.0]}, "position.south"),
         ({"south": [4, True]}, "position.south"),
         ({"north": [4, "4"]}, "position.north"),
@@ -307,8 +312,8 @@ def test_json_missing_field() -> None:
 def test_json_impossible_position() -> None:
     with pytest.raises(InvalidPositionError, match="different"):
         Position.from_json({"south": [4, 4], "north": [4, 4, 4]})
-    with pytest.raises(InvalidPositionError, match="255"):
-        Position.from_json({"south": [200, 4], "north": [100, 4]})
+    with pytest.raises(InvalidPositionError, match="600"):
+        Position.from_json({"south": [500, 4], "north": [100, 4]})
 
 
 @pytest.mark.parametrize("value", [None, [], "444444-0-444444-0-s", 3, [["south", [4]]]])

@@ -4,7 +4,9 @@ Random games under random rule options (every option drawn), from the start and 
 positions (any seed counts, totals up to 255), are played move by move through both; legal
 moves, resulting positions, extra turns, captures, the end and the final score must be
 identical, and the invariants of the rules must hold. The two game tests together play
-``START_GAMES + RANDOM_GAMES`` (>= 1,000) games per run.
+``START_GAMES + RANDOM_GAMES`` (>= 1,000) games per run. The same again on the big board
+(9..12 houses, or more than 255 seeds: totals up to 600, houses of many laps), with
+``BIG_GAMES`` games each.
 """
 
 from __future__ import annotations
@@ -23,13 +25,17 @@ from kalah_core import (
     Rules,
     Side,
     Status,
+    _bigboard,
     game,
     perft,
 )
 from kalah_core import reference as ref
+from kalah_core.position import MAX_SEEDS
+from kalah_core.rules import MAX_HOUSES, MAX_START_SEEDS
 
 START_GAMES = 1500
 RANDOM_GAMES = 1500
+BIG_GAMES = 300  # big-board games are long (up to 576 seeds): ~0.1 s each through the reference
 MAX_PLIES = 5000  # a safety net; real games are far shorter
 
 
@@ -116,6 +122,38 @@ def test_random_games_from_start(rules: Rules, seed: int) -> None:
 @given(drawn=strategies.rules_and_positions(), seed=st.integers(0, 2**32 - 1))
 def test_random_games_from_random_positions(drawn: tuple[Rules, Position], seed: int) -> None:
     rules, position = drawn
+    for depth in range(3):
+        assert perft(position, rules, depth) == ref.perft(position, rules, depth), (position, depth)
+    play_game(position, rules, seed)
+
+
+@pytest.mark.system
+@settings(max_examples=BIG_GAMES, deadline=None)
+@given(rules=strategies.big_rules(), seed=st.integers(0, 2**32 - 1))
+def test_big_board_games_from_start(rules: Rules, seed: int) -> None:
+    start = Position.start(rules)
+    assert game.board_module(start) is _bigboard
+    play_game(start, rules, seed)
+
+
+@pytest.mark.system
+@settings(max_examples=BIG_GAMES, deadline=None)
+@given(
+    drawn=strategies.rules_and_positions(
+        strategies.rules(max_houses=MAX_HOUSES, max_seeds=MAX_START_SEEDS), 0, MAX_SEEDS
+    )
+    .filter(lambda d: game.board_module(d[1]) is _bigboard)
+    .filter(lambda d: max(d[1].south + d[1].north) > 2 * d[0].houses + 1),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_big_board_games_from_random_positions(drawn: tuple[Rules, Position], seed: int) -> None:
+    """Random big positions with a house of more than a lap (2h+1) of seeds: every move of the
+    position (the many-lap sowing among them) through both, then a random game."""
+    rules, position = drawn
+    for move in ref.legal_moves(position, rules):
+        result = game.play(position, rules, move)
+        expected = ref.play(position, rules, move)
+        assert (result.after, result.extra_turn, result.captured, result.over) == expected
     for depth in range(3):
         assert perft(position, rules, depth) == ref.perft(position, rules, depth), (position, depth)
     play_game(position, rules, seed)

@@ -11,7 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import json_values
 
-from kalah_core import PRESETS, InvalidRulesError, KalahError, Rules
+from kalah_core import PRESETS, InvalidRulesError, KalahError, Position, Rules, _bigboard
+from kalah_core.position import MAX_SEEDS
+from kalah_core.rules import MAX_HOUSES, MAX_START_SEEDS, OPTION_DOCS, PRESET_DOCS
 
 # The presets table of docs/rules.md, column for column.
 TABLE = {
@@ -20,6 +22,7 @@ TABLE = {
     "kalah-ru": (6, 6, "nonempty", "mover-empty", "empty-side", True, False),
     "piet-hein": (6, 6, "always", "either-side-empty", "owner", False, False),
     "kalah-pie": (6, 4, "nonempty", "either-side-empty", "owner", False, True),
+    "kgp": (8, 8, "nonempty", "either-side-empty", "owner", True, False),
 }
 OPTIONS = ("houses", "seeds", "capture", "end", "remaining", "majority", "pie")
 
@@ -59,11 +62,28 @@ def test_overrides() -> None:
     assert Rules().replace(capture="always", seeds=6) == Rules.preset("piet-hein")
 
 
-@pytest.mark.parametrize("houses", [1, 8])
-@pytest.mark.parametrize("seeds", [1, 10])
+@pytest.mark.parametrize("houses", [1, 8, 12])
+@pytest.mark.parametrize("seeds", [1, 10, 24])
 def test_extreme_counts_allowed(houses: int, seeds: int) -> None:
     rules = Rules(houses=houses, seeds=seeds)
     assert rules.total_seeds == 2 * houses * seeds
+    assert Position.start(rules).is_valid(rules)
+
+
+def test_limits_come_from_one_place() -> None:
+    """RULES.md asks for 1..12 houses and 1..24 seeds; the biggest start fits the engine."""
+    assert (MAX_HOUSES, MAX_START_SEEDS) == (12, 24)
+    assert 2 * MAX_HOUSES * MAX_START_SEEDS <= MAX_SEEDS
+    assert MAX_HOUSES == _bigboard.BOARD_MAX_HOUSES
+    assert MAX_SEEDS == _bigboard.BOARD_MAX_SEEDS
+    assert f"1..{MAX_HOUSES}" in OPTION_DOCS["houses"]
+    assert f"1..{MAX_START_SEEDS}" in OPTION_DOCS["seeds"]
+
+
+def test_kgp_is_kalah_with_majority() -> None:
+    """What KGP servers play: the kalah options plus majority (RULES.md, its 8x8 default)."""
+    assert Rules.preset("kgp") == Rules.preset("kalah", houses=8, seeds=8, majority=True)
+    assert "KGP" in PRESET_DOCS["kgp"] and "half" in PRESET_DOCS["kgp"]
 
 
 def test_from_json_forms() -> None:
@@ -147,12 +167,12 @@ def test_unknown_option() -> None:
 
 @pytest.mark.parametrize(
     ("option", "value"),
-    [("houses", 0), ("houses", 9), ("houses", -1), ("seeds", 0), ("seeds", 11), ("seeds", 100)],
+    [("houses", 0), ("houses", 13), ("houses", -1), ("seeds", 0), ("seeds", 25), ("seeds", 100)],
 )
 def test_out_of_range_counts(option: str, value: int) -> None:
     with pytest.raises(InvalidRulesError) as error:
         Rules.preset("kalah", **{option: value})
-    check_error(error, option, str(value), "1..8" if option == "houses" else "1..10")
+    check_error(error, option, str(value), "1..12" if option == "houses" else "1..24")
 
 
 @pytest.mark.parametrize("value", ["6", 6.0, True, None, [6]])

@@ -9,11 +9,12 @@ from __future__ import annotations
 from functools import lru_cache
 
 import pytest
+import strategies
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import small_positions
 
-from kalah_core import Position, Rules, Side, egdb
+from kalah_core import Position, Rules, Side, _bigboard, egdb, game
 from kalah_core import reference as ref
 from kalah_core.egdb import EndgameDatabase
 from kalah_core.game import Move
@@ -370,3 +371,107 @@ def test_value_mode_proves_the_value_and_one_optimal_move(case: tuple[Position, 
     assert analysis.best_moves and all(expected[m] == value for m in analysis.best_moves)
     for move in analysis.moves:
         assert move.lower <= expected[move.move] <= move.upper
+
+
+# ------------------------------------------------ the big board (9..12 houses, > 255 seeds)
+
+
+@st.composite
+def big_small_positions(draw: st.DrawFn) -> tuple[Position, Rules]:
+    """Positions on the big board small enough for brute force: 9..12 houses with a few seeds
+    in houses, or a few houses whose stores hold more than 255 seeds (any rule options)."""
+    wide = draw(st.booleans())
+    houses = draw(st.integers(9, 12)) if wide else draw(st.integers(1, 4))
+    drawn = draw(strategies.rules(min_houses=houses, max_houses=houses, max_seeds=24))
+    cells = [0] * (2 * houses)
+    for _ in range(draw(st.integers(1, 5 if wide else 8))):
+        cells[draw(st.integers(0, 2 * houses - 1))] += 1
+    low = 0 if wide else 256
+    # At most 600 seeds in all (position.MAX_SEEDS): 300 + 290 + the 8 in houses.
+    stores = (draw(st.integers(low, 300)), draw(st.integers(0, 290)))
+    if drawn.pie and draw(st.booleans()):
+        stores = (stores[0] + stores[1], 0)
+    swap = drawn.pie and stores[1] == 0 and draw(st.booleans())
+    to_move = draw(st.sampled_from([Side.SOUTH, Side.NORTH]))
+    position = Position(tuple(cells[:houses]), tuple(cells[houses:]), stores, to_move, swap)
+    assert game.board_module(position) is _bigboard
+    return position, drawn
+
+
+@settings(max_examples=200, deadline=None)
+@given(big_small_positions())
+def test_big_board_values_and_optimal_moves_equal_brute_force(
+    case: tuple[Position, Rules],
+) -> None:
+    position, rules = case
+    analysis = ENGINE.analyse(position, rules)
+    assert analysis.exact
+    assert analysis.value == brute_value(position, rules)
+    if not ref.is_over(position, rules):
+        assert {m.move: m.value for m in analysis.moves} == brute_move_values(position, rules)
+
+
+@settings(max_examples=100, deadline=None)
+@given(big_small_positions(), st.integers(1, 6))
+def test_big_board_depth_limited_search_is_bounded(
+    case: tuple[Position, Rules], depth: int
+) -> None:
+    position, rules = case
+    if ref.is_over(position, rules):
+        return
+    analysis = ENGINE.analyse(position, rules, depth=depth)
+    assert analysis.lower <= brute_value(position, rules) <= analysis.upper
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_big_board_search_with_a_database_equals_brute_force(
+    databases: dict[Rules, EndgameDatabase], data: st.DataObject
+) -> None:
+    """More than 255 seeds on 3 houses: the big board reads the one-word database (its lanes
+    packed into bytes) as the small board does."""
+    rules = data.draw(st.sampled_from(sorted(databases, key=repr)))
+    cells = [0] * 6
+    for _ in range(data.draw(st.integers(1, 11))):
+        cells[data.draw(st.integers(0, 5))] += 1
+    # At most 600 seeds in all (position.MAX_SEEDS): 300 + 285 + the 11 in houses.
+    stores = (data.draw(st.integers(200, 300)), data.draw(st.integers(60, 285)))
+    to_move = data.draw(st.sampled_from([Side.SOUTH, Side.NORTH]))
+    position = Position(tuple(cells[:3]), tuple(cells[3:]), stores, to_move)
+    assert game.board_module(position) is _bigboard
+    engine = Engine(4, [databases[rules]])
+    engine.searcher.unstored_above_db = data.draw(st.sampled_from([0, 4]))
+    analysis = engine.analyse(position, rules)
+    assert analysis.exact
+    assert analysis.value == brute_value(position, rules)
+
+
+@pytest.mark.parametrize("preset", ["kalah", "kalaha", "piet-hein", "kalah-pie"])
+def test_big_and_small_boards_search_the_same_game_alike(preset: str) -> None:
+    """Outside majority the stores do not change the future: the start of Kalah(4,3) with 300
+    seeds added to the stores (the big board) has the small board's value, shifted by them."""
+    rules = Rules.preset(preset, houses=4, seeds=3)
+    start = Position.start(rules)
+    shifted = Position(start.south, start.north, (170, 130), start.to_move, start.swap_available)
+    if rules.pie:
+        shifted = Position(start.south, start.north, (300, 0), start.to_move, True)
+    assert game.board_module(shifted) is _bigboard
+    small = Engine(8).analyse(start, rules)
+    big = Engine(8).analyse(shifted, rules)
+    offset = shifted.stores[0] - shifted.stores[1]
+    assert big.exact and small.exact
+    if not rules.pie:
+        assert big.value == small.value + offset
+        assert [(m.move, m.value) for m in big.moves] == [
+            (m.move, m.value + offset) for m in small.moves
+        ]
+    else:  # a swap to come exchanges the stores: the big board's own value, proven
+        assert big.lower == big.upper == big.value
+
+
+def test_twelve_houses_analysis_under_a_budget_keeps_proven_bounds() -> None:
+    rules = Rules.preset("kgp", houses=12, seeds=12)
+    analysis = Engine(8).analyse(Position.start(rules), rules, time_ms=300)
+    assert not analysis.exact and analysis.depth is not None and analysis.depth >= 1
+    assert -rules.total_seeds <= analysis.lower <= analysis.value <= analysis.upper
+    assert analysis.upper <= rules.total_seeds and len(analysis.moves) == 12

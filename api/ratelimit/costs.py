@@ -78,7 +78,7 @@ once. Answers carry
 (Unix time of the window's end) and `Kalah-Cost` (what this request cost); a spent bucket is a
 429 problem with `Retry-After`. An unknown or revoked key is a 401 problem, charged 1 unit to
 the client's IP. Each tier's size is
-this server's `KALAH_LIMIT_<TIER>` setting (see the README). `KALAH_LIMITS` says who is
+this server's `KALAH_LIMIT_<TIER>` setting (docs/config.md). `KALAH_LIMITS` says who is
 limited: `auto` (the default) everyone but a caller on a loopback address of a server without
 Redis (a person's own machine), `on` everyone, `off` no one; `GET /v1/rules` says which
 applies (`rate_limits.mode`, `rate_limits.applies`).

@@ -29,6 +29,7 @@ from typing import Any
 import diskcache
 
 from .base import AnswerStore, Entry, Keys, Lru
+from .walbound import BoundedCache, WalBound
 
 log = logging.getLogger("api.embedded")
 
@@ -48,6 +49,7 @@ class EmbeddedStore(AnswerStore):
     ) -> None:
         self.directory = Path(directory)
         self.size_limit = size_mb * 1024 * 1024
+        self.wal_bound = WalBound(self.directory, self.size_limit)  # the WAL counts too
         self.ttl_s = ttl_s
         self._memory = Lru(lru_size)
         self._store: tuple[int, diskcache.Cache] | None = None
@@ -62,9 +64,9 @@ class EmbeddedStore(AnswerStore):
                 opened = self._store
                 if opened is None or opened[0] != os.getpid():
                     self.directory.mkdir(parents=True, exist_ok=True)
-                    cache = diskcache.Cache(
+                    cache = BoundedCache(  # the bound counts the WAL: .walbound
                         str(self.directory),
-                        size_limit=self.size_limit,
+                        bound=self.wal_bound,
                         eviction_policy="least-recently-stored",
                         timeout=SQLITE_TIMEOUT_S,
                     )

@@ -12,6 +12,7 @@ from flask.testing import FlaskClient
 
 from api.config import MAX_PV_SOWINGS, load_settings, worker_timeout_s
 from api.store.base import Entry, Lru
+from api.store.walbound import SHM_BYTES
 
 PROBLEM = "application/problem+json"
 A = "/v1/analysis"
@@ -98,10 +99,10 @@ def test_search_budgets_stay_well_under_the_worker_timeout() -> None:
 @pytest.mark.parametrize(
     ("query", "status", "field", "mention"),
     [
-        ("houses=0", 422, "houses", "1..8"),
-        ("houses=9", 422, "houses", "1..8"),
-        ("seeds=0", 422, "seeds", "1..10"),
-        ("seeds=11", 422, "seeds", "1..10"),
+        ("houses=0", 422, "houses", "1..12"),
+        ("houses=13", 422, "houses", "1..12"),
+        ("seeds=0", 422, "seeds", "1..24"),
+        ("seeds=25", 422, "seeds", "1..24"),
     ],
 )
 def test_rule_bounds_in_a_query(
@@ -113,9 +114,9 @@ def test_rule_bounds_in_a_query(
 @pytest.mark.parametrize(
     ("rules", "field", "mention"),
     [
-        ({"houses": 9}, "rules.houses", "1..8"),
-        ({"seeds": 11}, "rules.seeds", "1..10"),
-        ({"houses": 10**100}, "rules.houses", "1..8"),
+        ({"houses": 13}, "rules.houses", "1..12"),
+        ({"seeds": 25}, "rules.seeds", "1..24"),
+        ({"houses": 10**100}, "rules.houses", "1..12"),
         ({f"k{i}": 1 for i in range(17)}, "rules", ""),
         ("x" * 65, "rules", ""),
     ],
@@ -125,12 +126,12 @@ def test_rule_bounds_in_a_body(client: FlaskClient, rules: Any, field: str, ment
 
 
 def test_position_bounds(client: FlaskClient) -> None:
-    too_many = {"south": [200, 0, 0, 0, 0, 0], "north": [56, 0, 0, 0, 0, 0]}
-    problem(client.post(A, json={"position": too_many}), 422, "position", "255")
-    nine = {"south": [1] * 9, "north": [1] * 9}
-    problem(client.post(A, json={"position": nine}), 422, "position.south", "1..8")
-    big = {"south": [256, 0, 0, 0, 0, 0], "north": [0] * 6}
-    problem(client.post(A, json={"position": big}), 422, "position.south", "0..255")
+    too_many = {"south": [500, 0, 0, 0, 0, 0], "north": [101, 0, 0, 0, 0, 0]}
+    problem(client.post(A, json={"position": too_many}), 422, "position", "600")
+    thirteen = {"south": [1] * 13, "north": [1] * 13}
+    problem(client.post(A, json={"position": thirteen}), 422, "position.south", "1..12")
+    big = {"south": [601, 0, 0, 0, 0, 0], "north": [0] * 6}
+    problem(client.post(A, json={"position": big}), 422, "position.south", "0..600")
     long_compact = "4" * 30 + "-0-" + "4" * 30 + "-0-s"
     problem(client.get(f"{A}?position={long_compact}"), 422, "position", "64 characters")
     problem(client.get(f"{A}?position=" + "4" * 1025), 422, "position")
@@ -166,7 +167,7 @@ def test_rules_reports_every_limit(client: FlaskClient) -> None:
         "max_body_bytes": 65536,
         "max_moves": 1024,
         "max_pv_sowings": MAX_PV_SOWINGS,
-        "max_seeds": 255,
+        "max_seeds": 600,
         "max_notation_length": 64,
         "max_position_text": 1024,
         "max_game_length": 4096,
@@ -199,7 +200,10 @@ def test_the_answer_cache_of_an_app_is_bounded(client: FlaskClient, tmp_path: Pa
     cache = small.application.extensions["kalah"].cache
     assert len(cache._memory) == 3  # each process's LRU in front of the store
     assert cache.size() == 6  # the shared store, bounded in bytes (KALAH_CACHE_MB)
-    assert cache.store.size_limit == 512 * 1024 * 1024
+    assert cache.size_limit == 512 * 1024 * 1024  # KALAH_CACHE_MB, the WAL included:
+    bound = cache.wal_bound  # the database gets what the log and its index leave
+    assert cache.store.size_limit == bound.db_limit
+    assert bound.db_limit + bound.wal_share + SHM_BYTES <= cache.size_limit
 
 
 def create_small_app(*, lru: int, store: Path) -> FlaskClient:

@@ -238,5 +238,7 @@ def test_a_build_reports_its_progress_to_every_process(tmp_path: Path) -> None:
     assert moving == sorted(moving)
     assert any(eta is not None and eta > 0 for _, eta in seen)
     assert len(lines) == 19 and lines[-1].startswith(f"{path.name}: level 18/18 done, 100.0%")
+    # Built, not yet attached (the file is there, its progress file gone): done, not 0.
+    assert service._progress(item) == {"progress": 1.0, "eta_s": 0.0}
     item.state = "attached"
     assert service._progress(item) == {"progress": 1.0, "eta_s": 0.0}

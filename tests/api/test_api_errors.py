@@ -43,7 +43,7 @@ GET_CASES = [
     # A rule option's values are checked where every rules input is (the request type), so a
     # query's bad preset or choice is the same problem as a body's.
     ("position=start&rules=nope", 422, "rules", "/problems/invalid-rules"),
-    ("position=start&houses=9", 422, "houses", "/problems/invalid-rules"),
+    ("position=start&houses=13", 422, "houses", "/problems/invalid-rules"),
     ("position=start&houses=abc", 422, "houses", "/problems/invalid-request"),
     ("position=start&seeds=0", 422, "seeds", "/problems/invalid-rules"),
     ("position=start&capture=sometimes", 422, "capture", "/problems/invalid-rules"),
@@ -242,7 +242,7 @@ PLAY_CASES = [
     ({"game": ""}, 422, "game", "/problems/invalid-request"),
     ({"game": "1-", "moves": [1]}, 422, "game", "/problems/invalid-request"),
     ({"position": "000000-30-000012-15-s", "moves": [5]}, 422, "moves.0", "/problems/illegal-move"),
-    ({"rules": {"houses": 10}}, 422, "rules.houses", "/problems/invalid-rules"),
+    ({"rules": {"houses": 13}}, 422, "rules.houses", "/problems/invalid-rules"),
     ({"position": "44-0-44-0-s"}, 422, "position", "/problems/invalid-position"),
 ]
 

@@ -58,7 +58,7 @@ def test_board_image_rejects_bad_input_naming_the_field(client: FlaskClient) -> 
         "position=start&move=zero": "move",
         "position=444444-0-444444-0": "position",
         "position=start&size=10": "size",
-        "position=start&houses=9": "houses",
+        "position=start&houses=13": "houses",
         "position=start&colour=red": "colour",
     }
     for query, field in cases.items():

@@ -78,7 +78,7 @@ def main(base_url: str, key: str) -> None:
     assert played.steps[0].extra_turn and played.status.to_move == "south"
 
     bad = analyse.sync(
-        client=client, body=AnalysisRequest(position="start", rules=RulesOverrides(houses=9))
+        client=client, body=AnalysisRequest(position="start", rules=RulesOverrides(houses=13))
     )
     assert isinstance(bad, Problem) and bad.status == 422, bad
     print("problem", bad.field, bad.title)

@@ -528,3 +528,49 @@ def test_the_databases_being_built_are_shown_with_their_progress(page: Any, base
     text = page.inner_text("#databases")
     assert "kalah/kalah-pie (26 seeds): 35%, about 1 min 20 s left" in text
     assert "kalaha (24 seeds): waiting" in text
+
+
+KGP_12 = "/?position=start&rules=kgp&houses=12&seeds=12"
+
+
+def test_a_twelve_house_board_is_played_picked_and_edited(
+    browser: Any, base_url: str, artifacts: Path
+) -> None:
+    """KGP's largest board: 12 moves with values, the picker allows 12 houses and 24 seeds,
+    the editor 600 seeds, house 10 is played by its key 'a'; legible at phone and desktop
+    width (the board scrolls on a phone, the page does not)."""
+    for width, height in ((390, 844), (1280, 900)):
+        context = browser.new_context(
+            viewport={"width": width, "height": height}, base_url=base_url
+        )
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("console", lambda m, errors=errors: m.type == "error" and errors.append(m.text))
+        page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
+        page.goto(KGP_12)
+        page.wait_for_function(
+            "() => document.querySelectorAll('[data-move]').length === 12", timeout=60_000
+        )
+        assert page.get_attribute("#rule-houses", "max") == "12"
+        assert page.get_attribute("#rule-seeds", "max") == "24"
+        assert page.input_value("#rule-preset") == "kgp"
+        count = page.eval_on_selector(
+            "[data-house='south-1'] .count", "t => t.getBoundingClientRect().height"
+        )
+        assert count >= 10, f"house counts {count:.1f} px high at {width} px"
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"the page is wider than {width} px"
+        page.screenshot(path=str(artifacts / f"board-12x12-{width}.png"), full_page=True)
+        if width == 1280:
+            page.click("#editor-panel summary")
+            assert page.get_attribute("input[name='south-11']", "max") == "600"
+            page.keyboard.press("a")  # house 10: 12 seeds, the last one in North's house 9
+            page.wait_for_function(
+                "() => new URLSearchParams(location.search).get('position') === "
+                "'ccccccccc0dd-1-dddddddddccc-0-n'"
+            )
+            page.wait_for_function(
+                "() => document.querySelectorAll('[data-move]').length === 12", timeout=60_000
+            )
+        context.close()
+        assert not errors, errors

@@ -28,7 +28,8 @@ export function drawBoard(container, board, { flipped = false, values = new Map(
   const boardTop = PAD + CHIP + LABEL;
   const svg = s("svg", {
     viewBox: `0 0 ${width} ${height}`,
-    class: "board-svg",
+    // More than 8 houses: a wide board keeps its counts legible (scrolling on a phone).
+    class: n > 8 ? "board-svg wide" : "board-svg",
     role: "group",
     "aria-label": `Board seen from ${bottom}`,
   });

@@ -4,8 +4,9 @@
 import { h } from "./dom.js";
 import { isCompact } from "./position.js";
 
-/** Fill `form` with inputs for `board`; onSubmit(board) gets the edited board. */
-export function showEditor(form, board, onSubmit) {
+/** Fill `form` with inputs for `board`; onSubmit(board) gets the edited board. maxSeeds: the
+ * most seeds a position may hold (GET /v1/rules' limits.max_seeds). */
+export function showEditor(form, board, onSubmit, maxSeeds = 600) {
   const n = board.south.length;
   const counts = (side) =>
     h(
@@ -14,14 +15,14 @@ export function showEditor(form, board, onSubmit) {
       board[side].map((count, i) =>
         h("label", { class: "count-input" }, [
           h("span", {}, String(i + 1)),
-          h("input", { type: "number", min: 0, max: 255, value: count, name: `${side}-${i}`, "aria-label": `${side} house ${i + 1}` }),
+          h("input", { type: "number", min: 0, max: maxSeeds, value: count, name: `${side}-${i}`, "aria-label": `${side} house ${i + 1}` }),
         ]),
       ),
     );
   const store = (side, index) =>
     h("label", { class: "count-input store-input" }, [
       h("span", {}, "store"),
-      h("input", { type: "number", min: 0, max: 255, value: board.stores[index], name: `${side}-store`, "aria-label": `${side} store` }),
+      h("input", { type: "number", min: 0, max: maxSeeds, value: board.stores[index], name: `${side}-store`, "aria-label": `${side} store` }),
     ]);
   const toMove = h("select", { name: "to_move", "aria-label": "Side to move" }, [
     h("option", { value: "south", selected: board.to_move === "south" }, "South to move"),

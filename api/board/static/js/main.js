@@ -313,7 +313,7 @@ function renderReview() {
 function fillEditor() {
   const position = current();
   const board = boardOf(position, answerFor(position));
-  if (board) showEditor($("editor"), board, (edited) => openPosition(edited));
+  if (board) showEditor($("editor"), board, (edited) => openPosition(edited), info?.limits.max_seeds);
 }
 
 function showMessage(text) {
@@ -337,7 +337,9 @@ function onKey(event) {
     s: () => playIfLegal("swap"),
     n: () => nextMistake(),
   };
-  if (/^[1-8]$/.test(key)) actions[key] = () => playIfLegal(Number(key));
+  // Houses 1..9 by their digit, 10..12 by their letter in the seed-000 notation (a, b, c).
+  if (/^[1-9]$/.test(key)) actions[key] = () => playIfLegal(Number(key));
+  if (/^[a-c]$/.test(key)) actions[key] = () => playIfLegal(key.charCodeAt(0) - 87);
   if (!actions[key]) return;
   event.preventDefault();
   actions[key]();

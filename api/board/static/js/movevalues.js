@@ -4,6 +4,7 @@
 
 import { h, replaceKeepingFocus } from "./dom.js";
 import { boundsText, result, sideName, signed, valueText, valueWords } from "./format.js";
+import { houseToken } from "./notation.js";
 
 export function renderMoveValues(list, answer, { played = null, onPlay, state = "idle" } = {}) {
   if (!answer) {
@@ -75,7 +76,7 @@ export function pvText(answer) {
   for (const turn of answer.pv || []) {
     const last = rounds[rounds.length - 1];
     if (side === "south" || !last || last.north !== null) rounds.push({ south: "", north: null });
-    rounds[rounds.length - 1][side] = turn.join("");
+    rounds[rounds.length - 1][side] = turn.map(houseToken).join("");
     side = side === "south" ? "north" : "south";
   }
   return rounds.map((r) => `${r.south}-${r.north ?? ""}`).join(", ");

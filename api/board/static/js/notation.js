@@ -18,8 +18,13 @@ export function rounds(steps) {
   return result;
 }
 
+/** A sowing's house as written: 1..9, then a, b, c for houses 10..12 (kalah_core.finnish). */
+export function houseToken(move) {
+  return typeof move === "number" && move >= 10 ? String.fromCharCode(87 + move) : String(move);
+}
+
 export function token(step) {
-  return `${step.move}${step.captured ? "*" : ""}`;
+  return `${houseToken(step.move)}${step.captured ? "*" : ""}`;
 }
 
 /** The canonical text of the line (what POST /v1/play answers as `game`). */

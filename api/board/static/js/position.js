@@ -1,4 +1,4 @@
-// The compact notation of positions (see the README): parsed here only to draw the board
+// The compact notation of positions (docs/rules.md, "Positions"): parsed here only to draw the board
 // and fill the editor before the API answers; the API stays the judge of validity.
 
 const DIGITS = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";

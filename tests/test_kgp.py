@@ -1,0 +1,472 @@
+"""``kalah kgp``: the protocol's lines and boards, the agent's game tracking and move choice,
+and conformance against the KGP server of tests/kgp_server.py (over TCP and WebSocket)."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from figures import measured
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kgp_server import KgpTestServer, running
+
+from kalah_core import Game, Position, Rules, Side, legal_moves, play
+from kalah_core.egdb import EndgameDatabase, build
+from kalah_core.kgp import (
+    KgpError,
+    board_literal,
+    connect,
+    format_command,
+    kgp_rules,
+    parse_board,
+    parse_command,
+    quote,
+)
+from kalah_core.kgp_agent import (
+    LOSS,
+    UNKNOWN,
+    WIN,
+    Agent,
+    AgentOptions,
+    Job,
+    Thinker,
+    Tracker,
+    _Line,
+    bridge,
+    default_tt_mb,
+    fallback_move,
+    legal_houses,
+    mirrored,
+)
+from kalah_core.solver import Engine
+
+# ----------------------------------------------------------------------------- lines
+
+
+def test_parse_command_ids_refs_and_arguments() -> None:
+    assert parse_command("kgp 1 0 1") == parse_command("kgp 1 0 1\r\n")
+    c = parse_command("4 state <3,0,0,3,3,3,3,3,3>\r\n")
+    assert (c.id, c.ref, c.name, c.args) == (4, None, "state", ("<3,0,0,3,3,3,3,3,3>",))
+    c = parse_command("6@4 stop")
+    assert (c.id, c.ref, c.name, c.args) == (6, 4, "stop", ())
+    c = parse_command("@8 move 3")
+    assert (c.id, c.ref, c.name, c.args) == (None, 8, "move", ("3",))
+    c = parse_command('set info:comment "say \\"hi\\"\\n" -1 +2.5')
+    assert c.args == ("info:comment", 'say "hi"\n', "-1", "+2.5")
+
+
+@pytest.mark.parametrize(
+    "line", ["", "   ", "@@ this is not a command", '7 set info:comment "unterminated', "x" * 20000]
+)
+def test_parse_command_rejects_malformed_lines(line: str) -> None:
+    with pytest.raises(KgpError):
+        parse_command(line)
+
+
+def test_format_command_round_trips() -> None:
+    line = format_command("set", "info:name", quote('a "b" \\ c\td'), id=3, ref=2)
+    assert line == '3@2 set info:name "a \\"b\\" \\\\ c\\td"'
+    assert parse_command(line).args == ("info:name", 'a "b" \\ c\td')
+    assert format_command("move", 4, ref=10) == "@10 move 4"
+    assert format_command("goodbye") == "goodbye"
+
+
+def test_boards_are_south_first_each_side_from_its_own_left() -> None:
+    # The spec's example: 3 houses, stores 10 and 2, South 2 1 3, North 4 2 0.
+    position = parse_board("<3,10,2,2,1,3,4,2,0>")
+    assert position == Position((2, 1, 3), (4, 2, 0), (10, 2), Side.SOUTH)
+    assert board_literal(position) == "<3,10,2,2,1,3,4,2,0>"
+    for bad in ("<3,1,2>", "<0,0,0>", "3,0,0,1,1,1,1,1,1", "<2,0,0,1,x,1,1>"):
+        with pytest.raises(KgpError):
+            parse_board(bad)
+
+
+def test_kgp_rules_are_kalah_plus_majority() -> None:
+    rules = kgp_rules(parse_board("<6,0,0,6,6,6,6,6,6,6,6,6,6,6,6>"))
+    assert rules == Rules.preset("kalah", majority=True, houses=6, seeds=6)
+
+
+def test_connect_refuses_other_schemes() -> None:
+    with pytest.raises(KgpError):
+        connect("http://localhost:2671")
+
+
+def test_a_server_that_is_not_there_is_an_error_at_once() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    agent = Agent(AgentOptions(server=f"tcp://127.0.0.1:{port}", tt_mb=1), Engine(tt_mb=1))
+    with pytest.raises(KgpError, match="cannot connect"):
+        agent.run()
+
+
+# ----------------------------------------------------------------------------- tracking
+
+
+def _random_game(rules: Rules, seed: int) -> list[tuple[Position, int]]:
+    """The (position, move) pairs of a random game."""
+    rng = random.Random(seed)
+    position = Position.start(rules)
+    line = []
+    while legal_moves(position, rules):
+        move = rng.choice([m for m in legal_moves(position, rules) if isinstance(m, int)])
+        line.append((position, move))
+        position = play(position, rules, move).after
+    return line
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tracker_rebuilds_both_sides_games_from_the_states_alone(seed: int) -> None:
+    """Feed the tracker what a server sends South and North (mirrored) in a random game;
+    it finds the moves it was not shown, and the record replays to the real game."""
+    rules = Rules.preset("kalah", majority=True, houses=4, seeds=3)
+    line = _random_game(rules, seed)
+    real = Game(rules)
+    for _, move in line:
+        real.push(move)
+    for we_south in (True, False):
+        ended = []
+        tracker = Tracker(ended.append)
+        side = Side.SOUTH if we_south else Side.NORTH
+        for position, move in line:
+            if position.to_move is not side or len(legal_moves(position, rules)) < 2:
+                continue  # the server plays a single legal move without asking
+            state = position if we_south else mirrored(position)
+            tracker.observe(state, rules)
+            tracker.played(move, None, None)
+        tracker.finish()
+        records = [r for r in ended if r.moves]
+        assert len(records) == 1
+        record = records[0]
+        assert record.we_south == we_south
+        replay = Game(rules, record.start)
+        for move in record.moves:
+            replay.push(move)
+        assert record.moves == real.moves[: len(record.moves)]
+        if record.margin is not None:  # the agent's own move ended the game
+            assert replay.outcome() == real.outcome()
+
+
+def test_tracker_starts_a_new_game_on_an_unreachable_state() -> None:
+    rules = Rules.preset("kalah", majority=True, houses=4, seeds=3)
+    ended = []
+    tracker = Tracker(ended.append)
+    start = Position.start(rules)
+    assert tracker.observe(start, rules)
+    tracker.played(1, None, None)
+    assert tracker.observe(start, rules)  # the start again: a second game
+    assert len(ended) == 1 and ended[0].moves == [1] and ended[0].result == "unknown"
+    # After a reconnection, the same state again is that state sent again.
+    tracker.played(2, None, None)
+    tracker.reconnected = True
+    assert not tracker.observe(start, rules)
+    assert len(ended) == 1
+
+
+def test_bridge_finds_the_opponents_chain_and_our_forced_moves() -> None:
+    rules = Rules.preset("kalah", majority=True, houses=6, seeds=4)
+    line = _random_game(rules, 11)
+    south_turns = [
+        i
+        for i, (p, _) in enumerate(line)
+        if p.to_move is Side.SOUTH and len(legal_moves(p, rules)) > 1
+    ]
+    for a, b in itertools.pairwise(south_turns):
+        before, move = line[a]
+        after = line[b][0]
+        path = bridge(before, after, rules, [move])
+        assert path is not None and path[0] == move
+        position = before
+        for m in path:
+            position = play(position, rules, m).after
+        assert position == after
+
+
+# ----------------------------------------------------------------------------- majority
+
+
+@settings(max_examples=60)
+@given(
+    houses=st.integers(2, 4),
+    counts=st.lists(st.integers(0, 3), min_size=8, max_size=8),
+    stores=st.tuples(st.integers(0, 6), st.integers(0, 6)),
+)
+def test_majority_never_changes_who_wins(
+    houses: int, counts: list[int], stores: tuple[int, int]
+) -> None:
+    """Why the databases of the plain rules decide results under majority: the sign of the
+    exact value is the same with and without the option."""
+    south, north = tuple(counts[:houses]), tuple(counts[4 : 4 + houses])
+    position = Position(south, north, stores, Side.SOUTH)
+    plain = Rules.preset("kalah", houses=houses)
+    majority = plain.replace(majority=True)
+    engine = Engine(tt_mb=1)
+    a = engine.analyse(position, plain)
+    b = engine.analyse(position, majority)
+    assert a.exact and b.exact
+    assert (a.value > 0) - (a.value < 0) == (b.value > 0) - (b.value < 0)
+
+
+# ----------------------------------------------------------------------------- choosing
+
+
+def test_a_proven_win_beats_a_larger_estimate() -> None:
+    proven = _Line(1, value=2, lower=2, upper=2)
+    hopeful = _Line(2, value=20, lower=-30, upper=30)
+    assert max([proven, hopeful], key=_Line.key) is proven
+    # A win proven only without majority (the database's search) counts the same.
+    by_result = _Line(3, value=1, lower=-30, upper=30, result=WIN)
+    assert max([by_result, hopeful], key=_Line.key) is by_result
+    # A proven loss is the last resort.
+    lost = _Line(4, value=30, lower=-30, upper=-2)
+    assert max([lost, hopeful], key=_Line.key) is hopeful
+    assert _Line(5, result=LOSS).outcome == LOSS and _Line(6).outcome == UNKNOWN
+
+
+def test_fallback_move_is_legal_on_any_board() -> None:
+    rng = random.Random(3)
+    for _ in range(200):
+        n = rng.randint(1, 30)
+        south = [rng.choice([0, 0, 1, 5, 30]) for _ in range(n)]
+        south[rng.randrange(n)] += 1
+        position = Position(tuple(south), (1,) * n, (0, 0), Side.SOUTH)
+        assert fallback_move(position) in legal_houses(position)
+
+
+def test_one_gib_mode_sizes() -> None:
+    assert default_tt_mb(1 << 30) == 256
+    assert default_tt_mb(64 << 30) == 1024
+
+
+def test_a_stop_interrupts_the_search_at_once() -> None:
+    """The thinker answers ``stop`` by interrupting the engine, even an analysis that starts
+    just after the stop (which clears the interrupt): the job ends long before its time."""
+    engine = Engine(tt_mb=16)
+    thinker = Thinker(engine, time_per_move=600.0, result_db=False)
+    sent: list[str] = []
+    rules = Rules.preset("kalah", majority=True, houses=8, seeds=8)
+    job = Job(2, Position.start(rules), sent.append, time.monotonic())
+    ended = threading.Event()
+    thinker.on_done = lambda job, rules: ended.set()
+    thinker.submit(job)
+    while not sent:  # the quick move is out: the deepening runs
+        time.sleep(0.01)
+    thinker.stop(2)
+    assert ended.wait(120)
+    thinker.close()
+    assert sent[0].startswith("@2 move ")
+    assert not any("yield" in line for line in sent)  # a stopped turn sends nothing more
+
+
+def test_the_thinker_ponders_until_the_next_state() -> None:
+    """After its move the thinker searches the opponent's position until the next state,
+    which interrupts it and is answered as usual."""
+    engine = Engine(tt_mb=16)
+    thinker = Thinker(engine, time_per_move=0.2, result_db=False)
+    rules = Rules.preset("kalah", majority=True, houses=6, seeds=6)
+    # No move of South's ends in its store: the turn passes whatever the thinker plays.
+    start = Position((1, 1, 1, 1, 3, 2), (3, 3, 3, 3, 3, 3), (20, 20), Side.SOUTH)
+    assert not any(play(start, rules, m).extra_turn for m in legal_moves(start, rules))
+    first: list[str] = []
+    thinker.submit(Job(2, start, first.append, time.monotonic()))
+    deadline = time.monotonic() + 120
+    while not (thinker.current is not None and thinker.current.ponder):
+        assert time.monotonic() < deadline, "no pondering after the move"
+        time.sleep(0.01)
+    assert thinker.idle()
+    assert first[-1] == "@2 yield"
+    move = int(first[-2].split()[-1])
+    after = play(start, rules, move).after
+    reply = next(m for m in legal_moves(after, rules) if not play(after, rules, m).extra_turn)
+    state = play(after, rules, reply).after
+    second: list[str] = []
+    thinker.submit(Job(4, state, second.append, time.monotonic()))
+    while "@4 yield" not in second:
+        assert time.monotonic() < deadline, "the next state was not answered"
+        time.sleep(0.01)
+    thinker.close()
+    assert second[0].startswith("@4 move ")
+
+
+# ----------------------------------------------------------------------------- conformance
+
+
+def _play(server: KgpTestServer, engine: Engine | None = None, **options: object) -> Agent:
+    """Run the agent in this process against ``server`` until the server says goodbye."""
+    opts = AgentOptions(server=server.url, time_per_move=0.15, threads=1, tt_mb=16)
+    for key, value in options.items():
+        setattr(opts, key, value)
+    agent = Agent(opts, engine or Engine(tt_mb=opts.tt_mb, threads=1), engine is not None)
+    finished = threading.Event()
+    thread = threading.Thread(target=lambda: (agent.run(), finished.set()), daemon=True)
+    thread.start()
+    assert finished.wait(300), "the agent did not finish"
+    return agent
+
+
+def _check_games(server: KgpTestServer, agent: Agent) -> None:
+    """Every game finished with no illegal move, and the agent's records agree."""
+    assert server.games and all(g.game.outcome() is not None for g in server.games)
+    for log in server.games:
+        assert not log.illegal and not log.resigned
+        for state in log.states:
+            assert all(move in state.legal for _, move in state.moves)
+    assert not server.errors
+    assert agent.summary.games == len(server.games)
+    for log, record in zip(server.games, agent.records, strict=True):
+        assert record.we_south == log.client_south
+        if record.margin is not None:
+            assert record.margin == log.margin
+            assert record.notation() == log.game.fi()
+        else:  # the opponent's move ended it: the agent's record stops at its own last move
+            assert log.game.fi().startswith(record.notation().rstrip("-"))
+
+
+@pytest.mark.system
+@pytest.mark.parametrize("websocket", [False, True], ids=["tcp", "websocket"])
+def test_full_games_on_both_sides(websocket: bool) -> None:
+    server = KgpTestServer(games=2, client_sides=(True, False), websocket=websocket)
+    with running(server):
+        agent = _play(server)
+    _check_games(server, agent)
+    assert [g.client_south for g in server.games] == [True, False]
+    # The opponent plays its lowest house: the agent wins both.
+    assert all(g.margin > 0 for g in server.games)
+    assert server.client_info["info:name"] == "kalah-core"
+    # Every state had a move within the turn, the first of them the quick one.
+    states = [s for g in server.games for s in g.states]
+    assert all(s.moves for s in states)
+    assert all(s.yielded for s in states)
+    firsts = sorted(s.moves[0][0] * 1000 for s in states)
+    measured(
+        f"kalah kgp ({'websocket' if websocket else 'tcp'}): first move of {len(firsts)} states "
+        f"after a median {firsts[len(firsts) // 2]:.1f} ms, at most {firsts[-1]:.1f} ms"
+    )
+
+
+@pytest.mark.system
+@pytest.mark.parametrize(("houses", "seeds"), [(10, 10), (12, 12)])
+def test_full_games_on_the_big_tournament_boards(houses: int, seeds: int) -> None:
+    """The 10x10 and 12x12 tournament boards (beyond the one-word board) are searched and
+    played to the end on both sides, every move legal."""
+    server = KgpTestServer(games=2, client_sides=(True, False), houses=houses, seeds=seeds)
+    with running(server):
+        agent = _play(server)
+    _check_games(server, agent)
+    assert all(g.margin > 0 for g in server.games)  # against the lowest-house opponent
+
+
+@pytest.mark.system
+def test_plays_with_an_endgame_database(tmp_path: Path) -> None:
+    """On 6 houses the agent proves results under plain ``kalah`` with the database."""
+    plain = Rules.preset("kalah", houses=6)
+    path = tmp_path / "h6.egdb"
+    build(path, plain, 6, progress=False, threads=1)
+    engine = Engine(tt_mb=16, databases=[EndgameDatabase.open(path, plain)])
+    server = KgpTestServer(games=2, client_sides=(True, False))
+    with running(server):
+        agent = _play(server, engine)
+    _check_games(server, agent)
+    assert all(g.margin > 0 for g in server.games)
+
+
+@pytest.mark.system
+def test_pong_while_searching() -> None:
+    """The server pings once the first move of a state is in, while the agent searches
+    (it has 2 s); the pong comes back before the agent ends its turn."""
+    server = KgpTestServer(games=1, ping_after_move=True, stop_after=30)
+    with running(server):
+        agent = _play(server, time_per_move=2.0)
+    _check_games(server, agent)
+    states = [s for g in server.games for s in g.states]
+    pinged = [s for s in states if s.pings]
+    assert pinged and all(latency is not None for s in pinged for _, latency in s.pings)
+    # Where the agent still searched a second after the ping, the pong came before its turn
+    # ended (a turn proven at once may end before the ping arrives).
+    searching = [s for s in pinged if s.ended - s.pings[0][0] > 1.0]
+    assert searching and all(s.pong_before_end for s in searching)
+
+
+@pytest.mark.system
+def test_several_moves_then_stop() -> None:
+    """The server ends each turn with ``stop`` long before the agent's own time is up: the last
+    move before it counts, none comes after it, and the agent's record follows the server."""
+    server = KgpTestServer(games=1, stop_after=0.4)
+    with running(server):
+        agent = _play(server, time_per_move=30.0)
+    _check_games(server, agent)
+    states = [s for g in server.games for s in g.states]
+    assert all(s.stopped and not s.yielded for s in states if s.moves and not s.yielded)
+    assert all(not s.after_stop for s in states)
+    assert any(len(s.moves) >= 2 for s in states), "no state got an improved move"
+
+
+@pytest.mark.system
+@pytest.mark.parametrize("websocket", [False, True], ids=["tcp", "websocket"])
+def test_reconnects_after_a_dropped_connection(websocket: bool) -> None:
+    server = KgpTestServer(games=1, drop_after_states=3, websocket=websocket)
+    with running(server):
+        agent = _play(server, token="s3cret")
+    assert server.connections == 2
+    assert server.client_info["auth:token"] == "s3cret"
+    _check_games(server, agent)
+
+
+@pytest.mark.system
+def test_games_n_leaves_between_games_without_giving_one_up() -> None:
+    """With ``--games 1`` on a server that pings between games (as go-kgp does before it
+    schedules the next), the agent leaves after the first game without starting a second."""
+    server = KgpTestServer(games=3, ping_between_games=True)
+    with running(server):
+        agent = _play(server, games=1)
+    assert len(server.games) == 1 and server.games[0].game.outcome() is not None
+    assert agent.summary.games == 1
+    assert not server.games[0].illegal
+
+
+@pytest.mark.system
+def test_malformed_lines_are_ignored() -> None:
+    server = KgpTestServer(games=1, malformed=True)
+    with running(server):
+        agent = _play(server)
+    _check_games(server, agent)
+
+
+@pytest.mark.system
+def test_cli_plays_and_prints_a_summary() -> None:
+    server = KgpTestServer(games=1)
+    with running(server):
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kalah_core",
+                "kgp",
+                server.url,
+                "--time-per-move",
+                "0.1",
+                "--threads",
+                "1",
+                "--tt-mb",
+                "16",
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    import json
+
+    summary = json.loads(done.stdout)
+    assert summary["games"] == 1 and summary["wins"] == 1
+    assert "game 1 (6 houses, 3 seeds; we were South): win" in done.stderr
