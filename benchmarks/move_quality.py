@@ -72,7 +72,7 @@ def rule_sets() -> dict[str, Any]:
     from kalah_core import PRESETS, Rules
 
     sets: dict[str, Any] = dict(PRESETS)
-    sets["kgp-6x6"] = PRESETS.get("kgp") or Rules.preset("kalah", seeds=6, majority=True)
+    sets["kgp-6x6"] = Rules.preset("kalah", seeds=6, majority=True)  # the `kgp` preset is 8x8
     return sets
 
 
