@@ -1,9 +1,11 @@
 """The Kalah analysis service: a Flask REST API over :mod:`kalah_core`.
 
-The app is built by :func:`api.app.create_app` (also importable as ``api.create_app``);
-importing this package alone loads nothing of Flask, so that :mod:`api.gunicorn_conf` can set
-up the environment (Prometheus multiprocess mode) before the app and its metrics load, and so
-that ``kalah`` finds the service commands (:mod:`api.commands`) cheaply.
+Installed as ``kalah_service`` (its source folder is ``api/``; pyproject.toml maps the name), so
+it never collides with another distribution's top-level ``api``. The app is built by
+:func:`kalah_service.app.create_app` (also importable as ``kalah_service.create_app``);
+importing this package alone loads nothing of Flask, so that :mod:`kalah_service.gunicorn_conf`
+can set up the environment (Prometheus multiprocess mode) before the app and its metrics load,
+and so that ``kalah`` finds the service commands (:mod:`kalah_service.commands`) cheaply.
 """
 
 from __future__ import annotations
@@ -22,4 +24,4 @@ def __getattr__(name: str) -> Any:
         from . import app
 
         return getattr(app, name)
-    raise AttributeError(f"module 'api' has no attribute {name!r}")
+    raise AttributeError(f"module 'kalah_service' has no attribute {name!r}")

@@ -4,7 +4,7 @@ One folder per resource (``routes.py`` + ``schemas.py``), registered from :data:
 routes are thin and call :mod:`kalah_core`; every error is problem+json (:mod:`api.errors`);
 settings come from the environment (:mod:`api.config`). OpenAPI 3 is served at
 ``/openapi.json`` with a docs UI at ``/docs``, and the analysis board at ``/`` (:mod:`api.board`);
-``python -m api.export_openapi`` writes the spec to ``api/openapi.json``.
+``python -m kalah_service.export_openapi`` writes the spec to ``api/openapi.json``.
 """
 
 from __future__ import annotations

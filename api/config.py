@@ -2,7 +2,7 @@
 
 ``load_settings()`` reads the environment (plus overrides given to ``create_app``) and checks
 every value; a bad value stops the service at start with a message naming the variable.
-docs/config.md documents them, generated from this table by :mod:`api.config_docs`.
+docs/config.md documents them, generated from this table by :mod:`kalah_service.config_docs`.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from .schemas.answers import ProblemSchema
 
 PROBLEM_JSON = "application/problem+json"
 
-log = logging.getLogger("api")
+log = logging.getLogger("kalah_service")
 
 
 def problem_response(

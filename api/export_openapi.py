@@ -1,4 +1,4 @@
-"""Write the OpenAPI document to ``api/openapi.json``: ``python -m api.export_openapi``.
+"""Write the OpenAPI document to ``api/openapi.json``: ``python -m kalah_service.export_openapi``.
 
 ``--check`` exits 1 (and writes nothing) when the committed file differs from the code.
 """
@@ -15,7 +15,9 @@ SPEC_PATH = Path(__file__).with_name("openapi.json")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m api.export_openapi", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m kalah_service.export_openapi", description=__doc__
+    )
     parser.add_argument(
         "--check", action="store_true", help="only check that the file is up to date"
     )
@@ -28,7 +30,8 @@ def main(argv: list[str] | None = None) -> int:
         current = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
         if current != text:
             print(
-                f"{args.output} is out of date: run python -m api.export_openapi", file=sys.stderr
+                f"{args.output} is out of date: run python -m kalah_service.export_openapi",
+                file=sys.stderr,
             )
             return 1
         return 0

@@ -1,4 +1,4 @@
-"""gunicorn settings for the Kalah API: ``gunicorn -c python:api.gunicorn_conf``.
+"""gunicorn settings for the Kalah API: ``gunicorn -c python:kalah_service.gunicorn_conf``.
 
 A module of the installed package (``kalah serve`` and the container use it), so the service
 runs from a wheel with no source tree around.
@@ -37,14 +37,14 @@ if _OWN_METRICS_DIR:
 _METRICS_DIR = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
 _METRICS_DIR.mkdir(parents=True, exist_ok=True)
 
-from api.config import load_settings, worker_timeout_s  # noqa: E402
+from .config import load_settings, worker_timeout_s  # noqa: E402
 
 _settings = load_settings()
 
-wsgi_app = "api.wsgi:app"
+wsgi_app = "kalah_service.wsgi:app"
 bind = [os.environ.get("KALAH_BIND", "127.0.0.1:8000")]
 workers = _settings.workers
-worker_class = "api.gworker.ThreadWorker"  # gthread + a read timeout on client sockets
+worker_class = "kalah_service.gworker.ThreadWorker"  # gthread + a read timeout on client sockets
 threads = _settings.threads
 preload_app = True
 timeout = worker_timeout_s(_settings)

@@ -32,7 +32,7 @@ from flask import current_app, g, request
 from .config import TIERS, load_settings
 from .core.problems import ApiProblem
 
-log = logging.getLogger("api.keys")
+log = logging.getLogger("kalah_service.keys")
 
 PREFIX = "kalah:key:"
 ID_PREFIX = "kalah:keyid:"

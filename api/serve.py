@@ -23,7 +23,7 @@ import subprocess
 import sys
 from types import FrameType
 
-CONFIG = "python:api.gunicorn_conf"
+CONFIG = "python:kalah_service.gunicorn_conf"
 """gunicorn's ``-c``: the configuration module of the installed package."""
 
 
@@ -39,7 +39,7 @@ def gunicorn_command(host: str, port: int, workers: int | None) -> list[str]:
     ]
     if workers is not None:
         command += ["-w", str(workers)]
-    return [*command, "api.wsgi:app"]
+    return [*command, "kalah_service.wsgi:app"]
 
 
 def _stop_with_parent() -> None:
@@ -124,7 +124,7 @@ def serve(host: str, port: int, workers: int | None, *, behind_proxy: bool = Fal
 if __name__ == "__main__":
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m api.serve")
+    parser = argparse.ArgumentParser(prog="python -m kalah_service.serve")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--workers", type=int, default=None)

@@ -16,7 +16,7 @@ from typing import cast
 
 import redis
 
-log = logging.getLogger("api.state")
+log = logging.getLogger("kalah_service.state")
 
 STATE_POLICY = "noeviction"
 

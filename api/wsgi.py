@@ -1,5 +1,5 @@
-"""The WSGI entry point: ``gunicorn -c python:api.gunicorn_conf`` (which names this app)."""
+"""The WSGI entry point: ``gunicorn -c python:kalah_service.gunicorn_conf`` names this app."""
 
-from api import create_app
+from . import create_app
 
 app = create_app()

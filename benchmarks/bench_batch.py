@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from harness import RedisServer, wait_for  # noqa: E402
 from load_api import midgame_positions  # noqa: E402
 
-from api import create_app  # noqa: E402
+from kalah_service import create_app  # noqa: E402
 
 
 def env_for(redis_url: str | None, tt_mb: int) -> dict[str, str]:

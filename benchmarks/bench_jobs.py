@@ -29,8 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import api  # before the paths below: their tests/api folder is not the package
-from api import create_app
+import kalah_service
+from kalah_service import create_app
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
@@ -154,7 +154,7 @@ def main() -> int:
     parser.add_argument("--time-ms", type=int, default=100)
     parser.add_argument("--scenarios", default="abc", help="which of (a), (b), (c) to run")
     args = parser.parse_args()
-    print(f"code under test: {Path(api.__file__).parent}", flush=True)
+    print(f"code under test: {Path(kalah_service.__file__).parent}", flush=True)
 
     if "a" in args.scenarios:
         setup = Setup(1)

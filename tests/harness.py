@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from api.serve import gunicorn_command
+from kalah_service.serve import gunicorn_command
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -337,8 +337,11 @@ def test_every_command_is_offered(capsys: pytest.CaptureFixture[str]) -> None:
     assert "docs/rules.md" in out
 
 
+SERVICE = ("api", "kalah_service")  # its source folder and its installed name
+
+
 def test_the_engine_never_imports_the_service() -> None:
-    """No module of kalah_core imports api (it finds the service's commands by entry point)."""
+    """No module of kalah_core imports the service (it finds its commands by entry point)."""
     import ast
 
     package = Path(__file__).resolve().parents[1] / "kalah_core"
@@ -348,13 +351,17 @@ def test_the_engine_never_imports_the_service() -> None:
         text = path.read_text(encoding="utf-8")
         if path.suffix == ".pyx":  # Cython: not Python syntax; the import lines are
             lines = [line.split() for line in text.splitlines()]
-            assert not [w for w in lines if w[:1] in (["import"], ["from"]) and w[1:2] == ["api"]]
+            assert not [
+                w
+                for w in lines
+                if w[:1] in (["import"], ["from"]) and w[1:2] in (["api"], ["kalah_service"])
+            ]
             continue
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.Import):
-                assert not [a for a in node.names if a.name.split(".")[0] == "api"], path
+                assert not [a for a in node.names if a.name.split(".")[0] in SERVICE], path
             elif isinstance(node, ast.ImportFrom) and node.level == 0:
-                assert (node.module or "").split(".")[0] != "api", path
+                assert (node.module or "").split(".")[0] not in SERVICE, path
 
 
 def test_an_unavailable_command_says_what_to_install(
@@ -381,7 +388,7 @@ def test_an_unavailable_command_says_what_to_install(
 
 @pytest.mark.system
 def test_the_service_commands_name_the_extra_without_it() -> None:
-    """api.commands, loaded without the server extra, fails with the line to print."""
+    """kalah_service.commands, loaded without the server extra, fails with the line to print."""
     done = subprocess.run(
         [
             sys.executable,

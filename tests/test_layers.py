@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import ast
 import sys
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("kalah_core", "api")
+PACKAGES = ("kalah_core", "api")  # source folders; api/ installs as kalah_service
+INSTALLED = {"kalah_service": "api"}
 ACYCLIC = ("kalah_core", "api")  # the packages whose graph (with every import) must have no cycle
 
 
@@ -72,6 +74,9 @@ def imports_of(module: str, path: Path, known: set[str]) -> Iterator[Import]:
                 for alias in node.names
             ]
         for target in targets:
+            head, _, tail = target.partition(".")
+            if head in INSTALLED:  # the installed name of a source folder
+                target = INSTALLED[head] + ("." + tail if tail else "")
             while target and target not in known:  # a.b.c where only a.b is ours
                 target = target.rpartition(".")[0]
             if target and target != module:
@@ -142,6 +147,38 @@ def test_the_engine_never_imports_the_service() -> None:
 def test_the_engine_has_no_function_level_import_of_its_own_modules() -> None:
     edges = [i for i in all_imports() if i.source.startswith("kalah_core") and i.in_function]
     assert edges == []
+
+
+def test_every_service_package_is_installed_under_its_name() -> None:
+    """pyproject.toml lists the service's packages by hand (its package-dir maps api/ to
+    kalah_service): a new folder under api/ that is not listed would be left out of the wheel."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    listed = set(config["tool"]["setuptools"]["packages"])
+    folders = {
+        module_name(path.parent).replace("api", "kalah_service", 1)
+        for path in (ROOT / "api").rglob("__init__.py")
+    }
+    assert folders <= listed
+    assert config["tool"]["setuptools"]["package-dir"] == {"kalah_service": "api"}
+
+
+def test_tests_and_benchmarks_import_the_service_by_its_installed_name() -> None:
+    """``import api`` would load the source folder a second time beside kalah_service (two
+    copies of every module's state) whenever the checkout is on sys.path."""
+    offenders = []
+    for folder in ("tests", "benchmarks"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                    if isinstance(node, ast.ImportFrom) and not node.level
+                    else []
+                )
+                if any(name.split(".")[0] == "api" for name in names):
+                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert offenders == []
 
 
 def test_the_reader_sees_a_known_cycle_and_a_function_level_import(tmp_path: Path) -> None:

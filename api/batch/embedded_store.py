@@ -31,7 +31,7 @@ from ..core.request import AnalysisRequest
 from .items import Batch
 from .store import MAX_ATTEMPTS, UNFINISHED, Completed, JobStatus, Lease
 
-log = logging.getLogger("api.batch.embedded")
+log = logging.getLogger("kalah_service.batch.embedded")
 
 QUEUE = "queue"
 """A list of [job id, chunk] waiting for a runner."""

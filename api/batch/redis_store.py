@@ -45,7 +45,7 @@ from ..core.request import AnalysisRequest
 from .items import Batch
 from .store import MAX_ATTEMPTS, UNFINISHED, Completed, JobStatus, Lease, stalled_reason
 
-log = logging.getLogger("api.batch")
+log = logging.getLogger("kalah_service.batch")
 
 PREFIX = "kalah:v1:job"
 ACTIVE = "kalah:v1:jobs:active"

@@ -50,7 +50,7 @@ blp = Blueprint(
     "workers (kalah worker) sharing the API's Redis.",
 )
 
-log = logging.getLogger("api.batch")
+log = logging.getLogger("kalah_service.batch")
 
 NDJSON = "application/x-ndjson"
 DEFAULT_PAGE = 100

@@ -33,7 +33,7 @@ from ..core.request import AnalysisRequest
 from ..lease import owner_token, renewing
 from .store import Completed, JobStore, Lease
 
-log = logging.getLogger("api.batch.runner")
+log = logging.getLogger("kalah_service.batch.runner")
 
 HEARTBEAT_S = 1.0
 """How often a runner renews its chunk's lease (and learns of a cancellation)."""

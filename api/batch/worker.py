@@ -36,7 +36,7 @@ from ..store import make_store
 from .redis_store import WORKER_BEAT_S, RedisJobStore, job_store
 from .runner import PAUSE_MAX_S, PAUSE_S, beating, serve
 
-log = logging.getLogger("api.batch.worker")
+log = logging.getLogger("kalah_service.batch.worker")
 
 
 def _make(settings: Settings) -> tuple[Analyser, RedisJobStore, Buckets]:

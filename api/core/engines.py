@@ -38,7 +38,7 @@ from kalah_core.solver import Engine
 
 from .problems import ApiProblem
 
-log = logging.getLogger("api.engines")
+log = logging.getLogger("kalah_service.engines")
 
 T = TypeVar("T")
 

@@ -30,7 +30,7 @@ from ..state import make_state_client
 from .access import metrics_allowed, metrics_refusal
 from .schemas import LiveSchema, ReadySchema
 
-log = logging.getLogger("api.health")
+log = logging.getLogger("kalah_service.health")
 
 STATE_PING_TIMEOUT_S = 1.0
 """How long ``/readyz`` waits for the state store's PING (the probe's own timeout is 3 s)."""

@@ -28,7 +28,7 @@ from limits import RateLimitItem
 
 from .counters import KEY_PREFIX, Counters
 
-log = logging.getLogger("api.ratelimit")
+log = logging.getLogger("kalah_service.ratelimit")
 
 SYNC_S = 0.1
 """How often a worker adds its charges to the counters and reads back every worker's totals."""

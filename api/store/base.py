@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from .. import metrics
 from ..lease import LEASE_S, holder_dead, owner_token, renewing
 
-log = logging.getLogger("api.store")
+log = logging.getLogger("kalah_service.store")
 
 PREFIX = "kalah:v1"
 

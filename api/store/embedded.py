@@ -31,7 +31,7 @@ import diskcache
 from .base import AnswerStore, Entry, Keys, Lru
 from .walbound import BoundedCache, WalBound
 
-log = logging.getLogger("api.embedded")
+log = logging.getLogger("kalah_service.embedded")
 
 SQLITE_TIMEOUT_S = 5
 """How long a writer waits for SQLite's lock before diskcache gives up (a miss then)."""

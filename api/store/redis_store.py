@@ -20,7 +20,7 @@ from redis.retry import Retry
 from .. import metrics
 from .base import AnswerStore, Entry, Keys, Lru
 
-log = logging.getLogger("api.store")
+log = logging.getLogger("kalah_service.store")
 
 
 # Replace a heuristic entry only if it is missing or shallower; KEYS[1] key, ARGV value, depth, ttl.

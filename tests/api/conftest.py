@@ -13,7 +13,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from api import create_app
+from kalah_service import create_app
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -18,7 +18,7 @@ from conftest import Gunicorn, RedisServer
 from figures import measured
 from test_batch_workers import endgame_positions
 
-from api.keys import make_key_store
+from kalah_service.keys import make_key_store
 
 pytestmark = pytest.mark.system
 

@@ -7,7 +7,7 @@ import json
 
 from flask.testing import FlaskClient
 
-from api.core.answer import Answer, as_cached, dumps
+from kalah_service.core.answer import Answer, as_cached, dumps
 
 CONTENT = {"position": "s", "perspective": "side_to_move", "value": 3, "exact": True}
 FULL = {**CONTENT, "best_moves": [2, 5], "lower": 3, "upper": 3}

@@ -16,12 +16,12 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from api import create_app
-from api.batch import redis_store, runner
-from api.batch.items import parse_batch
-from api.batch.redis_store import LEASES, JobKeys, RedisJobStore
-from api.batch.store import MAX_ATTEMPTS, MAX_UNFINISHED_JOBS, Completed
-from api.config import load_settings
+from kalah_service import create_app
+from kalah_service.batch import redis_store, runner
+from kalah_service.batch.items import parse_batch
+from kalah_service.batch.redis_store import LEASES, JobKeys, RedisJobStore
+from kalah_service.batch.store import MAX_ATTEMPTS, MAX_UNFINISHED_JOBS, Completed
+from kalah_service.config import load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = {"houses": 3, "seeds": 2}

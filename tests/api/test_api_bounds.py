@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from api.config import MAX_PV_SOWINGS, load_settings, worker_timeout_s
-from api.store.base import Entry, Lru
-from api.store.walbound import SHM_BYTES
+from kalah_service.config import MAX_PV_SOWINGS, load_settings, worker_timeout_s
+from kalah_service.store.base import Entry, Lru
+from kalah_service.store.walbound import SHM_BYTES
 
 PROBLEM = "application/problem+json"
 A = "/v1/analysis"
@@ -207,7 +207,7 @@ def test_the_answer_cache_of_an_app_is_bounded(client: FlaskClient, tmp_path: Pa
 
 
 def create_small_app(*, lru: int, store: Path) -> FlaskClient:
-    from api import create_app
+    from kalah_service import create_app
 
     config = {"KALAH_REDIS_URL": "", "KALAH_LRU_SIZE": lru, "KALAH_CACHE_DIR": str(store)}
     return create_app({"TESTING": True, **config}).test_client()

@@ -11,12 +11,12 @@ import pytest
 import redis
 from flask import Flask
 
-from api import create_app
-from api.core.analyser import Analyser
-from api.core.request import AnalysisRequest, Limits
-from api.store import EmbeddedStore, RedisStore
-from api.store.base import Entry, Keys, Lru
 from kalah_core import Position, Rules, book
+from kalah_service import create_app
+from kalah_service.core.analyser import Analyser
+from kalah_service.core.request import AnalysisRequest, Limits
+from kalah_service.store import EmbeddedStore, RedisStore
+from kalah_service.store.base import Entry, Keys, Lru
 
 if TYPE_CHECKING:
     from conftest import RedisServer

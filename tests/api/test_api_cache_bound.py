@@ -26,8 +26,8 @@ import requests
 from conftest import Gunicorn
 from figures import measured
 
-from api.store.base import Entry, Keys
-from api.store.embedded import EmbeddedStore as EmbeddedCache
+from kalah_service.store.base import Entry, Keys
+from kalah_service.store.embedded import EmbeddedStore as EmbeddedCache
 
 pytestmark = pytest.mark.system
 

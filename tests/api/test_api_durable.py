@@ -18,12 +18,12 @@ from conftest import ROOT, RedisServer, free_port
 from figures import measured
 from test_batch_workers import endgame_positions, start_worker
 
-from api import create_app
-from api.batch.items import parse_batch
-from api.batch.redis_store import RedisJobStore
-from api.config import load_settings
-from api.ratelimit.costs import body_cost
-from api.state import EvictingStateStore
+from kalah_service import create_app
+from kalah_service.batch.items import parse_batch
+from kalah_service.batch.redis_store import RedisJobStore
+from kalah_service.config import load_settings
+from kalah_service.ratelimit.costs import body_cost
+from kalah_service.state import EvictingStateStore
 
 pytestmark = pytest.mark.system
 

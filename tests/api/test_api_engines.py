@@ -10,10 +10,10 @@ import time
 
 import pytest
 
-from api.core.engines import EnginePool, EnginesBusy
 from kalah_core.position import Position
 from kalah_core.rules import Rules
 from kalah_core.solver import Engine
+from kalah_service.core.engines import EnginePool, EnginesBusy
 
 RULES = Rules(seeds=6)  # Kalah(6,6): no search proves it in these budgets
 START = Position.start(RULES)

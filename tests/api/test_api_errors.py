@@ -262,7 +262,7 @@ def test_engine_errors_are_problems_too(client: FlaskClient) -> None:
 @given(st.text(max_size=80))
 def test_no_position_text_gives_a_server_error(text: str) -> None:
     tried("API: position query text")
-    from api import create_app
+    from kalah_service import create_app
 
     client = _fuzz_client(create_app)
     response = client.get(
@@ -299,7 +299,7 @@ def test_no_position_text_gives_a_server_error(text: str) -> None:
 )
 def test_no_json_position_or_rules_gives_a_server_error(value: Any) -> None:
     tried("API: JSON position and rules bodies")
-    from api import create_app
+    from kalah_service import create_app
 
     client = _fuzz_client(create_app)
     for body in (
@@ -339,7 +339,7 @@ def test_a_broken_engine_fails_the_readiness_check(
 ) -> None:
     """The self-test solves a tiny position with a fresh engine: one that fails makes
     ``/readyz`` a 503 naming the engine check (and is retried on the next check)."""
-    from api.core import analyser
+    from kalah_service.core import analyser
 
     class Broken(analyser.Engine):
         def analyse(self, *args: Any, **kwargs: Any) -> Any:
@@ -359,7 +359,7 @@ def test_the_documented_statuses_are_the_problem_table() -> None:
     import re
     from pathlib import Path
 
-    from api.core.problems import PROBLEMS
+    from kalah_service.core.problems import PROBLEMS
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "api.md").read_text(encoding="utf-8")
     documented: dict[int, set[str]] = {}

@@ -18,7 +18,7 @@ from figures import tried
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import negative_data_rejection, positive_data_acceptance
 
-from api import create_app
+from kalah_service import create_app
 
 pytestmark = pytest.mark.system
 

@@ -12,12 +12,12 @@ import pytest
 from flask import Flask, jsonify
 from flask.testing import FlaskClient
 
-from api import create_app
-from api.core.problems import ApiProblem
-from api.keys import RedisKeyStore, digest, require_key
-from api.ratelimit.buckets import SYNC_S
-from api.ratelimit.charging import charge, charge_batch
-from api.ratelimit.costs import ROUTE_COSTS
+from kalah_service import create_app
+from kalah_service.core.problems import ApiProblem
+from kalah_service.keys import RedisKeyStore, digest, require_key
+from kalah_service.ratelimit.buckets import SYNC_S
+from kalah_service.ratelimit.charging import charge, charge_batch
+from kalah_service.ratelimit.costs import ROUTE_COSTS
 
 if TYPE_CHECKING:
     from conftest import RedisServer
@@ -222,7 +222,9 @@ def test_charge_batch_needs_a_key_pays_its_items_and_needs_room_for_its_first_ch
 
 
 def test_route_costs_table(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("api.ratelimit.costs.ROUTE_COSTS", {**ROUTE_COSTS, "rules.RulesView": 5})
+    monkeypatch.setattr(
+        "kalah_service.ratelimit.costs.ROUTE_COSTS", {**ROUTE_COSTS, "rules.RulesView": 5}
+    )
     client = limited_app("7/minute").test_client()
     assert client.get(RULES).headers["Kalah-Cost"] == "5"
     assert client.get(RULES).status_code == 429  # 2 left, base cost 5
@@ -313,7 +315,7 @@ def test_redis_down_answers_without_limits_storage_or_key_checks(own_redis: Redi
 
 
 def test_an_unreachable_key_store_is_skipped_for_a_moment() -> None:
-    from api.keys import KeyInfo, KeyStore, KeyStoreUnavailable
+    from kalah_service.keys import KeyInfo, KeyStore, KeyStoreUnavailable
 
     class Down(KeyStore):
         calls = 0
@@ -516,7 +518,7 @@ def test_a_large_body_is_charged_before_it_is_read_and_kept_when_refused() -> No
     """The test-client path of issue 33's finding 1 (tests/api/test_api_limits_http.py has
     the attack against gunicorn): a batch body the bucket cannot pay for is refused without
     being read; one it can is charged, even when the batch itself is then refused."""
-    from api.ratelimit.costs import body_cost
+    from kalah_service.ratelimit.costs import body_cost
 
     client = limited_app("60/minute").test_client()
     items = [{"position": "444444-0-444444-0-s"}] * 3000

@@ -21,9 +21,9 @@ import pytest
 import requests
 from conftest import Gunicorn, RedisServer, free_port
 
-from api.batch.redis_store import RedisJobStore
-from api.batch.runner import beating
 from kalah_core import Rules, egdb
+from kalah_service.batch.redis_store import RedisJobStore
+from kalah_service.batch.runner import beating
 
 pytestmark = pytest.mark.system
 

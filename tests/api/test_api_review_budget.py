@@ -19,9 +19,9 @@ from figures import measured
 from flask import Flask
 from test_api_games import long_game
 
-from api.core import review as service
-from api.core.request import AnalysisRequest
-from api.core.review import QUICK_DEPTH, ReviewClock
+from kalah_service.core import review as service
+from kalah_service.core.request import AnalysisRequest
+from kalah_service.core.review import QUICK_DEPTH, ReviewClock
 
 pytestmark = pytest.mark.system  # reviews of 200+ positions: a few seconds
 

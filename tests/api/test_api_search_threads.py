@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from api.config import load_settings
-from api.core.analyser import Analyser
+from kalah_service.config import load_settings
+from kalah_service.core.analyser import Analyser
 
 
 def test_search_threads_setting() -> None:

@@ -11,10 +11,10 @@ import pytest
 from flask.testing import FlaskClient
 from test_batch_workers import start_worker
 
-from api.batch.remote import MAX_OUTSTANDING, run_remote
-from api.batch.store import MAX_UNFINISHED_JOBS
-from api.keys import make_key_store
 from kalah_core.cli import main
+from kalah_service.batch.remote import MAX_OUTSTANDING, run_remote
+from kalah_service.batch.store import MAX_UNFINISHED_JOBS
+from kalah_service.keys import make_key_store
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = {"houses": 3, "seeds": 2}

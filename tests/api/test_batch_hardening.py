@@ -31,9 +31,9 @@ from conftest import Gunicorn, RedisServer, free_port
 from figures import measured
 from test_batch_workers import endgame_positions, start_worker
 
-from api.batch.redis_store import FAIR_PREFIX, LEASES, WORKER_STALE_S, JobKeys
-from api.keys import make_key_store
-from api.ratelimit.costs import ITEMS_PER_UNIT
+from kalah_service.batch.redis_store import FAIR_PREFIX, LEASES, WORKER_STALE_S, JobKeys
+from kalah_service.keys import make_key_store
+from kalah_service.ratelimit.costs import ITEMS_PER_UNIT
 
 pytestmark = pytest.mark.system
 

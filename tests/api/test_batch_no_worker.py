@@ -17,8 +17,8 @@ from conftest import RedisServer
 from figures import measured
 from test_batch_workers import endgame_positions, start_worker
 
-from api import create_app
-from api.batch.redis_store import WORKER_STALE_S, WORKERS
+from kalah_service import create_app
+from kalah_service.batch.redis_store import WORKER_STALE_S, WORKERS
 
 pytestmark = pytest.mark.system
 

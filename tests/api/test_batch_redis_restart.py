@@ -14,7 +14,7 @@ from conftest import RedisServer, free_port
 from flask.testing import FlaskClient
 from test_batch_workers import endgame_positions, stable, start_worker
 
-from api import create_app
+from kalah_service import create_app
 
 pytestmark = pytest.mark.system
 

@@ -17,8 +17,8 @@ import pytest
 import redis
 from flask.testing import FlaskClient
 
-from api import create_app
-from api.batch.redis_store import TOKENS, WORKERS, JobKeys
+from kalah_service import create_app
+from kalah_service.batch.redis_store import TOKENS, WORKERS, JobKeys
 
 pytestmark = pytest.mark.system
 

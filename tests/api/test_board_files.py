@@ -7,7 +7,7 @@ import re
 
 from flask.testing import FlaskClient
 
-from api.board.page import VERSION
+from kalah_service.board.page import VERSION
 
 URL = re.compile(r'(?:src|href)="([^"]+)"')
 IMPORT = re.compile(r'from "(\./[^"]+)"')

@@ -135,7 +135,10 @@ def test_sigkill_of_the_server_ends_its_build(tmp_path: Path) -> None:
 def test_sigkill_of_kalah_serve_ends_gunicorn_and_the_build(tmp_path: Path) -> None:
     port = free_port()
     env = {**os.environ, **cache_env(tmp_path, 24), "KALAH_WORKERS": "1"}
-    code = f"import sys; from api.serve import serve; sys.exit(serve('127.0.0.1', {port}, 1))"
+    code = (
+        "import sys; from kalah_service.serve import serve; "
+        f"sys.exit(serve('127.0.0.1', {port}, 1))"
+    )
     serve = subprocess.Popen(
         [sys.executable, "-c", code],
         cwd=ROOT,

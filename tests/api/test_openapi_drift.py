@@ -8,14 +8,14 @@ from typing import Any
 
 from flask.testing import FlaskClient
 
-from api import openapi_text
-from api.export_openapi import SPEC_PATH, main
+from kalah_service import openapi_text
+from kalah_service.export_openapi import SPEC_PATH, main
 
 
 def test_committed_spec_matches_the_code() -> None:
     committed = Path(SPEC_PATH).read_text(encoding="utf-8")
     assert committed == openapi_text(), (
-        "api/openapi.json is out of date: run python -m api.export_openapi"
+        "api/openapi.json is out of date: run python -m kalah_service.export_openapi"
     )
 
 

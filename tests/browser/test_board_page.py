@@ -12,7 +12,7 @@ import pytest
 import requests
 from flask import Flask
 
-from api import create_app
+from kalah_service import create_app
 
 pytestmark = pytest.mark.system
 
