@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import time
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from kalah_core import Position, Rules
 from kalah_core.cli import main
 from kalah_core.game import Game, legal_moves
 from kalah_service import create_app
+from kalah_service.core import review as review_module
 from kalah_service.core.review import OVERRUN_S
 
 EXAMPLE = "45-46, 1*-5, 2-, -63*, 6-, -561646562, 4-3, 656-"
@@ -189,35 +191,40 @@ SLOW_S = 0.1
 
 
 @pytest.mark.system
-def test_a_review_on_a_machine_too_busy_for_its_budget_stops_with_a_503(app: Flask) -> None:
+def test_a_review_on_a_machine_too_busy_for_its_budget_stops_with_a_503(
+    app: Flask, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Each position's work made slow (a machine too busy): the review stops at twice its
-    budget and a second with a 503 and Retry-After, instead of running on."""
+    budget and a second with a 503 and Retry-After, instead of running on. The review reads a
+    clock that only the slow searches advance, so where it stops depends on no machine's speed."""
     analyser = app.extensions["kalah"]
     search = analyser.search
     searches = 0
+    now = [0.0]
+    monkeypatch.setattr(review_module, "time", SimpleNamespace(monotonic=lambda: now[0]))
 
     def slow(*args: Any, **kwargs: Any) -> Any:
         nonlocal searches
         searches += 1
-        time.sleep(SLOW_S)
+        now[0] += SLOW_S
         return search(*args, **kwargs)
 
     analyser.search = slow
     body = long_game(3)
     budget = 5 * len(body["moves"])  # type: ignore[arg-type]  # the least: 1.1 s
-    # 2 x 1.1 + 1 s allowed in all; the sleeps alone would take 0.1 s x 227 positions.
-    started = time.perf_counter()
+    # 2 x 1.1 + 1 s allowed in all; the searches alone would take 0.1 s x 227 positions.
     answer = app.test_client().post(
         "/v1/games/analysis", json={**body, "limits": {"time_ms": budget}}
     )
-    took = time.perf_counter() - started
+    took = now[0]
     measured(
-        f"review on a busy machine, {budget} ms budget: {answer.status_code} after {took:.2f} s"
+        f"review on a busy machine, {budget} ms budget: {answer.status_code} after {took:.2f} s "
+        f"of the review's clock ({searches} searches)"
     )
     assert answer.status_code == 503 and answer.headers["Retry-After"] == "3"
     assert answer.json["type"].endswith("/busy")
     bound_s = 2 * budget / 1000 + OVERRUN_S
     assert took >= bound_s, "not before its bound"
-    # Not after it either: a search starts only before the bound, and each takes at least its
-    # sleep, so the review stopped at the first search after it, without timing anything.
+    # Not after it either: a search starts only before the bound, and each advances the clock
+    # by SLOW_S, so the review stopped at the first search after it.
     assert searches <= bound_s / SLOW_S + 1 < len(body["moves"])  # type: ignore[arg-type]
