@@ -478,6 +478,7 @@ def cmd_kgp(args: argparse.Namespace) -> int:
         time_per_move=args.time_per_move,
         threads=args.threads or cpu_limit(),
         tt_mb=args.tt_mb or default_tt_mb(),
+        opponent_may_err=not args.trust_opponent,
     )
     if options.games is not None and options.games < 1:
         raise InvalidRulesError("games", options.games, "a positive number of games")
@@ -809,6 +810,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="MB",
         help="transposition table (default: a quarter of the memory limit, 16..1024)",
+    )
+    kgp.add_argument(
+        "--trust-opponent",
+        action="store_true",
+        help="when losing, play the best estimate only (by default, among moves close to it, "
+        "the one a shallower opponent is likelier to answer badly)",
     )
     kgp.add_argument("--json", action="store_true", help="print the summary as JSON")
     bench = add_command(commands, "bench", cmd_bench, "fixed analyses: total nodes and time")

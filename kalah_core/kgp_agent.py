@@ -92,6 +92,23 @@ REINTERRUPT_S = 0.02
 BRIDGE_NODES = 200_000
 """The most positions searched to find the moves between two states."""
 RECONNECT_DELAYS = (0.5, 1, 2, 4, 8, 15, 30)
+TRAP_WINDOW = 2
+"""When the best estimate is a loss (and no move is proven to win), moves estimated within this
+many seeds of it are weighed by how likely a shallower opponent is to answer them badly."""
+TRAP_SHARE = 0.3
+"""The last share of the depth-limited search's time goes to that weighing, when it applies."""
+TRAP_SHALLOWER = (3, 5, 7)
+"""The opponent is modelled as searching this many sowings less deep than the agent reached
+(at least TRAP_MIN_DEPTH): one vote per depth and evaluation for its reply..."""
+TRAP_MIN_DEPTH = 2
+TRAP_EVALS = (0, 1)
+"""... with each of the engine's evaluations: the store difference alone (0, a simple bot's) and
+the agent's own (1, which also counts the seeds on each side)."""
+TRAP_WEIGHT = 0.5
+"""A candidate's score: its estimate plus this times the mean gain over those votes (what a
+reply that is not the best gives the agent beyond the estimate, by the agent's deep search)."""
+TRAP_TT_MB = 4
+"""The table of the shallow searches: its own, so that no deep entry informs them."""
 """Seconds before each reconnection attempt; the agent gives up after the last one fails."""
 
 WIN, UNKNOWN, LOSS = 2, 1, 0
@@ -356,6 +373,8 @@ class _Line:
     lower: int = -(1 << 20)
     upper: int = 1 << 20
     result: int = UNKNOWN  # from the search without majority (WIN, UNKNOWN, LOSS)
+    trap: float = 0.0
+    """What the opponent-may-err weighing adds to the estimate (0 unless it ran)."""
 
     @property
     def exact(self) -> bool:
@@ -369,16 +388,21 @@ class _Line:
             return LOSS
         return UNKNOWN
 
-    def key(self) -> tuple[int, int, bool, int]:
+    def key(self) -> tuple[int, float, bool, int]:
         value = min(max(self.value, self.lower), self.upper)
-        return (self.outcome, value, self.exact, -self.move)
+        return (self.outcome, value + self.trap, self.exact, -self.move)
 
 
 class Thinker:
     """The search thread: answers one state at a time on a warm table."""
 
-    def __init__(self, engine: Engine, time_per_move: float, result_db: bool) -> None:
+    def __init__(
+        self, engine: Engine, time_per_move: float, result_db: bool, trap: bool = True
+    ) -> None:
         self.engine = engine
+        self.trap = trap
+        """Weigh the opponent's chances to err when losing (see _weigh_traps)."""
+        self.shallow = Engine(tt_mb=TRAP_TT_MB, threads=1)
         self.time_per_move = time_per_move
         self.result_db = result_db
         self.jobs: queue.Queue[Job | None] = queue.Queue()
@@ -414,6 +438,7 @@ class Thinker:
     def _halt(self, job: Job) -> None:
         job.stop.set()
         self.engine.interrupt()
+        self.shallow.interrupt()
         # An analysis that starts just now clears the interrupt: interrupt it again then.
         again = threading.Timer(REINTERRUPT_S, self._interrupt_again, (job,))
         again.daemon = True
@@ -423,6 +448,7 @@ class Thinker:
         with self.lock:
             if self.current is job:
                 self.engine.interrupt()
+                self.shallow.interrupt()
 
     def idle(self) -> bool:
         """No state is being answered or waiting (pondering is idle)."""
@@ -525,23 +551,31 @@ class Thinker:
         def left_ms(until: float) -> float:
             return (until - time.monotonic()) * 1000.0
 
-        # 2. deepen
+        # 2. deepen (and weigh the opponent's chances to err, when losing)
         seeds = sum(position.south) + sum(position.north)
         share = HEURISTIC_SHARE if seeds <= PROVE_MAX_SEEDS else 1.0
         heuristic_end = job.received + (deadline - job.received) * share
+        trap_start = job.received + (heuristic_end - job.received) * (1.0 - TRAP_SHARE)
         depth = QUICK_DEPTH + 1
-        while not job.stop.is_set() and left_ms(heuristic_end) > 1:
-            a = engine.analyse(
-                position, rules, depth=depth, time_ms=left_ms(heuristic_end), pv_limit=1
-            )
-            if job.stop.is_set() or (not a.exact and (a.depth or 0) < depth):
-                break
-            self._merge(lines, a.moves)
-            self._send(job, self._best(lines, job))
-            if a.exact:
-                self._send(job, self._best(lines, job), final=True)
-                return
-            depth += 1
+        stages = [trap_start, heuristic_end] if self.trap else [heuristic_end]
+        for stage, until in enumerate(stages):
+            while not job.stop.is_set() and left_ms(until) > 1:
+                a = engine.analyse(position, rules, depth=depth, time_ms=left_ms(until), pv_limit=1)
+                if job.stop.is_set() or (not a.exact and (a.depth or 0) < depth):
+                    break
+                self._merge(lines, a.moves)
+                self._send(job, self._best(lines, job))
+                if a.exact:
+                    self._send(job, self._best(lines, job), final=True)
+                    return
+                depth += 1
+            if (
+                stage == 0
+                and len(stages) > 1
+                and self._weigh_traps(job, position, rules, lines, depth - 1, heuristic_end)
+            ):
+                self._send(job, self._best(lines, job))
+                break  # the weighing had the rest of the depth-limited search's time
         # 3. prove: the result without majority (database), then the margin with it
         db_seeds = engine.searcher.database_seeds if self.result_db else -1
         if self.result_db and not job.stop.is_set():
@@ -570,6 +604,82 @@ class Thinker:
         if not job.stop.is_set():
             self._send(job, self._best(lines, job), final=True)
 
+    def _weigh_traps(
+        self,
+        job: Job,
+        position: Position,
+        rules: Rules,
+        lines: dict[int, _Line],
+        reached: int,
+        until: float,
+    ) -> bool:
+        """The opponent may err: when the best estimate is a loss, add to each move within
+        TRAP_WINDOW of it what the opponent's likely reply gives beyond the estimate. The reply
+        is the vote of searches TRAP_SHALLOWER sowings shallower than ``reached`` (on a table of
+        their own); what it gives is the agent's own search of the position after it, as deep
+        as the estimate's. False (nothing weighed) when the rule does not apply."""
+        best = max(lines.values(), key=_Line.key)
+        if best.outcome == WIN or best.value >= 0 or reached < TRAP_MIN_DEPTH + 2:
+            return False
+        floor = best.value - TRAP_WINDOW
+        candidates = sorted(
+            (ln for ln in lines.values() if ln.outcome == best.outcome and ln.value >= floor),
+            key=lambda ln: (-ln.value, ln.move),
+        )
+        if len(candidates) < 2:
+            return False
+        me = position.to_move
+        depths = sorted({max(TRAP_MIN_DEPTH, reached - 1 - k) for k in TRAP_SHALLOWER})
+
+        def left_ms() -> float:
+            return (until - time.monotonic()) * 1000.0
+
+        def worth(after: Position) -> int | None:
+            """The agent's value of ``after`` (either side to move), or None if out of time."""
+            d = max(1, reached - 2)
+            a = self.engine.analyse(after, rules, depth=d, time_ms=max(1.0, left_ms()), pv_limit=1)
+            if job.stop.is_set() or (not a.exact and (a.depth or 0) < d):
+                return None
+            return a.value if after.to_move is me else -a.value
+
+        for line in candidates:
+            result = play(position, rules, line.move)
+            if result.over or result.after.to_move is me:
+                continue
+            reply_to = result.after
+            votes: list[int] = []
+            for kind in TRAP_EVALS:
+                self.shallow.searcher.eval_kind = kind
+                self.shallow.clear()
+                for d in depths:
+                    if job.stop.is_set() or left_ms() <= 1:
+                        return True
+                    a = self.shallow.analyse(
+                        reply_to, rules, depth=d, time_ms=max(1.0, left_ms()), pv_limit=1
+                    )
+                    if job.stop.is_set() or (not a.exact and (a.depth or 0) < d) or not a.moves:
+                        return True
+                    vote = a.moves[0].move
+                    if isinstance(vote, int):
+                        votes.append(vote)
+            gains: list[int] = []
+            known: dict[int, int] = {}
+            for vote in votes:
+                if vote not in known:
+                    nxt = play(reply_to, rules, vote)
+                    if nxt.over:
+                        south, north = nxt.after.stores
+                        known[vote] = (south - north) * (1 if me is Side.SOUTH else -1)
+                    else:
+                        value = worth(nxt.after)
+                        if value is None:
+                            return True
+                        known[vote] = value
+                gains.append(max(0, known[vote] - line.value))
+            if gains:
+                line.trap = TRAP_WEIGHT * sum(gains) / len(gains)
+        return True
+
     @staticmethod
     def _merge(lines: dict[int, _Line], values: list[MoveValue]) -> None:
         """Take in an analysis's values; its bounds are proven, whatever its mode."""
@@ -582,6 +692,7 @@ class Thinker:
             if line.lower > line.upper:  # bounds from two searches disagree: trust the newer
                 line.lower, line.upper = mv.lower, mv.upper
             line.value = mv.value
+            line.trap = 0.0
 
     @staticmethod
     def _best(lines: dict[int, _Line], job: Job) -> int:
@@ -612,6 +723,8 @@ class AgentOptions:
     time_per_move: float = 1.0
     threads: int = 1
     tt_mb: int = 256
+    opponent_may_err: bool = True
+    """When losing, weigh the opponent's chances to err (Thinker._weigh_traps)."""
     authors: str = "kalah-core"
     description: str = (
         "exact solver with a depth-limited fallback (kalah-core): secures the result, "
@@ -627,7 +740,9 @@ class Agent:
         self.summary = Summary()
         self.records: list[GameRecord] = []
         self.tracker = Tracker(self._game_over)
-        self.thinker = Thinker(engine, options.time_per_move, result_db)
+        self.thinker = Thinker(
+            engine, options.time_per_move, result_db, trap=options.opponent_may_err
+        )
         self.thinker.on_start = self._on_start
         self.thinker.on_done = self._on_done
         self.done = threading.Event()

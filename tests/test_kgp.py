@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from figures import measured
@@ -46,6 +47,7 @@ from kalah_core.kgp_agent import (
     legal_houses,
     mirrored,
 )
+from kalah_core.results import Analysis, MoveValue
 from kalah_core.solver import Engine
 
 # ----------------------------------------------------------------------------- lines
@@ -229,6 +231,82 @@ def test_a_proven_win_beats_a_larger_estimate() -> None:
     lost = _Line(4, value=30, lower=-30, upper=-2)
     assert max([lost, hopeful], key=_Line.key) is hopeful
     assert _Line(5, result=LOSS).outcome == LOSS and _Line(6).outcome == UNKNOWN
+
+
+class _ScriptedEngine:
+    """Stands in for an engine in the opponent-may-err weighing: each position's analysis is
+    scripted (its best move, and its value for South), so the test fixes what the shallow
+    searches vote and what the deep search says of each reply."""
+
+    def __init__(self, best: dict[Position, int], south_value: dict[Position, int]) -> None:
+        self.best, self.south_value = best, south_value
+        self.asked: list[Position] = []
+        self.searcher = SimpleNamespace(eval_kind=1)
+
+    def analyse(self, position: Position, rules: Rules, **limits: object) -> Analysis:
+        self.asked.append(position)
+        value = self.south_value.get(position, 0)
+        if position.to_move is Side.NORTH:
+            value = -value
+        moves = [m for m in legal_moves(position, rules) if isinstance(m, int)]
+        first = self.best.get(position, moves[0])
+        order = [first, *[m for m in moves if m != first]]
+        mvs = [MoveValue(m, value, False, -99, 99, False, 0, position) for m in order]
+        depth = limits.get("depth")
+        assert isinstance(depth, int)
+        return Analysis(value, False, -99, 99, [first], mvs, [], depth, 1, 0.0)
+
+    def clear(self) -> None:
+        pass
+
+    def interrupt(self) -> None:
+        pass
+
+
+def _trap_setting() -> tuple[Position, Rules, dict[int, Position]]:
+    """A 6-house position, South to move, whose moves 1, 2 and 3 pass the turn to North."""
+    rules = Rules.preset("kalah", majority=True, houses=6, seeds=6)
+    position = Position((3, 3, 2, 1, 0, 4), (4, 4, 4, 4, 4, 4), (10, 15), Side.SOUTH)
+    after = {m: play(position, rules, m).after for m in (1, 2, 3)}
+    assert all(a.to_move is Side.NORTH for a in after.values())
+    return position, rules, after
+
+
+def test_when_losing_the_agent_prefers_the_move_a_shallow_opponent_answers_badly() -> None:
+    position, rules, after = _trap_setting()
+    # Move 1 is estimated -3, move 2 -4, move 3 -9 (outside the window). After move 2 the
+    # shallow searches answer with North's house 1, which the deep search says gives South +6;
+    # after move 1 they answer with house 2, no better for South than the estimate; after
+    # move 3 they would answer with a blunder worth +20, but move 3 is no candidate.
+    reply = {1: 2, 2: 1, 3: 1}
+    deep = {1: -3, 2: 6, 3: 20}
+    best = {after[m]: reply[m] for m in (1, 2, 3)}
+    values = {play(after[m], rules, reply[m]).after: deep[m] for m in (1, 2, 3)}
+
+    def weigh(estimates: dict[int, int], *, trap: bool = True) -> tuple[int, dict[int, _Line]]:
+        thinker = Thinker(Engine(tt_mb=16), time_per_move=1.0, result_db=False, trap=trap)
+        deep_engine = _ScriptedEngine({}, values)
+        thinker.engine = deep_engine  # type: ignore[assignment]
+        thinker.shallow = _ScriptedEngine(best, {})  # type: ignore[assignment]
+        lines = {m: _Line(m, value=v) for m, v in estimates.items()}
+        job = Job(2, position, lambda line: None, time.monotonic())
+        if trap:
+            thinker._weigh_traps(job, position, rules, lines, 12, time.monotonic() + 60)
+        thinker.close()
+        assert all(p not in after.values() for p in deep_engine.asked)  # replies only
+        return max(lines.values(), key=_Line.key).move, lines
+
+    chosen, lines = weigh({1: -3, 2: -4, 3: -9, 6: -12})
+    assert chosen == 2
+    assert lines[2].trap > 0 and lines[1].trap == 0 and lines[3].trap == 0
+    # Not losing: the best estimate stands, and so does a proven win.
+    assert weigh({1: 0, 2: -1, 3: -9, 6: -12})[0] == 1
+    proven = {1: -3, 2: -4, 3: -9, 6: -12}
+    chosen, lines = weigh(proven)
+    lines[1].lower = lines[1].upper = 1
+    assert max(lines.values(), key=_Line.key).move == 1
+    # With the rule off, the best estimate.
+    assert weigh({1: -3, 2: -4, 3: -9, 6: -12}, trap=False)[0] == 1
 
 
 def test_fallback_move_is_legal_on_any_board() -> None:
