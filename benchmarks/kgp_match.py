@@ -151,7 +151,12 @@ def _ongoing_ids(db: Path) -> set[int]:
 
 
 def run_pair(
-    pair: Pair, games_per_side: int, time_per_move: float, tt_mb: int, keep: Path | None
+    pair: Pair,
+    games_per_side: int,
+    time_per_move: float,
+    tt_mb: int,
+    keep: Path | None,
+    agent_args: list[str] | None = None,
 ) -> Pair:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kgp-match-") as tmp:
@@ -190,6 +195,7 @@ def run_pair(
                     "1",
                     "--tt-mb",
                     str(tt_mb),
+                    *(agent_args or []),
                 ],
                 stdout=agent_log,
                 stderr=agent_log,
@@ -244,25 +250,29 @@ def run_pair(
 
 def table(pairs: list[Pair]) -> str:
     lines = [
-        "| board | bot | games | won | drawn | lost | mean margin | as South | as North | s/game |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| board | bot | games | won | drawn | lost | mean margin | as South W/D/L | "
+        "mean as South | as North W/D/L | mean as North | s/game |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+
+    def mean(rows: list[GameRow]) -> str:
+        margins = [x.margin for x in rows if x.margin is not None]
+        return f"{sum(margins) / len(margins):+.1f}" if margins else "n/a"
+
+    def wdl(rows: list[GameRow]) -> str:
+        return "/".join(str(sum(r.result == k for r in rows)) for k in ("win", "draw", "loss"))
+
     for p in pairs:
         g = p.games
-        margins = [x.margin for x in g if x.margin is not None]
-        mean = f"{sum(margins) / len(margins):+.1f}" if margins else "n/a"
-
-        def wdl(rows: list[GameRow]) -> str:
-            return "/".join(str(sum(r.result == k for r in rows)) for k in ("win", "draw", "loss"))
-
+        south = [x for x in g if x.side is Side.SOUTH]
+        north = [x for x in g if x.side is Side.NORTH]
         secs = [x.seconds for x in g if x.seconds is not None]
         per_game = f"{sorted(secs)[len(secs) // 2]:.0f}" if secs else "n/a"
         lines.append(
             f"| {p.houses}x{p.seeds} | MinMax-{p.depth} | {len(g)} "
             f"| {sum(x.result == 'win' for x in g)} | {sum(x.result == 'draw' for x in g)} "
-            f"| {sum(x.result == 'loss' for x in g)} | {mean} "
-            f"| {wdl([x for x in g if x.side is Side.SOUTH])} "
-            f"| {wdl([x for x in g if x.side is Side.NORTH])} | {per_game} |"
+            f"| {sum(x.result == 'loss' for x in g)} | {mean(g)} "
+            f"| {wdl(south)} | {mean(south)} | {wdl(north)} | {mean(north)} | {per_game} |"
             + (f" {p.error}" if p.error else "")
         )
     return "\n".join(lines)
@@ -274,7 +284,16 @@ def main() -> int:
     parser.add_argument("--depths", default=None, help="e.g. 4,6,8 (default: the full match)")
     parser.add_argument("--games", type=int, default=10, help="games on each side per pair")
     parser.add_argument("--parallel", type=int, default=1, help="pairs played at once")
-    parser.add_argument("--time-per-move", type=float, default=1.8)
+    parser.add_argument(
+        "--time-per-move",
+        type=float,
+        default=1.95,
+        help="the agent's --time-per-move (default 1.95: it keeps 0.1 s of it, 1.85 s of the "
+        "server's 2 s)",
+    )
+    parser.add_argument(
+        "--agent-args", default="", help="more options for kalah kgp, e.g. --trust-opponent"
+    )
     parser.add_argument("--tt-mb", type=int, default=256)
     parser.add_argument("--keep", type=Path, default=None, help="copy each pair's database here")
     args = parser.parse_args()
@@ -289,11 +308,12 @@ def main() -> int:
         depths = {int(d) for d in args.depths.split(",")}
         wanted = [w for w in wanted if w[2] in depths]
     pairs = [Pair(h, s, d) for h, s, d in wanted]
+    extra = args.agent_args.split()
     started = time.monotonic()
     with ThreadPoolExecutor(args.parallel) as pool:
         done = list(
             pool.map(
-                lambda p: run_pair(p, args.games, args.time_per_move, args.tt_mb, args.keep),
+                lambda p: run_pair(p, args.games, args.time_per_move, args.tt_mb, args.keep, extra),
                 pairs,
             )
         )
