@@ -94,7 +94,8 @@ BRIDGE_NODES = 200_000
 RECONNECT_DELAYS = (0.5, 1, 2, 4, 8, 15, 30)
 TRAP_WINDOW = 2
 """When the best estimate is a loss (and no move is proven to win), moves estimated within this
-many seeds of it are weighed by how likely a shallower opponent is to answer them badly."""
+many seeds of it are weighed by how likely a shallower opponent is to answer them badly; when
+the best is a proven draw, the moves proven to draw are."""
 TRAP_SHARE = 0.3
 """The last share of the depth-limited search's time goes to that weighing, when it applies."""
 TRAP_SHALLOWER = (3, 5, 7)
@@ -565,7 +566,9 @@ class Thinker:
                     break
                 self._merge(lines, a.moves)
                 self._send(job, self._best(lines, job))
-                if a.exact:
+                if a.exact:  # proven: a drawn or lost one may still give the opponent chances
+                    if self.trap:
+                        self._weigh_traps(job, position, rules, lines, depth, deadline)
                     self._send(job, self._best(lines, job), final=True)
                     return
                 depth += 1
@@ -600,6 +603,9 @@ class Thinker:
                 proven = lines[best].exact and all(
                     ln.upper <= lines[best].lower for ln in lines.values()
                 )
+                if proven and self.trap:
+                    self._weigh_traps(job, position, rules, lines, depth - 1, deadline)
+                    best = self._best(lines, job)
                 self._send(job, best, final=proven)
         if not job.stop.is_set():
             self._send(job, self._best(lines, job), final=True)
@@ -614,18 +620,24 @@ class Thinker:
         until: float,
     ) -> bool:
         """The opponent may err: when the best estimate is a loss, add to each move within
-        TRAP_WINDOW of it what the opponent's likely reply gives beyond the estimate. The reply
+        TRAP_WINDOW of it (when the best is a proven draw, to each move proven to draw) what
+        the opponent's likely reply gives beyond the estimate. The reply
         is the vote of searches TRAP_SHALLOWER sowings shallower than ``reached`` (on a table of
         their own); what it gives is the agent's own search of the position after it, as deep
         as the estimate's. False (nothing weighed) when the rule does not apply."""
         best = max(lines.values(), key=_Line.key)
-        if best.outcome == WIN or best.value >= 0 or reached < TRAP_MIN_DEPTH + 2:
+        if best.outcome == WIN or best.value > 0 or reached < TRAP_MIN_DEPTH + 2:
             return False
-        floor = best.value - TRAP_WINDOW
-        candidates = sorted(
-            (ln for ln in lines.values() if ln.outcome == best.outcome and ln.value >= floor),
-            key=lambda ln: (-ln.value, ln.move),
-        )
+        if best.value == 0:  # a draw, proven: only moves proven to keep it
+            if not best.exact:
+                return False
+            chosen = [ln for ln in lines.values() if ln.exact and ln.value == 0]
+        else:
+            floor = best.value - TRAP_WINDOW
+            chosen = [
+                ln for ln in lines.values() if ln.outcome == best.outcome and ln.value >= floor
+            ]
+        candidates = sorted(chosen, key=lambda ln: (-ln.value, ln.move))
         if len(candidates) < 2:
             return False
         me = position.to_move

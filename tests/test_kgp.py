@@ -283,12 +283,17 @@ def test_when_losing_the_agent_prefers_the_move_a_shallow_opponent_answers_badly
     best = {after[m]: reply[m] for m in (1, 2, 3)}
     values = {play(after[m], rules, reply[m]).after: deep[m] for m in (1, 2, 3)}
 
-    def weigh(estimates: dict[int, int], *, trap: bool = True) -> tuple[int, dict[int, _Line]]:
+    def weigh(
+        estimates: dict[int, int], *, trap: bool = True, exact: bool = False
+    ) -> tuple[int, dict[int, _Line]]:
         thinker = Thinker(Engine(tt_mb=16), time_per_move=1.0, result_db=False, trap=trap)
         deep_engine = _ScriptedEngine({}, values)
         thinker.engine = deep_engine  # type: ignore[assignment]
         thinker.shallow = _ScriptedEngine(best, {})  # type: ignore[assignment]
-        lines = {m: _Line(m, value=v) for m, v in estimates.items()}
+        lines = {
+            m: _Line(m, value=v, lower=v, upper=v) if exact else _Line(m, value=v)
+            for m, v in estimates.items()
+        }
         job = Job(2, position, lambda line: None, time.monotonic())
         if trap:
             thinker._weigh_traps(job, position, rules, lines, 12, time.monotonic() + 60)
@@ -307,6 +312,11 @@ def test_when_losing_the_agent_prefers_the_move_a_shallow_opponent_answers_badly
     assert max(lines.values(), key=_Line.key).move == 1
     # With the rule off, the best estimate.
     assert weigh({1: -3, 2: -4, 3: -9, 6: -12}, trap=False)[0] == 1
+    # A proven draw: among the moves proven to draw, the one with chances; a move proven to
+    # lose is never one, whatever its chances; an estimated draw is left alone.
+    assert weigh({1: 0, 2: 0, 3: -9, 6: -12}, exact=True)[0] == 2
+    assert weigh({1: 0, 2: -1, 3: -9, 6: -12}, exact=True)[0] == 1
+    assert weigh({1: 0, 2: 0, 3: -9, 6: -12})[0] == 1
 
 
 def test_fallback_move_is_legal_on_any_board() -> None:
