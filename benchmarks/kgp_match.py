@@ -13,9 +13,11 @@ rules plus ``majority``.
 **Building the server** (beside the project, never in it; go-kgp is AGPL), from Debian's Go
 packages in GOPATH mode::
 
+    apt-get update
     apt-get install golang golang-github-burntsushi-toml-dev golang-github-mattn-go-sqlite3-dev \\
         golang-nhooyr-websocket-dev golang-github-docker-docker-dev sqlite3
-    # a copy of KWARC/kalah-game checked out in /work/peers/kalah-game
+    # a copy of KWARC/kalah-game (checked at c30df8e) in /work/peers/kalah-game, e.g.
+    git clone https://github.com/KWARC/kalah-game /work/peers/kalah-game
     mkdir -p /work/peers/gopath/src
     cp -r /work/peers/kalah-game/server/go-kgp /work/peers/gopath/src/go-kgp
     cd /work/peers/gopath/src/go-kgp
@@ -27,7 +29,11 @@ packages in GOPATH mode::
     sed -i 's|^\\tbots = append(bots, bot.MakeRandom())$|\\t// MinMax only|' sched/fifo.go
     go build -o /work/peers/kgp-train ./cmd/train
 
-Then (from the project's folder, with its virtual environment)::
+The agent uses the largest endgame database of the plain ``kalah`` rules on 6 houses that it
+finds (see docs/kgp.md); the runs in docs/kgp.md had the 20-seed one, built outside the cache
+folder with ``KALAH_EGDB_PATH=/work/peers/egdb kalah egdb build --seeds 20`` and the same
+``KALAH_EGDB_PATH`` for the match. Then (from the project's folder, with its virtual
+environment)::
 
     nice -n 10 .venv/bin/python benchmarks/kgp_match.py --boards 6x6,8x8 --depths 4,6,8 \\
         --games 2 --parallel 2
