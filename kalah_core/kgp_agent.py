@@ -9,7 +9,9 @@ releases the GIL while it searches). For each ``state`` the thinker
 3. then tries to prove: on 6-house boards with an endgame database, first the *result* under the
    plain ``kalah`` rules, where the database applies (see below), then the value under the
    server's rules (``kalah`` plus ``majority``);
-4. sends ``yield`` as soon as its move is proven optimal, or when ``--time-per-move`` is up;
+4. when losing (or drawing, proven), weighs the opponent's chances to err (``_weigh_traps``)
+   in the last part of the depth-limited search's time; sends ``yield`` as soon as its move
+   is proven optimal, or when ``--time-per-move`` is up;
 5. then, while the opponent thinks, deepens on the position its move left (pondering) until
    the next state comes, so that state's search starts on a warm table.
 
@@ -108,6 +110,9 @@ the agent's own (1, which also counts the seeds on each side)."""
 TRAP_WEIGHT = 0.5
 """A candidate's score: its estimate plus this times the mean gain over those votes (what a
 reply that is not the best gives the agent beyond the estimate, by the agent's deep search)."""
+TRAP_MIN_GAIN = 2
+"""... counted only when that mean is at least this many seeds: smaller ones are the noise of
+estimates from searches of different depths, not a chance."""
 TRAP_TT_MB = 4
 """The table of the shallow searches: its own, so that no deep entry informs them."""
 """Seconds before each reconnection attempt; the agent gives up after the last one fails."""
@@ -688,7 +693,7 @@ class Thinker:
                             return True
                         known[vote] = value
                 gains.append(max(0, known[vote] - line.value))
-            if gains:
+            if gains and sum(gains) >= TRAP_MIN_GAIN * len(gains):
                 line.trap = TRAP_WEIGHT * sum(gains) / len(gains)
         return True
 

@@ -317,6 +317,9 @@ def test_when_losing_the_agent_prefers_the_move_a_shallow_opponent_answers_badly
     assert weigh({1: 0, 2: 0, 3: -9, 6: -12}, exact=True)[0] == 2
     assert weigh({1: 0, 2: -1, 3: -9, 6: -12}, exact=True)[0] == 1
     assert weigh({1: 0, 2: 0, 3: -9, 6: -12})[0] == 1
+    # A reply worth only a seed more than the estimate is no chance (estimates are noisy).
+    values[play(after[2], rules, 1).after] = -3
+    assert weigh({1: -3, 2: -4, 3: -9, 6: -12})[0] == 1
 
 
 def test_fallback_move_is_legal_on_any_board() -> None:
