@@ -479,6 +479,7 @@ def cmd_kgp(args: argparse.Namespace) -> int:
         threads=args.threads or cpu_limit(),
         tt_mb=args.tt_mb or default_tt_mb(),
         opponent_may_err=not args.trust_opponent,
+        memory=not args.no_memory,
     )
     if options.games is not None and options.games < 1:
         raise InvalidRulesError("games", options.games, "a positive number of games")
@@ -816,6 +817,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="when losing, play the best estimate only (by default, among moves close to it, "
         "the one a shallower opponent is likelier to answer badly)",
+    )
+    kgp.add_argument(
+        "--no-memory",
+        action="store_true",
+        help="choose moves by search alone (by default, where the agent moved before, the "
+        "results of those games count too)",
     )
     kgp.add_argument("--json", action="store_true", help="print the summary as JSON")
     bench = add_command(commands, "bench", cmd_bench, "fixed analyses: total nodes and time")

@@ -113,6 +113,11 @@ reply that is not the best gives the agent beyond the estimate, by the agent's d
 TRAP_MIN_GAIN = 2
 """... counted only when that mean is at least this many seeds: smaller ones are the noise of
 estimates from searches of different depths, not a chance."""
+MEMORY_WIN = 4.0
+MEMORY_DRAW = 1.0
+MEMORY_LOSS = 3.0
+"""What the results of earlier games add to a move's estimate where the agent played it before
+(times the share of those games won; taken off for drawn and lost ones): see Experience."""
 TRAP_TT_MB = 4
 """The table of the shallow searches: its own, so that no deep entry informs them."""
 """Seconds before each reconnection attempt; the agent gives up after the last one fails."""
@@ -223,6 +228,10 @@ class GameRecord:
     lower: int | None = None
     upper: int | None = None
     """Proven bounds on the final margin from the agent's last analysis."""
+    estimate: int | None = None
+    """The agent's value of its last move (proven or estimated)."""
+    decisions: list[tuple[PositionKey, int]] = field(default_factory=list)
+    """Each state the agent was sent (its houses and stores) and the move it played there."""
 
     @property
     def result(self) -> str:
@@ -240,6 +249,44 @@ class GameRecord:
         except KalahError as error:  # a record the engine cannot replay: its raw moves
             return f"{' '.join(map(str, self.moves))} ({error})"
         return game.fi()
+
+
+PositionKey = tuple[tuple[int, ...], tuple[int, ...], tuple[int, int]]
+
+
+def position_key(position: Position) -> PositionKey:
+    return (position.south, position.north, position.stores)
+
+
+class Experience:
+    """The results of the agent's earlier games, by the positions it moved in and its moves.
+    Many opponents play the same move in the same position every time; against them a move that
+    won once wins again, and one that lost loses again. So where the agent has been before, a
+    move it played gets MEMORY_WIN times the share of those games won, less MEMORY_DRAW and
+    MEMORY_LOSS times the shares drawn and lost, added to its estimate (never over a move proven
+    to win, nor over the result first: see _Line.key). A game whose end the agent did not see
+    counts by its last estimate's sign."""
+
+    def __init__(self) -> None:
+        self.seen: dict[PositionKey, dict[int, list[int]]] = {}
+
+    def add(self, record: GameRecord) -> None:
+        result = record.result
+        if result == "unknown":
+            if record.estimate is None:
+                return
+            result = "win" if record.estimate > 0 else "draw" if record.estimate == 0 else "loss"
+        slot = ("win", "draw", "loss").index(result)
+        for key, move in record.decisions:
+            counts = self.seen.setdefault(key, {}).setdefault(move, [0, 0, 0])
+            counts[slot] += 1
+
+    def bonus(self, position: Position) -> dict[int, float]:
+        out: dict[int, float] = {}
+        for move, (won, drawn, lost) in self.seen.get(position_key(position), {}).items():
+            games = won + drawn + lost
+            out[move] = (MEMORY_WIN * won - MEMORY_DRAW * drawn - MEMORY_LOSS * lost) / games
+        return out
 
 
 @dataclass
@@ -327,13 +374,17 @@ class Tracker:
         self.game = GameRecord(self.count, rules, start, we_south, moves, state)
         return True
 
-    def played(self, move: int, lower: int | None, upper: int | None) -> None:
-        """The agent's final move for the last state (and its proven bounds). The next
+    def played(
+        self, move: int, lower: int | None, upper: int | None, estimate: int | None = None
+    ) -> None:
+        """The agent's final move for the last state (its proven bounds, its value). The next
         state's bridge starts with it; a move that ends the game ends the record."""
         game = self.game
         if game is None or game.last is None:
             return
         game.last_move, game.lower, game.upper = move, lower, upper
+        game.estimate = estimate
+        game.decisions.append((position_key(game.last), move))
         result = play(game.last, game.rules, move)
         if result.over:
             game.moves.append(move)
@@ -370,6 +421,8 @@ class Job:
     yielded: bool = False
     ponder: bool = False
     """Not a state: thinking on the opponent's time (see Thinker._ponder)."""
+    value: int | None = None
+    """The value of the move sent last (proven, or estimated)."""
 
 
 @dataclass
@@ -381,6 +434,8 @@ class _Line:
     result: int = UNKNOWN  # from the search without majority (WIN, UNKNOWN, LOSS)
     trap: float = 0.0
     """What the opponent-may-err weighing adds to the estimate (0 unless it ran)."""
+    memory: float = 0.0
+    """What the results of earlier games from this position add (see Experience)."""
 
     @property
     def exact(self) -> bool:
@@ -396,7 +451,7 @@ class _Line:
 
     def key(self) -> tuple[int, float, bool, int]:
         value = min(max(self.value, self.lower), self.upper)
-        return (self.outcome, value + self.trap, self.exact, -self.move)
+        return (self.outcome, value + self.trap + self.memory, self.exact, -self.move)
 
 
 class Thinker:
@@ -409,6 +464,8 @@ class Thinker:
         self.trap = trap
         """Weigh the opponent's chances to err when losing (see _weigh_traps)."""
         self.shallow = Engine(tt_mb=TRAP_TT_MB, threads=1)
+        self.experience: Experience | None = None
+        """Earlier games' results (see Experience), when the agent keeps them."""
         self.time_per_move = time_per_move
         self.result_db = result_db
         self.jobs: queue.Queue[Job | None] = queue.Queue()
@@ -549,6 +606,10 @@ class Thinker:
         deadline = job.received + self.time_per_move - min(MARGIN_S, self.time_per_move / 10)
         quick = engine.analyse(position, rules, depth=QUICK_DEPTH, pv_limit=1)
         lines = {m: _Line(m) for m in moves}
+        if self.experience is not None:
+            for move, bonus in self.experience.bonus(position).items():
+                if move in lines:
+                    lines[move].memory = bonus
         self._merge(lines, quick.moves)
         time.sleep(max(0.0, job.received + QUICK_DELAY_S - time.monotonic()))
         self._send(job, self._best(lines, job))
@@ -715,6 +776,7 @@ class Thinker:
     def _best(lines: dict[int, _Line], job: Job) -> int:
         best = max(lines.values(), key=_Line.key)
         job.lower, job.upper = best.lower, best.upper
+        job.value = min(max(best.value, best.lower), best.upper)
         return best.move
 
 
@@ -742,6 +804,8 @@ class AgentOptions:
     tt_mb: int = 256
     opponent_may_err: bool = True
     """When losing, weigh the opponent's chances to err (Thinker._weigh_traps)."""
+    memory: bool = True
+    """Prefer moves by the results of earlier games in the same position (Experience)."""
     authors: str = "kalah-core"
     description: str = (
         "exact solver with a depth-limited fallback (kalah-core): secures the result, "
@@ -760,6 +824,8 @@ class Agent:
         self.thinker = Thinker(
             engine, options.time_per_move, result_db, trap=options.opponent_may_err
         )
+        self.experience = Experience() if options.memory else None
+        self.thinker.experience = self.experience
         self.thinker.on_start = self._on_start
         self.thinker.on_done = self._on_done
         self.done = threading.Event()
@@ -776,12 +842,14 @@ class Agent:
 
     def _on_done(self, job: Job, rules: Rules) -> None:
         if job.sent is not None and not self.done.is_set():
-            self.tracker.played(job.sent, job.lower, job.upper)
+            self.tracker.played(job.sent, job.lower, job.upper, job.value)
 
     def _game_over(self, record: GameRecord) -> None:
         with self._records_lock:
             self.records.append(record)
             self.summary.add(record)
+            if self.experience is not None:
+                self.experience.add(record)
         side = "South" if record.we_south else "North"
         margin = "?" if record.margin is None else f"{record.margin:+d}"
         log.info(

@@ -37,6 +37,8 @@ from kalah_core.kgp_agent import (
     WIN,
     Agent,
     AgentOptions,
+    Experience,
+    GameRecord,
     Job,
     Thinker,
     Tracker,
@@ -46,6 +48,7 @@ from kalah_core.kgp_agent import (
     fallback_move,
     legal_houses,
     mirrored,
+    position_key,
 )
 from kalah_core.results import Analysis, MoveValue
 from kalah_core.solver import Engine
@@ -320,6 +323,49 @@ def test_when_losing_the_agent_prefers_the_move_a_shallow_opponent_answers_badly
     # A reply worth only a seed more than the estimate is no chance (estimates are noisy).
     values[play(after[2], rules, 1).after] = -3
     assert weigh({1: -3, 2: -4, 3: -9, 6: -12})[0] == 1
+
+
+def test_experience_repeats_a_won_line_and_leaves_a_lost_one() -> None:
+    rules = Rules.preset("kalah", majority=True, houses=6, seeds=6)
+    start = Position.start(rules)
+    after = play(play(start, rules, 1).after, rules, 3).after  # North to move, mirrored below
+    here = mirrored(after)
+    experience = Experience()
+
+    def record(move: int, margin: int | None, estimate: int | None = None) -> GameRecord:
+        game = GameRecord(1, rules, start, False, margin=margin, estimate=estimate)
+        game.decisions.append((position_key(here), move))
+        return game
+
+    experience.add(record(2, -8))  # lost after move 2
+    experience.add(record(3, +4))  # won after move 3
+    experience.add(record(4, None, estimate=-5))  # ended out of sight, estimated lost
+    experience.add(record(5, None))  # out of sight, no estimate: not counted
+    bonus = experience.bonus(here)
+    assert bonus[3] > 0 > bonus[2] and bonus[4] < 0 and 5 not in bonus
+    assert experience.bonus(start) == {}
+    # Among close estimates the won move is played again, the lost one avoided ...
+    lines = {m: _Line(m, value=v) for m, v in {1: -4, 2: -3, 3: -5, 4: -3}.items()}
+    for move, b in bonus.items():
+        lines[move].memory = b
+    assert max(lines.values(), key=_Line.key).move == 3
+    # ... but never over a move proven to win.
+    lines[1].lower = lines[1].upper = 2
+    assert max(lines.values(), key=_Line.key).move == 1
+
+
+def test_the_agent_learns_from_its_games() -> None:
+    """Over two games the agent's decisions and results reach its experience: the second game
+    starts from the same position, where the first game's move now carries its result."""
+    with running(KgpTestServer(games=2, client_sides=(True, True), houses=4, seeds=3)) as server:
+        agent = _play(server)
+    _check_games(server, agent)
+    assert agent.experience is not None
+    start, _ = agent.records[0].decisions[0]
+    assert start == position_key(Position((3,) * 4, (3,) * 4))
+    # Both games' first moves, each with its game's result.
+    assert sum(sum(c) for c in agent.experience.seen[start].values()) == 2
+    assert all(len(r.decisions) >= 1 for r in agent.records)
 
 
 def test_fallback_move_is_legal_on_any_board() -> None:
