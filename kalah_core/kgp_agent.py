@@ -21,6 +21,10 @@ A ``stop`` from the server interrupts the search at once (:meth:`Engine.interrup
 agent picks one proven to win if there is any (never trading it for a larger estimated
 margin), else one not proven to lose, and only then the largest value (proven, or estimated).
 
+**Experience.** Where the agent moved before in this run, the results of those games count:
+many opponents answer a position the same way every time, so a won line wins again and a lost
+one loses again (:class:`Experience`).
+
 **The databases under majority.** The endgame databases hold the future under rules without
 ``majority``, where the stores do not matter. Under ``majority`` the game stops as soon as a
 store holds more than half of the seeds; but once that happens that player has won whatever
