@@ -120,8 +120,9 @@ estimates from searches of different depths, not a chance."""
 MEMORY_WIN = 4.0
 MEMORY_DRAW = 1.0
 MEMORY_LOSS = 3.0
-"""What the results of earlier games add to a move's estimate where the agent played it before
-(times the share of those games won; taken off for drawn and lost ones): see Experience."""
+"""What the results of earlier games add to a move's estimate where the agent played it before:
+MEMORY_WIN if a game through it was won, else minus MEMORY_DRAW if one was drawn, else minus
+MEMORY_LOSS (see Experience)."""
 TRAP_TT_MB = 4
 """The table of the shallow searches: its own, so that no deep entry informs them."""
 """Seconds before each reconnection attempt; the agent gives up after the last one fails."""
@@ -266,10 +267,11 @@ class Experience:
     """The results of the agent's earlier games, by the positions it moved in and its moves.
     Many opponents play the same move in the same position every time; against them a move that
     won once wins again, and one that lost loses again. So where the agent has been before, a
-    move it played gets MEMORY_WIN times the share of those games won, less MEMORY_DRAW and
-    MEMORY_LOSS times the shares drawn and lost, added to its estimate (never over a move proven
-    to win, nor over the result first: see _Line.key). A game whose end the agent did not see
-    counts by its last estimate's sign."""
+    move it played gets MEMORY_WIN added to its estimate if a game through it was won (the
+    agent chooses its own later moves, so it can take that game's line again; a move that
+    lost once and won once is a won move), else MEMORY_DRAW taken off if one was drawn, else
+    MEMORY_LOSS (never over a move proven to win, nor over the result first: see _Line.key).
+    A game whose end the agent did not see counts by its last estimate's sign."""
 
     def __init__(self) -> None:
         self.seen: dict[PositionKey, dict[int, list[int]]] = {}
@@ -287,9 +289,10 @@ class Experience:
 
     def bonus(self, position: Position) -> dict[int, float]:
         out: dict[int, float] = {}
-        for move, (won, drawn, lost) in self.seen.get(position_key(position), {}).items():
-            games = won + drawn + lost
-            out[move] = (MEMORY_WIN * won - MEMORY_DRAW * drawn - MEMORY_LOSS * lost) / games
+        for move, (won, drawn, _lost) in self.seen.get(position_key(position), {}).items():
+            # The best result a game through this move reached: the agent chooses its own later
+            # moves, so it can take that game's line again.
+            out[move] = MEMORY_WIN if won else -MEMORY_DRAW if drawn else -MEMORY_LOSS
         return out
 
 

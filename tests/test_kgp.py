@@ -343,6 +343,9 @@ def test_experience_repeats_a_won_line_and_leaves_a_lost_one() -> None:
     experience.add(record(5, None))  # out of sight, no estimate: not counted
     bonus = experience.bonus(here)
     assert bonus[3] > 0 > bonus[2] and bonus[4] < 0 and 5 not in bonus
+    # A move that lost once and won once leads to a win: the agent can take that line again.
+    experience.add(record(2, +2))
+    assert experience.bonus(here)[2] == bonus[3]
     assert experience.bonus(start) == {}
     # Among close estimates the won move is played again, the lost one avoided ...
     lines = {m: _Line(m, value=v) for m, v in {1: -4, 2: -3, 3: -5, 4: -3}.items()}
