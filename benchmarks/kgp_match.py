@@ -298,7 +298,7 @@ def main() -> int:
         "server's 2 s)",
     )
     parser.add_argument(
-        "--agent-args", default="", help="more options for kalah kgp, e.g. --trust-opponent"
+        "--agent-args", default="", help="more options for kalah kgp, e.g. --no-memory"
     )
     parser.add_argument("--tt-mb", type=int, default=256)
     parser.add_argument("--keep", type=Path, default=None, help="copy each pair's database here")

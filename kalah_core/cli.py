@@ -478,7 +478,7 @@ def cmd_kgp(args: argparse.Namespace) -> int:
         time_per_move=args.time_per_move,
         threads=args.threads or cpu_limit(),
         tt_mb=args.tt_mb or default_tt_mb(),
-        opponent_may_err=not args.trust_opponent,
+        opponent_may_err=args.opponent_may_err,
         memory=not args.no_memory,
     )
     if options.games is not None and options.games < 1:
@@ -813,10 +813,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="transposition table (default: a quarter of the memory limit, 16..1024)",
     )
     kgp.add_argument(
-        "--trust-opponent",
+        "--opponent-may-err",
         action="store_true",
-        help="when losing, play the best estimate only (by default, among moves close to it, "
-        "the one a shallower opponent is likelier to answer badly)",
+        help="when losing, play among moves close to the best estimate the one a shallower "
+        "opponent is likelier to answer badly (off by default: no measured gain)",
     )
     kgp.add_argument(
         "--no-memory",

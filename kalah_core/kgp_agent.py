@@ -9,9 +9,9 @@ releases the GIL while it searches). For each ``state`` the thinker
 3. then tries to prove: on 6-house boards with an endgame database, first the *result* under the
    plain ``kalah`` rules, where the database applies (see below), then the value under the
    server's rules (``kalah`` plus ``majority``);
-4. when losing (or drawing, proven), weighs the opponent's chances to err (``_weigh_traps``)
-   in the last part of the depth-limited search's time; sends ``yield`` as soon as its move
-   is proven optimal, or when ``--time-per-move`` is up;
+4. with ``--opponent-may-err``, when losing (or drawing, proven), weighs the opponent's
+   chances to err (``_weigh_traps``) in the last part of the depth-limited search's time;
+   sends ``yield`` as soon as its move is proven optimal, or when ``--time-per-move`` is up;
 5. then, while the opponent thinks, deepens on the position its move left (pondering) until
    the next state comes, so that state's search starts on a warm table.
 
@@ -465,7 +465,7 @@ class Thinker:
     """The search thread: answers one state at a time on a warm table."""
 
     def __init__(
-        self, engine: Engine, time_per_move: float, result_db: bool, trap: bool = True
+        self, engine: Engine, time_per_move: float, result_db: bool, trap: bool = False
     ) -> None:
         self.engine = engine
         self.trap = trap
@@ -809,8 +809,9 @@ class AgentOptions:
     time_per_move: float = 1.0
     threads: int = 1
     tt_mb: int = 256
-    opponent_may_err: bool = True
-    """When losing, weigh the opponent's chances to err (Thinker._weigh_traps)."""
+    opponent_may_err: bool = False
+    """When losing, weigh the opponent's chances to err (Thinker._weigh_traps); off by default,
+    as it showed no gain against go-kgp's bots and costs depth (docs/kgp.md)."""
     memory: bool = True
     """Prefer moves by the results of earlier games in the same position (Experience)."""
     authors: str = "kalah-core"

@@ -371,6 +371,16 @@ def test_the_agent_learns_from_its_games() -> None:
     assert all(len(r.decisions) >= 1 for r in agent.records)
 
 
+@pytest.mark.system
+def test_full_games_weighing_the_opponents_chances() -> None:
+    """With --opponent-may-err the agent still plays only legal moves, on both sides, and
+    its records follow the server's games."""
+    with running(KgpTestServer(games=2, client_sides=(True, False))) as server:
+        agent = _play(server, opponent_may_err=True, time_per_move=0.3)
+    assert agent.thinker.trap
+    _check_games(server, agent)
+
+
 def test_fallback_move_is_legal_on_any_board() -> None:
     rng = random.Random(3)
     for _ in range(200):
