@@ -117,12 +117,11 @@ reply that is not the best gives the agent beyond the estimate, by the agent's d
 TRAP_MIN_GAIN = 2
 """... counted only when that mean is at least this many seeds: smaller ones are the noise of
 estimates from searches of different depths, not a chance."""
-MEMORY_WIN = 4.0
 MEMORY_DRAW = 1.0
 MEMORY_LOSS = 3.0
-"""What the results of earlier games add to a move's estimate where the agent played it before:
-MEMORY_WIN if a game through it was won, else minus MEMORY_DRAW if one was drawn, else minus
-MEMORY_LOSS (see Experience)."""
+"""What the results of earlier games take off a move's estimate where the agent played it
+before and no game through it was won: MEMORY_DRAW if one was drawn, else MEMORY_LOSS (a move
+through which a game was won is played again: see Experience)."""
 TRAP_TT_MB = 4
 """The table of the shallow searches: its own, so that no deep entry informs them."""
 """Seconds before each reconnection attempt; the agent gives up after the last one fails."""
@@ -267,11 +266,13 @@ class Experience:
     """The results of the agent's earlier games, by the positions it moved in and its moves.
     Many opponents play the same move in the same position every time; against them a move that
     won once wins again, and one that lost loses again. So where the agent has been before, a
-    move it played gets MEMORY_WIN added to its estimate if a game through it was won (the
-    agent chooses its own later moves, so it can take that game's line again; a move that
-    lost once and won once is a won move), else MEMORY_DRAW taken off if one was drawn, else
-    MEMORY_LOSS (never over a move proven to win, nor over the result first: see _Line.key).
-    A game whose end the agent did not see counts by its last estimate's sign."""
+    move through which a game was won is played again, whatever the estimates (the agent
+    chooses its own later moves, so it can take that game's line again; a move that lost once
+    and won once is a won move), unless another move is proven to win or this one is proven
+    to lose (the result first: see _Line.key); a move whose games were drawn or lost gets
+    MEMORY_DRAW or MEMORY_LOSS taken off its estimate, so the agent leaves that line where
+    another move is close. A game whose end the agent did not see counts by its last
+    estimate's sign."""
 
     def __init__(self) -> None:
         self.seen: dict[PositionKey, dict[int, list[int]]] = {}
@@ -287,12 +288,11 @@ class Experience:
             counts = self.seen.setdefault(key, {}).setdefault(move, [0, 0, 0])
             counts[slot] += 1
 
-    def bonus(self, position: Position) -> dict[int, float]:
-        out: dict[int, float] = {}
+    def best(self, position: Position) -> dict[int, str]:
+        """The best result a game reached through each move played in ``position``."""
+        out: dict[int, str] = {}
         for move, (won, drawn, _lost) in self.seen.get(position_key(position), {}).items():
-            # The best result a game through this move reached: the agent chooses its own later
-            # moves, so it can take that game's line again.
-            out[move] = MEMORY_WIN if won else -MEMORY_DRAW if drawn else -MEMORY_LOSS
+            out[move] = "win" if won else "draw" if drawn else "loss"
         return out
 
 
@@ -442,7 +442,9 @@ class _Line:
     trap: float = 0.0
     """What the opponent-may-err weighing adds to the estimate (0 unless it ran)."""
     memory: float = 0.0
-    """What the results of earlier games from this position add (see Experience)."""
+    """What the results of earlier games from this position take off (see Experience)."""
+    won_before: bool = False
+    """A game through this move was won: play it again (see Experience)."""
 
     @property
     def exact(self) -> bool:
@@ -456,9 +458,10 @@ class _Line:
             return LOSS
         return UNKNOWN
 
-    def key(self) -> tuple[int, float, bool, int]:
+    def key(self) -> tuple[int, bool, float, bool, int]:
         value = min(max(self.value, self.lower), self.upper)
-        return (self.outcome, value + self.trap + self.memory, self.exact, -self.move)
+        won_before = self.won_before and self.outcome == UNKNOWN
+        return (self.outcome, won_before, value + self.trap + self.memory, self.exact, -self.move)
 
 
 class Thinker:
@@ -614,9 +617,12 @@ class Thinker:
         quick = engine.analyse(position, rules, depth=QUICK_DEPTH, pv_limit=1)
         lines = {m: _Line(m) for m in moves}
         if self.experience is not None:
-            for move, bonus in self.experience.bonus(position).items():
+            for move, result in self.experience.best(position).items():
                 if move in lines:
-                    lines[move].memory = bonus
+                    lines[move].won_before = result == "win"
+                    lines[move].memory = {"win": 0.0, "draw": -MEMORY_DRAW}.get(
+                        result, -MEMORY_LOSS
+                    )
         self._merge(lines, quick.moves)
         time.sleep(max(0.0, job.received + QUICK_DELAY_S - time.monotonic()))
         self._send(job, self._best(lines, job))

@@ -341,18 +341,35 @@ def test_experience_repeats_a_won_line_and_leaves_a_lost_one() -> None:
     experience.add(record(3, +4))  # won after move 3
     experience.add(record(4, None, estimate=-5))  # ended out of sight, estimated lost
     experience.add(record(5, None))  # out of sight, no estimate: not counted
-    bonus = experience.bonus(here)
-    assert bonus[3] > 0 > bonus[2] and bonus[4] < 0 and 5 not in bonus
+    assert experience.best(here) == {2: "loss", 3: "win", 4: "loss"}
+    assert experience.best(start) == {}
     # A move that lost once and won once leads to a win: the agent can take that line again.
     experience.add(record(2, +2))
-    assert experience.bonus(here)[2] == bonus[3]
-    assert experience.bonus(start) == {}
-    # Among close estimates the won move is played again, the lost one avoided ...
+    assert experience.best(here)[2] == "win"
+
+    # The thinker plays a won move again, however it estimates it now ...
+    def think(with_experience: Experience | None) -> str:
+        sent: list[str] = []
+        thinker = Thinker(Engine(tt_mb=16), time_per_move=0.3, result_db=False)
+        thinker.experience = with_experience
+        thinker.think(Job(2, here, sent.append, time.monotonic()), rules)
+        thinker.close()
+        assert sent[-1] == "@2 yield"
+        return sent[-2]
+
+    own = int(think(None).split()[-1])
+    other = 6 if own != 6 else 5
+    won_elsewhere = Experience()
+    game = record(other, +1)
+    won_elsewhere.add(game)
+    assert think(won_elsewhere) == f"@2 move {other}"
+    # ... leaves a lost one where another is close ...
     lines = {m: _Line(m, value=v) for m, v in {1: -4, 2: -3, 3: -5, 4: -3}.items()}
-    for move, b in bonus.items():
-        lines[move].memory = b
+    lines[2].memory = lines[4].memory = -3.0
+    assert max(lines.values(), key=_Line.key).move == 1
+    lines[3].won_before = True
     assert max(lines.values(), key=_Line.key).move == 3
-    # ... but never over a move proven to win.
+    # ... but never plays it over a move proven to win.
     lines[1].lower = lines[1].upper = 2
     assert max(lines.values(), key=_Line.key).move == 1
 
