@@ -616,6 +616,12 @@ class Thinker:
         deadline = job.received + self.time_per_move - min(MARGIN_S, self.time_per_move / 10)
         quick = engine.analyse(position, rules, depth=QUICK_DEPTH, pv_limit=1)
         lines = {m: _Line(m) for m in moves}
+        self._merge(lines, quick.moves)
+        time.sleep(max(0.0, job.received + QUICK_DELAY_S - time.monotonic()))
+        self._send(job, self._best(lines, job))
+        # The game record, after the first move is out: a game the opponent ended is closed
+        # only now, as this state begins the next, so its result reaches the experience here.
+        self.on_start(job, rules)
         if self.experience is not None:
             for move, result in self.experience.best(position).items():
                 if move in lines:
@@ -623,10 +629,7 @@ class Thinker:
                     lines[move].memory = {"win": 0.0, "draw": -MEMORY_DRAW}.get(
                         result, -MEMORY_LOSS
                     )
-        self._merge(lines, quick.moves)
-        time.sleep(max(0.0, job.received + QUICK_DELAY_S - time.monotonic()))
-        self._send(job, self._best(lines, job))
-        self.on_start(job, rules)  # the game record, after the first move is out
+            self._send(job, self._best(lines, job))
 
         def left_ms(until: float) -> float:
             return (until - time.monotonic()) * 1000.0

@@ -360,9 +360,18 @@ def test_experience_repeats_a_won_line_and_leaves_a_lost_one() -> None:
     own = int(think(None).split()[-1])
     other = 6 if own != 6 else 5
     won_elsewhere = Experience()
-    game = record(other, +1)
-    won_elsewhere.add(game)
+    won_elsewhere.add(record(other, +1))
     assert think(won_elsewhere) == f"@2 move {other}"
+    # A game the opponent ended is closed only when the next game's first state comes (the
+    # tracker, in on_start): its result counts in that very state.
+    closed_late = Experience()
+    sent: list[str] = []
+    thinker = Thinker(Engine(tt_mb=16), time_per_move=0.3, result_db=False)
+    thinker.experience = closed_late
+    thinker.on_start = lambda job, rules: closed_late.add(record(other, +1))
+    thinker.think(Job(2, here, sent.append, time.monotonic()), rules)
+    thinker.close()
+    assert sent[-2:] == [f"@2 move {other}", "@2 yield"]
     # ... leaves a lost one where another is close ...
     lines = {m: _Line(m, value=v) for m, v in {1: -4, 2: -3, 3: -5, 4: -3}.items()}
     lines[2].memory = lines[4].memory = -3.0
