@@ -84,6 +84,11 @@ from kalah_core.book import shipped
 from kalah_core.databases import open_best
 from kalah_core.position import parse_position
 from kalah_core.solver import Engine
+try:  # the deep book, in the builds that have one
+    from kalah_core.deepbook import shipped as deep_shipped
+    books = {"book": shipped(), "deep_book": deep_shipped()}
+except ImportError:
+    books = {"book": shipped()}
 
 databases = open_best(sys.argv[1])  # the largest database of each rule key
 engines = {}
@@ -93,7 +98,7 @@ for line in sys.stdin:
     label = job.get("label", False)
     engine = engines.get(label)
     if engine is None:
-        engine = Engine(int(sys.argv[3 if label else 2]), book=shipped())
+        engine = Engine(int(sys.argv[3 if label else 2]), **books)
         for db in databases:
             engine.attach(db)
         engines[label] = engine
