@@ -9,12 +9,12 @@ A record, with node budgets (so the same build gives the same book on any machin
 
 1. the deep estimate: one depth-limited analysis deepening until ``estimate_nodes`` (the last
    whole depth counts), on an emptied table: every move's estimate and the best line;
-2. proven bounds on every move's value: null-window tests of the position the move leads to,
-   at thresholds stepping from far from the move's estimate towards it (``LADDER``), the
-   budget ``bounds_nodes`` shared out among the tests still running; a side whose test runs
-   out of its share stops there. Every move's upper side is tested (the root's upper bound is
-   the largest of them); the lower side of the moves estimated within ``LOW_MARGIN`` of the
-   best (the root's lower bound is the largest lower bound).
+2. proven bounds on every move's value within ``bounds_nodes``: null-window tests of the
+   position the move leads to, at thresholds stepping from far from the move's estimate
+   towards it (``LADDER``); a test that runs
+   out of its budget is tried again with twice the budget. After one cheap test a side of
+   every move, the tests go where the position's bounds are decided: the upper side of the
+   move with the highest upper bound, and the lower side of the best-estimated move.
 
 Then :func:`back_up` tightens each record's bounds with those of the positions its moves lead
 to, deepest first: the frontier's tests bound the start as well.
@@ -42,8 +42,8 @@ from .solver import HEURISTIC_MAX_DEPTH, Engine
 LADDER = (48, 40, 34, 30, 26, 22, 18, 14, 10, 8, 6, 4, 2)
 """Distances from a move's estimate of its bounds tests, in order: a test far from the value
 is cheap, one near it may take hours."""
-LOW_MARGIN = 2
-"""The moves whose lower side is tested: estimated within this of the best."""
+FIRST_SHARE = 0.1
+"""The share of a record's bounds budget for one test a side of every move."""
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -93,52 +93,92 @@ def deep_record(rules: Rules, key: bytes, budget: DeepBudget) -> DeepRecord:
     diff = lead(position)
     moves = {int(m.move): [m.value, m.lower, m.upper] for m in estimate.moves}
     results = {int(m): play(position, rules, m) for m in legal_moves(position, rules)}
-    best = max(v[0] for v in moves.values())
-    pairs = [
-        (house, side)
-        for house, (value, low, high) in moves.items()
-        for side in ("high", "low")
-        if low < high and (side == "high" or value >= best - LOW_MARGIN)
-    ]
-    rung = dict.fromkeys(pairs, 0)
-    s = engine.searcher
-    left = budget.bounds_nodes
-    total = rules.total_seeds
-    while pairs and left > 0:
-        for pair in list(pairs):
-            house, side = pair
-            value, low, high = moves[house]
-            beta = None
-            while rung[pair] < len(LADDER):
-                distance = LADDER[rung[pair]]
-                # "value >= beta": beta of the values' parity (that of the seeds in the game).
-                t = value - distance if side == "low" else value + distance + 1
-                t += (t - total) % 2
-                if low < t <= high:
-                    beta = t
-                    break
-                rung[pair] += 1
-            if beta is None or low == high or left <= 0:
-                pairs.remove(pair)
-                continue
-            s.set_budget(0.0, max(1, left // len(pairs)))
-            before = s.nodes
-            bound = _test(engine, rules, results[house], beta)
-            left -= s.nodes - before
-            if bound is None:  # out of its share: this side stops here
-                pairs.remove(pair)
-                continue
-            if bound >= beta:
-                moves[house][1] = max(low, bound)
-            else:
-                moves[house][2] = min(high, bound)
-            rung[pair] += 1
+    _bounds(engine, rules, moves, results, budget.bounds_nodes)
     bounds = tuple(
         MoveBound(house, v - diff, low - diff, high - diff)
         for house, (v, low, high) in sorted(moves.items())
     )
     pv = tuple(int(m) for turn in estimate.pv for m in turn)
     return _record(key, estimate.depth, bounds, pv)
+
+
+def _bounds(
+    engine: Engine,
+    rules: Rules,
+    moves: dict[int, list[int]],
+    results: dict[int, Any],
+    nodes: int,
+) -> None:
+    """Narrow ``moves`` (house: [estimate, lower, upper]) by null-window tests within
+    ``nodes``: first one test a side of every move at the ladder's first rung (a share of
+    FIRST_SHARE of the budget), then, alternately, the upper side of the move with the highest
+    upper bound (it is the position's upper bound) and the lower side of the best-estimated
+    move (whose lower bound is the position's), each climbing the ladder. A test that runs
+    out of its budget is tried again, on the warm table, with twice the budget."""
+    s = engine.searcher
+    total = rules.total_seeds
+    rung: dict[tuple[int, str], int] = {}
+    left = nodes
+
+    def threshold(house: int, side: str) -> int | None:
+        value, low, high = moves[house]
+        while rung.setdefault((house, side), 0) < len(LADDER):
+            distance = LADDER[rung[(house, side)]]
+            # "value >= beta", beta of the values' parity (that of the seeds in the game)
+            t = value - distance if side == "low" else value + distance + 1
+            t += (t - total) % 2
+            if low < t <= high:
+                return t
+            rung[(house, side)] += 1
+        return None
+
+    def run(house: int, side: str, cap: int) -> bool | None:
+        """One test (None: out of budget; else whether it was worth a try)."""
+        nonlocal left
+        beta = threshold(house, side)
+        if beta is None:
+            return False
+        s.set_budget(0.0, max(1, min(cap, left)))
+        before = s.nodes
+        bound = _test(engine, rules, results[house], beta)
+        left -= s.nodes - before
+        if bound is None:
+            return None
+        if bound >= beta:
+            moves[house][1] = max(moves[house][1], bound)
+        else:
+            moves[house][2] = min(moves[house][2], bound)
+        rung[(house, side)] += 1
+        return True
+
+    open_moves = [h for h, (_, low, high) in moves.items() if low < high]
+    if not open_moves:
+        return
+    first = int(nodes * FIRST_SHARE) // (2 * len(open_moves))
+    for house in open_moves:
+        for side in ("high", "low"):
+            if left > 0:
+                run(house, side, first)
+    caps: dict[tuple[int, str], int] = {}
+    side = "high"
+    stuck: set[str] = set()
+    while left > 0 and len(stuck) < 2:
+        side = "low" if side == "high" else "high"
+        if side == "high":
+            top = max(high for _, _, high in moves.values())
+            picks = [h for h, (_, low, high) in moves.items() if high == top and low < high]
+        else:
+            best = max(moves.values(), key=lambda m: (m[0], -m[2]))
+            picks = [h for h, m in moves.items() if m is best and m[1] < m[2]]
+        picks = [h for h in picks if threshold(h, side) is not None]
+        if not picks:
+            stuck.add(side)
+            continue
+        stuck.discard(side)
+        house = picks[0]
+        cap = caps.setdefault((house, side), max(1, left // 8))
+        if run(house, side, cap) is None:
+            caps[(house, side)] = 2 * cap
 
 
 def _record(
