@@ -725,7 +725,16 @@ def cmd_book_info(args: argparse.Namespace) -> int:
         f"every one within {s['depth']} sowings"
         for s in sections
     ]
-    emit(args, "\n".join(lines), {"path": str(path), "sections": sections})
+    deep: list[dict[str, Any]] = []
+    if args.path is None and os.path.exists(deepbook.SHIPPED):  # the shipped deep book too
+        deep = deepbook.shipped().info()
+        lines.append(f"{deepbook.SHIPPED}: {os.path.getsize(deepbook.SHIPPED):,} bytes")
+        lines += [
+            f"{s['rules']} (deep): {s['positions']:,} positions within {s['sowings']} sowings: "
+            "deep estimates and proven bounds"
+            for s in deep
+        ]
+    emit(args, "\n".join(lines), {"path": str(path), "sections": sections, "deep": deep})
     return EXIT_OK
 
 

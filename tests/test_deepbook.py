@@ -5,12 +5,15 @@ its budgets and labels the answer, and the shipped file loads."""
 from __future__ import annotations
 
 import io
+import json
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
+from pathlib import Path
 
 import pytest
 
 from kalah_core.book import BookError
+from kalah_core.cli import main
 from kalah_core.deepbook import DeepBook, DeepSection, deep_key, key_position, lead
 from kalah_core.deepbook_build import DeepBudget, back_up, build_deep_section, levels
 from kalah_core.game import legal_moves, play
@@ -105,10 +108,7 @@ def test_a_build_through_an_executor_equals_one_in_process() -> None:
     assert mapped.records == plain.records
 
 
-def test_a_checkpoint_resumes(tmp_path: object) -> None:
-    from pathlib import Path
-
-    assert isinstance(tmp_path, Path)
+def test_a_checkpoint_resumes(tmp_path: Path) -> None:
     rules = SMALL["piet-hein"]
     path = tmp_path / "ck.jsonl"
     first = build_deep_section(rules, 1, [BUDGET], checkpoint=path, stream=io.StringIO())
@@ -187,10 +187,7 @@ def test_records_serve_only_their_rules_and_stores() -> None:
     assert (b.lower, b.upper, b.value) == (a.lower + 2, a.upper + 2, a.value + 2)
 
 
-def test_a_file_round_trips_and_a_bad_one_is_refused(tmp_path: object) -> None:
-    from pathlib import Path
-
-    assert isinstance(tmp_path, Path)
+def test_a_file_round_trips_and_a_bad_one_is_refused(tmp_path: Path) -> None:
     book = DeepBook([small_section(n) for n in sorted(SMALL)])
     path = tmp_path / "deep.xz"
     book.save(path)
@@ -201,3 +198,19 @@ def test_a_file_round_trips_and_a_bad_one_is_refused(tmp_path: object) -> None:
     path.write_bytes(b"not a book")
     with pytest.raises(BookError):
         DeepBook.load(path)
+
+
+def test_the_book_deep_command_builds_a_section(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("KALAH_EGDB_PATH", "off")
+    path = tmp_path / "deep.xz"
+    rules = ("--houses", "4", "--seeds", "3", "--majority")
+    budgets = ("--estimate-mnodes", "0.0015", "--bounds-mnodes", "0.0015")
+    argv = ["book", "deep", *rules, "--sowings", "1", *budgets, "-o", str(path), "--json"]
+    assert main(argv) == 0
+    built = json.loads(capsys.readouterr().out)
+    assert (built["sowings"], built["positions"]) == (1, 1 + 4)
+    section = DeepBook.load(path).sections[SMALL["kgp"].key]
+    expected = build_deep_section(SMALL["kgp"], 1, [BUDGET], stream=io.StringIO())
+    assert section.records == expected.records  # node budgets: the same book every time
