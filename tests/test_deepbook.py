@@ -207,8 +207,8 @@ def test_the_book_deep_command_builds_a_section(
     path = tmp_path / "deep.xz"
     rules = ("--houses", "4", "--seeds", "3", "--majority")
     budgets = ("--estimate-mnodes", "0.0015", "--bounds-mnodes", "0.0015")
-    argv = ["book", "deep", *rules, "--sowings", "1", *budgets, "-o", str(path), "--json"]
-    assert main(argv) == 0
+    argv = ["book", "deep", *rules, "--sowings", "1", *budgets, "--tt-mb", "4", "-o", str(path)]
+    assert main([*argv, "--json"]) == 0
     built = json.loads(capsys.readouterr().out)
     assert (built["sowings"], built["positions"]) == (1, 1 + 4)
     section = DeepBook.load(path).sections[SMALL["kgp"].key]
