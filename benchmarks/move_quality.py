@@ -84,11 +84,11 @@ from kalah_core.book import shipped
 from kalah_core.databases import open_best
 from kalah_core.position import parse_position
 from kalah_core.solver import Engine
-try:  # the deep book, in the builds that have one
+import inspect
+books = {"book": shipped()}
+if "deep_book" in inspect.signature(Engine).parameters:  # the builds that have a deep book
     from kalah_core.deepbook import shipped as deep_shipped
-    books = {"book": shipped(), "deep_book": deep_shipped()}
-except ImportError:
-    books = {"book": shipped()}
+    books["deep_book"] = deep_shipped()
 
 databases = open_best(sys.argv[1])  # the largest database of each rule key
 engines = {}
