@@ -15,7 +15,7 @@ import pytest
 from kalah_core.book import BookError
 from kalah_core.cli import main
 from kalah_core.deepbook import DeepBook, DeepSection, deep_key, key_position, lead
-from kalah_core.deepbook_build import DeepBudget, back_up, build_deep_section, levels
+from kalah_core.deepbook_build import DeepBudget, back_up, build_deep_section, deep_record, levels
 from kalah_core.game import legal_moves, play
 from kalah_core.position import Position
 from kalah_core.rules import Rules
@@ -214,3 +214,13 @@ def test_the_book_deep_command_builds_a_section(
     section = DeepBook.load(path).sections[SMALL["kgp"].key]
     expected = build_deep_section(SMALL["kgp"], 1, [BUDGET], stream=io.StringIO())
     assert section.records == expected.records  # node budgets: the same book every time
+
+
+def test_a_record_does_not_depend_on_the_records_made_before_it() -> None:
+    """deep_record is a pure function of (rules, board, budget): the same records whatever
+    the order, so executors may hand positions out in any order."""
+    rules = SMALL["kalah-ru"]
+    keys = [k for level in levels(rules, SOWINGS) for k in level]
+    forward = [deep_record(rules, k, BUDGET) for k in keys]
+    backward = [deep_record(rules, k, BUDGET) for k in reversed(keys)]
+    assert forward == backward[::-1]
