@@ -31,7 +31,9 @@ A job may also hold engine work (:mod:`kalah_core.tasks`: a book build's boards,
 ``kalah book build --redis-url``, see :mod:`.work`) instead of analyses: the same chunks,
 queue and leases, but its runner stores each item's result as it comes (a partial
 completion), the results are pushed on the job's ``feed`` list for the process that posted
-it, and a chunk taken over skips the items already answered.
+it, and a chunk taken over skips the items already answered. Its poster renews a lease
+(``poster``) as it reads the feed: a poster killed hard has its job cancelled when the lease
+lapses (:data:`POSTER_LEASE_MS`), so workers do not run an orphan build to its end.
 """
 
 from __future__ import annotations
@@ -77,6 +79,9 @@ WORKER_BEAT_S = 1.0
 WORKER_STALE_S = 10.0
 """A worker that has not beaten for this long is dead (or cut off): it runs no job."""
 LEASE_MS = 5000
+POSTER_LEASE_MS = 60_000
+"""Engine work (a book build) is cancelled this long after its poster stopped reading its
+results (killed without a chance to cancel it)."""
 HEARTBEAT_S = 1.0
 WAIT_S = 5
 """How long an idle runner blocks on the bell before it looks at the queue again."""
@@ -118,6 +123,12 @@ for _ = 1, 1000 do
   local meta = base .. 'meta'
   local status = redis.call('HGET', meta, 'status')
   local body = redis.call('GET', base .. 'chunk:' .. n)
+  if (status == 'queued' or status == 'running') and redis.call('HGET', meta, 'feed') == '1'
+      and redis.call('EXISTS', base .. 'poster') == 0 then
+    redis.call('HSET', meta, 'status', 'cancelled', 'error', 'its poster is gone')
+    redis.call('SREM', KEYS[4], job)
+    status = 'cancelled'
+  end
   if (status ~= 'queued' and status ~= 'running') or (not body)
       or redis.call('SISMEMBER', base .. 'done', n) == 1 then
     redis.call('ZREM', KEYS[2], entry)
@@ -142,14 +153,20 @@ return false
 """
 )
 
-# Extend a lease held by this token of a job still running: 1, else 0 (stop).
-# KEYS: leases, tokens, meta; ARGV: entry, token, lease ms.
+# Extend a lease held by this token of a job still running: 1, else 0 (stop). Engine work
+# whose poster is gone (its lease lapsed: killed) is cancelled.
+# KEYS: leases, tokens, meta, poster, active; ARGV: entry, token, lease ms, job id.
 _RENEW = (
     _NOW
     + """
 if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then return 0 end
 local status = redis.call('HGET', KEYS[3], 'status')
 if status ~= 'queued' and status ~= 'running' then return 0 end
+if redis.call('HGET', KEYS[3], 'feed') == '1' and redis.call('EXISTS', KEYS[4]) == 0 then
+  redis.call('HSET', KEYS[3], 'status', 'cancelled', 'error', 'its poster is gone')
+  redis.call('SREM', KEYS[5], ARGV[4])
+  return 0
+end
 redis.call('ZADD', KEYS[1], ms + tonumber(ARGV[3]), ARGV[1])
 return 1
 """
@@ -279,6 +296,13 @@ class JobKeys:
         return self._key("chunk_items")
 
     @property
+    def poster(self) -> str:
+        """String (engine work only), expiring: the job's poster is alive. Once it expires,
+        the job is cancelled (its chunks are dropped, its runners stop after the item in
+        hand)."""
+        return self._key("poster")
+
+    @property
     def feed(self) -> str:
         """List (engine work only): indices of tasks answered, for the job's poster."""
         return self._key("feed")
@@ -395,6 +419,7 @@ class RedisJobStore:
             pipe.hset(job.chunk_items, str(n), len(part))
         for key in (job.meta, job.chunk_items):
             pipe.expire(key, ttl_s)
+        pipe.set(job.poster, 1, px=POSTER_LEASE_MS)
         if parts:
             pipe.sadd(ACTIVE, job.id)
             entries = [job.entry(n) for n in range(len(parts))]
@@ -411,8 +436,10 @@ class RedisJobStore:
 
     def feed(self, job_id: str, timeout_s: float) -> list[tuple[int, bytes]]:
         """The results of engine work answered since the last call (each once), waiting up to
-        ``timeout_s`` for the first."""
+        ``timeout_s`` for the first. Each call renews the poster's lease: a poster that stops
+        calling (killed) has its job cancelled :data:`POSTER_LEASE_MS` later."""
         job = JobKeys(job_id)
+        self.redis.set(job.poster, 1, px=POSTER_LEASE_MS)
         first = cast(
             tuple[bytes, bytes] | None,
             self._blocking.blpop([job.feed], timeout=max(0.01, min(WAIT_S, timeout_s))),
@@ -434,7 +461,7 @@ class RedisJobStore:
         job = JobKeys(job_id)
         chunks_n = int(cast(bytes | None, self.redis.hget(job.meta, "chunks")) or 0)
         keys = [job.meta, job.items, job.results, job.done, job.attempts, job.chunk_items]
-        keys += [job.feed, *(job.chunk(n) for n in range(chunks_n))]
+        keys += [job.feed, job.poster, *(job.chunk(n) for n in range(chunks_n))]
         pipe = self.redis.pipeline(transaction=False)
         for start in range(0, len(keys), 1000):
             pipe.delete(*keys[start : start + 1000])
@@ -536,9 +563,11 @@ class RedisJobStore:
         return Lease(job_id, int(n), worker, tasks, payer.decode(), int(attempt))
 
     def renew(self, lease: Lease) -> bool:
-        entry = JobKeys(lease.job_id).entry(lease.chunk)
-        meta = JobKeys(lease.job_id).meta
-        renewed = self._renew(keys=[LEASES, TOKENS, meta], args=[entry, lease.token, LEASE_MS])
+        job = JobKeys(lease.job_id)
+        renewed = self._renew(
+            keys=[LEASES, TOKENS, job.meta, job.poster, ACTIVE],
+            args=[job.entry(lease.chunk), lease.token, LEASE_MS, lease.job_id],
+        )
         return bool(renewed)
 
     def complete(self, lease: Lease, done: Completed) -> bool:

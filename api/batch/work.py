@@ -12,7 +12,8 @@ nobody), and yields each item's result as a ``kalah worker`` stores it (:func:`.
   takes the chunk over and skips the items already answered;
 - the poster (the book build) keeps its checkpoint files as the results come, so it resumes
   from them when killed; when stopped (a deadline, Ctrl-C, SIGTERM), it cancels the job and
-  deletes its keys; killed hard, its job runs on and its keys expire after :data:`TTL_S`.
+  deletes its keys; killed hard, its job is cancelled once it has not read its results for a
+  minute (:data:`~.redis_store.POSTER_LEASE_MS`), and its keys expire after :data:`TTL_S`.
 """
 
 from __future__ import annotations

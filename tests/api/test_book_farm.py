@@ -198,3 +198,24 @@ def test_the_local_executor_gives_each_item_its_result_once() -> None:
             assert (
                 bytes.fromhex(keys[i]) + bytes.fromhex(record) == local.data[12 * i : 12 * i + 12]
             )
+
+
+def test_a_build_killed_hard_has_its_job_cancelled_once_its_poster_lease_lapses(
+    redis_server: Any,
+) -> None:
+    redis_server.flush()
+    store = RedisJobStore(redis_server.url, ttl_s=TTL_S)
+    work = Task("book.solve", {})
+    job_id = store.create_work(work, ["a", "b", "c"], 1, "book-build", ttl_s=TTL_S)
+    running = store.take("w1")
+    assert running is not None and store.renew(running)
+    store.feed(job_id, 0.01)  # the poster reads: its lease goes on
+    assert store.renew(running)
+    # The poster is killed: its lease lapses (made to lapse now rather than in a minute).
+    redis.Redis.from_url(redis_server.url).delete(JobKeys(job_id).poster)
+    assert not store.renew(running)  # the runner stops after the item in hand
+    assert store.take("w2") is None  # the chunks left are dropped
+    status = store.status(job_id)
+    assert status is not None and status.status == "cancelled"
+    assert status.error == "its poster is gone"
+    assert store.unfinished() == 0
