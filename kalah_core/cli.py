@@ -634,7 +634,10 @@ def cmd_book_build(args: argparse.Namespace) -> int:
     paths = args.egdb or ([str(found[0])] if found else [])
     presets = [name for name, r in PRESETS.items() if book.rule_key_of(r) == key]
     path = args.output or book.SHIPPED
-    old = book.Book.load(path) if os.path.exists(path) else book.Book([])
+    start = book.SHIPPED if args.start == "shipped" else args.start or path
+    if args.start and not os.path.exists(start):
+        raise KalahError(f"--from: no book at {start}")
+    old = book.Book.load(start) if os.path.exists(start) else book.Book([])
     earlier = old.sections.get(key)  # what an earlier build solved is not solved again
     executor = None
     solvers: list[str] | None = paths
@@ -897,6 +900,14 @@ def build_parser() -> argparse.ArgumentParser:
     book_build.add_argument("--depth", type=int, required=True, metavar="N", help="sowings")
     book_build.add_argument(
         "-o", "--output", default=None, metavar="PATH", help="default: the shipped book"
+    )
+    book_build.add_argument(
+        "--from",
+        dest="start",
+        default=None,
+        metavar="PATH",
+        help="the book this build extends, its sections kept ('shipped': the shipped one; "
+        "default: the output, if it exists)",
     )
     book_build.add_argument(
         "--egdb",
