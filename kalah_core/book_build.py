@@ -167,7 +167,7 @@ def _engine(params: dict[str, Json]) -> tuple[Engine, Rules]:
     return _ENGINE[name]
 
 
-@task("book.solve")
+@task("book.solve", release=_ENGINE.clear)
 def solve_boards(params: dict[str, Json], items: Sequence[Json]) -> Iterator[Json]:
     """The records of boards (hex keys), in hex: every move's gain, or (``value_only``) the
     board's value as one signed byte and the search's nodes as 4 little-endian bytes."""

@@ -37,6 +37,7 @@ EXECUTORS_GROUP = "kalah.executors"
 """Entry points naming a factory ``(url: str) -> Executor`` (the service's: ``redis``)."""
 
 _REGISTRY: dict[str, TaskFunction] = {}
+_RELEASE: dict[str, Callable[[], None]] = {}
 
 
 @dataclass(frozen=True)
@@ -54,16 +55,28 @@ class Task:
         return cls(str(data["kind"]), dict(data["params"]))
 
 
-def task(kind: str) -> Callable[[TaskFunction], TaskFunction]:
-    """Register a function under ``kind`` (a decorator)."""
+def task(
+    kind: str, release: Callable[[], None] | None = None
+) -> Callable[[TaskFunction], TaskFunction]:
+    """Register a function under ``kind`` (a decorator); ``release`` drops the state it keeps
+    between chunks in this process (a warm engine's table), called by :func:`release`."""
 
     def register(function: TaskFunction) -> TaskFunction:
         if _REGISTRY.get(kind, function) is not function:
             raise ValueError(f"task kind {kind!r} is registered twice")
         _REGISTRY[kind] = function
+        if release is not None:
+            _RELEASE[kind] = release
         return function
 
     return register
+
+
+def release() -> None:
+    """Drop every task's state kept in this process (a runner with nothing to do: a long-lived
+    worker holds no book table between builds)."""
+    for hook in _RELEASE.values():
+        hook()
 
 
 def kinds() -> list[str]:

@@ -166,6 +166,7 @@ def serve(
                     return
                 lease = store.take(worker)
                 if lease is None:
+                    work.release()  # no engine work's state (a book's table) kept while idle
                     if burst and not store.pending():
                         return
                     store.wait(1.0 if burst else 5.0)

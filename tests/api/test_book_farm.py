@@ -19,7 +19,7 @@ import pytest
 import redis
 from test_batch_workers import start_worker
 
-from kalah_core import Rules
+from kalah_core import Rules, book_build, tasks
 from kalah_core.book import Book, Section
 from kalah_core.book_build import build_section
 from kalah_core.tasks import LocalExecutor, Task
@@ -198,6 +198,10 @@ def test_the_local_executor_gives_each_item_its_result_once() -> None:
             assert (
                 bytes.fromhex(keys[i]) + bytes.fromhex(record) == local.data[12 * i : 12 * i + 12]
             )
+    # A runner with nothing to do keeps no book table.
+    assert book_build._ENGINE
+    tasks.release()
+    assert not book_build._ENGINE
 
 
 def test_a_build_killed_hard_has_its_job_cancelled_once_its_poster_lease_lapses(
