@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -43,6 +44,10 @@ log = logging.getLogger("kalah_service.batch.runner")
 ENGINE_WORK = (book_build,)
 """The engine modules whose task kinds (:func:`kalah_core.tasks.task`) a runner runs: importing
 them registers their kinds."""
+
+RELEASE_AFTER_S = 60.0
+"""A runner idle this long drops the state engine work keeps (a book's table): not between
+the passes of a build, a few seconds apart."""
 
 HEARTBEAT_S = 1.0
 """How often a runner renews its chunk's lease (and learns of a cancellation)."""
@@ -158,6 +163,7 @@ def serve(
     pause = PAUSE_S
     done: Completed | None = None
     lease: Lease | None = None
+    busy = time.monotonic()  # when the last chunk was completed
     hard = hard_stop or threading.Event()
     while True:
         try:
@@ -166,7 +172,8 @@ def serve(
                     return
                 lease = store.take(worker)
                 if lease is None:
-                    work.release()  # no engine work's state (a book's table) kept while idle
+                    if time.monotonic() - busy > RELEASE_AFTER_S:
+                        work.release()  # no engine work's state (a book's table) kept idle
                     if burst and not store.pending():
                         return
                     store.wait(1.0 if burst else 5.0)
@@ -191,6 +198,7 @@ def serve(
                     log.exception("charging job %s's chunk failed", lease.job_id)
             lease = done = None
             pause = PAUSE_S
+            busy = time.monotonic()
         except Exception as error:  # the store failed: wait and go on where we were
             log.warning(
                 "job store unavailable (%s: %s); trying again in %.1f s",
