@@ -104,8 +104,9 @@ class Executor(Protocol):
         self, work: Task, items: Sequence[Json], chunk: int
     ) -> Generator[list[tuple[int, Json]], None, None]:
         """``work`` over ``items`` in chunks of ``chunk`` (neighbours share a process, and so
-        a warm engine): batches of ``(index, result)`` as they come, in any order. Closing
-        the iterator stops the work not done yet."""
+        a warm engine): batches of ``(index, result)`` as they come, in any order (an empty
+        one while waiting, so the caller can keep a deadline). Closing the iterator stops the
+        work not done yet."""
         ...
 
 

@@ -81,6 +81,7 @@ class RedisExecutor:
                     if finished > 1:
                         missing = len(items) - len(seen)
                         raise RuntimeError(f"job {job} finished without {missing} results")
+                yield []  # nothing yet: the caller may look at its clock (--minutes)
                 if time.monotonic() - quiet_since > NO_WORKER_EVERY_S:
                     quiet_since = time.monotonic()
                     if not store.workers():

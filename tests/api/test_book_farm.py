@@ -223,3 +223,17 @@ def test_a_build_killed_hard_has_its_job_cancelled_once_its_poster_lease_lapses(
     assert status is not None and status.status == "cancelled"
     assert status.error == "its poster is gone"
     assert store.unfinished() == 0
+
+
+def test_a_build_with_no_worker_stops_at_its_deadline_and_leaves_no_job(
+    redis_server: Any,
+) -> None:
+    redis_server.flush()
+    executor = RedisExecutor(redis_server.url, stream=quiet(), poll_s=0.2)
+    rules = RULES[1]
+    section = build_section(
+        rules, DEPTH, [], stream=quiet(), until=time.time() + 1, executor=executor
+    )
+    assert len(section) == 0  # nothing solved, nothing derived
+    assert redis.Redis.from_url(redis_server.url).keys("kalah:v1:job:*") == []
+    assert RedisJobStore(redis_server.url, ttl_s=60).unfinished() == 0
