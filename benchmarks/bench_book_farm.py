@@ -2,16 +2,20 @@
 on a real ``redis-server`` (``kalah book build --redis-url``), medians of ``--runs`` runs.
 
 Each run builds the same section from scratch (no checkpoint, no earlier book) with the same
-database (``--egdb``, given to the workers too), in one of these modes, interleaved run by run
-so a change of the machine's load hits every mode alike:
+database (``--egdb``, given to the workers too) by ``kalah book build`` in one of these modes,
+interleaved run by run so a change of the machine's load hits every mode alike:
 
-- ``local``: ``build_section`` in this process (``--workers 1``);
+- ``local``: one process (``--workers 1``);
 - ``pool2``: two forked local processes (``--workers 2``), for reference;
-- ``redis1``, ``redis2``: 1 or 2 ``kalah worker`` processes started (and alive) before the
-  clock starts, the build posting its boards to their Redis.
+- ``redis1``, ``redis2``: ``--redis-url`` with 1 or 2 ``kalah worker`` processes started (and
+  alive) before the clock starts.
 
-Every run's book must equal the first local build's, byte for byte. The load (``uptime``) is
-printed before and after. Not part of the test suite (minutes per run):
+Every process (the build, each worker) runs in a session of its own, as it would on a machine
+or in a container of its own: Linux's autogroup scheduling shares the CPU between sessions,
+so two processes of one session get no more CPU than one on a busy machine (``pool2`` shows
+it). Every run's book must equal the first one's, byte for byte. The load (``uptime``) is
+printed before, during and after, and each mode's CPU seconds (the build and its workers).
+Not part of the test suite (minutes per run):
 
     python benchmarks/bench_book_farm.py --egdb kalah-egdb-h6-nonempty-either-owner-n20.egdb
     python benchmarks/bench_book_farm.py --seeds 3 --depth 3 --runs 1 --modes local redis2
@@ -20,12 +24,13 @@ printed before and after. Not part of the test suite (minutes per run):
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -34,14 +39,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from harness import RedisServer, wait_for  # noqa: E402
 
-from kalah_core import Rules, book_build  # noqa: E402
-from kalah_core.book import Book  # noqa: E402
-from kalah_core.book_build import build_section  # noqa: E402
-from kalah_core.tasks import Executor, LocalExecutor  # noqa: E402
 from kalah_service.batch.redis_store import WORKERS  # noqa: E402
-from kalah_service.batch.work import RedisExecutor  # noqa: E402
 
 MODES = ("local", "pool2", "redis1", "redis2")
+TICK = os.sysconf("SC_CLK_TCK")
 
 
 def load() -> str:
@@ -49,18 +50,38 @@ def load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system time of a live process."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def environment(url: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "KALAH_REDIS_URL": url,
+        "KALAH_EGDB_PATH": "off",  # the workers' analyses; the book's databases are --egdb
+        "KALAH_TT_MB": "16",  # the workers' analysis tables; the book's is --tt-mb
+        "KALAH_LOG_LEVEL": "WARNING",
+    }
+
+
 def start_workers(url: str, count: int) -> list[subprocess.Popen[bytes]]:
     import redis
 
-    env = {
-        **os.environ,
-        "KALAH_REDIS_URL": url,
-        "KALAH_EGDB_PATH": "off",  # their analyses' databases; the book's come with the task
-        "KALAH_TT_MB": "16",  # their analyses' table; the book's comes with the task
-        "KALAH_LOG_LEVEL": "WARNING",
-    }
     workers = [
-        subprocess.Popen([sys.executable, "-m", "kalah_core.cli", "worker"], cwd=ROOT, env=env)
+        subprocess.Popen(
+            [sys.executable, "-m", "kalah_core.cli", "worker"],
+            cwd=ROOT,
+            env=environment(url),
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         for _ in range(count)
     ]
     states = redis.Redis.from_url(url)
@@ -68,20 +89,37 @@ def start_workers(url: str, count: int) -> list[subprocess.Popen[bytes]]:
     return workers
 
 
-def stop(workers: list[subprocess.Popen[bytes]]) -> None:
-    for worker in workers:
-        worker.terminate()
-    for worker in workers:
-        worker.wait(30)
-
-
-def build(rules: Rules, args: argparse.Namespace, executor: Executor) -> tuple[float, bytes]:
-    book_build._ENGINE.clear()  # a fresh engine (table) in this process and in its forks
-    started = time.perf_counter()
-    section = build_section(
-        rules, args.depth, args.egdb, tt_mb=args.tt_mb, stream=io.StringIO(), executor=executor
-    )
-    return time.perf_counter() - started, Book([section]).to_bytes()
+def run_mode(mode: str, args: argparse.Namespace, url: str, out: Path) -> tuple[float, float]:
+    """One build: its wall seconds and the CPU seconds of the build and its workers."""
+    workers = start_workers(url, int(mode[-1])) if mode.startswith("redis") else []
+    command = [sys.executable, "-m", "kalah_core.cli", "book", "build", "-o", str(out)]
+    command += ["--houses", str(args.houses), "--seeds", str(args.seeds)]
+    command += ["--depth", str(args.depth), "--tt-mb", str(args.tt_mb)]
+    command += [f"--egdb={path}" for path in args.egdb]
+    command += ["--redis-url", url] if workers else ["--workers", "2" if mode == "pool2" else "1"]
+    out.unlink(missing_ok=True)
+    try:
+        before = [cpu_seconds(w.pid) for w in workers]
+        cpu = children_cpu()
+        started = time.perf_counter()
+        subprocess.run(
+            command,
+            cwd=ROOT,
+            env=environment(url),
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        seconds = time.perf_counter() - started
+        cpu = children_cpu() - cpu
+        cpu += sum(cpu_seconds(w.pid) - b for w, b in zip(workers, before, strict=True))
+    finally:
+        for worker in workers:
+            worker.terminate()
+        for worker in workers:
+            worker.wait(30)
+    return seconds, cpu
 
 
 def main() -> None:
@@ -95,42 +133,41 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument("--json", default=None, metavar="OUT", help="also write the runs here")
     args = parser.parse_args()
-    rules = Rules.preset("kalah", houses=args.houses, seeds=args.seeds)
     print(f"Kalah({args.houses},{args.seeds}), {args.depth} sowings, databases {args.egdb}")
     print(f"load before: {load()}", flush=True)
     times: dict[str, list[float]] = {mode: [] for mode in args.modes}
+    cpus: dict[str, list[float]] = {mode: [] for mode in args.modes}
     reference: bytes | None = None
     server = RedisServer().start()
+    folder = Path(tempfile.mkdtemp(prefix="kalah-bookfarm-"))
     try:
         for run in range(args.runs):
             for mode in args.modes:
                 server.flush()
-                workers = start_workers(server.url, int(mode[-1])) if "redis" in mode else []
-                try:
-                    executor: Executor = (
-                        RedisExecutor(server.url, stream=io.StringIO(), poll_s=0.2)
-                        if workers
-                        else LocalExecutor(2 if mode == "pool2" else 1)
-                    )
-                    seconds, data = build(rules, args, executor)
-                finally:
-                    stop(workers)
+                out = folder / "book.bin"
+                seconds, cpu = run_mode(mode, args, server.url, out)
+                data = out.read_bytes()
                 reference = reference or data
                 assert data == reference, f"{mode}: a different book"
                 times[mode].append(seconds)
-                print(f"run {run + 1} {mode:>6}: {seconds:7.1f} s  load {load()}", flush=True)
+                cpus[mode].append(cpu)
+                print(
+                    f"run {run + 1} {mode:>6}: {seconds:7.1f} s, {cpu:7.1f} CPU s  load {load()}",
+                    flush=True,
+                )
     finally:
         server.close()
     print(f"load after: {load()}; book {len(reference or b''):,} bytes, equal in every run")
     base = statistics.median(times["local"]) if "local" in times else None
-    print("mode     median s   runs                  speed-up vs local")
+    print("mode     median s  CPU s   runs (s)               speed-up vs local")
     for mode, values in times.items():
         median = statistics.median(values)
         ratio = f"{base / median:.2f}x" if base else "-"
         runs = " ".join(f"{v:.1f}" for v in values)
-        print(f"{mode:<8} {median:8.1f}   {runs:<20}  {ratio}")
+        print(f"{mode:<8} {median:8.1f} {statistics.median(cpus[mode]):6.1f}   {runs:<22} {ratio}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"args": vars(args), "times": times}, indent=1))
+        record = {"args": vars(args), "times": times, "cpu": cpus, "load_after": load()}
+        Path(args.json).write_text(json.dumps(record, indent=1))
 
 
 if __name__ == "__main__":
