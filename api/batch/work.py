@@ -18,6 +18,7 @@ nobody), and yields each item's result as a ``kalah worker`` stores it (:func:`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sys
@@ -25,9 +26,13 @@ import time
 from collections.abc import Generator, Sequence
 from typing import TextIO
 
+import redis
+
+from kalah_core.errors import KalahError
 from kalah_core.tasks import Json, Task
 
 from .redis_store import RedisJobStore
+from .runner import PAUSE_MAX_S, PAUSE_S
 
 log = logging.getLogger("kalah_service.batch.work")
 
@@ -53,8 +58,11 @@ class RedisExecutor:
         self, work: Task, items: Sequence[Json], chunk: int
     ) -> Generator[list[tuple[int, Json]], None, None]:
         store = self.store
-        job = store.create_work(work, items, chunk, OWNER, ttl_s=TTL_S)
-        alive = store.workers()
+        try:
+            job = store.create_work(work, items, chunk, OWNER, ttl_s=TTL_S)
+            alive = store.workers()
+        except redis.RedisError as error:
+            raise KalahError(f"the workers' Redis at {self.url}: {error}") from None
         self.stream.write(
             f"  job {job}: {len(items):,} items in chunks of {chunk} for the kalah workers "
             f"of {self.url} ({alive} alive)\n"
@@ -62,16 +70,25 @@ class RedisExecutor:
         seen: set[int] = set()
         quiet_since = time.monotonic()
         finished = 0  # polls that found the job finished and no new result
+        pause = PAUSE_S
         try:
             while len(seen) < len(items):
-                batch = [(i, body) for i, body in store.feed(job, self.poll_s) if i not in seen]
+                try:
+                    batch = [(i, body) for i, body in store.feed(job, self.poll_s) if i not in seen]
+                    status = None if batch else store.status(job)
+                except redis.RedisError as error:  # waited out (a minute: the job is cancelled)
+                    self.stream.write(f"  job {job}: Redis: {error}; again in {pause:.1f} s\n")
+                    time.sleep(pause)
+                    pause = min(2 * pause, PAUSE_MAX_S)
+                    yield []
+                    continue
+                pause = PAUSE_S
                 if batch:
                     finished = 0
                     seen.update(i for i, _ in batch)
                     quiet_since = time.monotonic()
                     yield [(i, json.loads(body)) for i, body in batch]
                     continue
-                status = store.status(job)
                 if status is None:
                     raise RuntimeError(f"job {job} is gone from {self.url} (expired, or deleted)")
                 if status.status in ("failed", "cancelled"):
@@ -90,9 +107,10 @@ class RedisExecutor:
                         )
                         self.stream.flush()
         finally:
-            if len(seen) < len(items):
-                store.cancel(job)
-            store.forget(job)
+            with contextlib.suppress(redis.RedisError):  # else cancelled a minute later
+                if len(seen) < len(items):
+                    store.cancel(job)
+                store.forget(job)
 
 
 def redis_executor(url: str) -> RedisExecutor:

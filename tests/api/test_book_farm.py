@@ -237,3 +237,19 @@ def test_a_build_with_no_worker_stops_at_its_deadline_and_leaves_no_job(
     assert len(section) == 0  # nothing solved, nothing derived
     assert redis.Redis.from_url(redis_server.url).keys("kalah:v1:job:*") == []
     assert RedisJobStore(redis_server.url, ttl_s=60).unfinished() == 0
+
+
+def test_an_unreachable_redis_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness import free_port
+
+    from kalah_core.cli import main
+
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    out = tmp_path / "book.bin"
+    argv = ["book", "build", "--houses", "3", "--seeds", "2", "--depth", "2", "-o", str(out)]
+    assert main([*argv, "--redis-url", url]) == 2
+    last = capsys.readouterr().err.splitlines()[-1]  # after the build's first line
+    assert last.startswith(f"kalah book: error: the workers' Redis at {url}: ")
+    assert "Connection refused" in last and not out.exists()
