@@ -748,6 +748,7 @@ NODES_PER_MS = 2_000  # a node budget's time, for _in_reach (about one core's sp
 SETTLE_MS = 5.0  # to check the move that proved the root's lower bound (_settle), after the
 #                budget: a test on the warm table, whose proof of that bound is still there
 ROUND_MS = 10_000.0  # budgets longer than this (the API's longest) alternate exact and bounds
+ENDLESS_FIRST_MS = 2_000.0  # the first round of an unbounded solve; the rounds then double
 ENDLESS_BOUNDS_SHARE = 0.2  # of each round of an unbounded solve, for proven bounds
 BISECT_FIRST = 8  # the first bounds test on a side: 1/8 of the way from its bound to the estimate
 GUESS_BIAS = 2  # MTD(f) starts this far above the estimate, for the player to move in the
@@ -802,12 +803,12 @@ def _schedule(time_ms: float, nodes: int) -> list[Round]:
 
 
 def _endless() -> Iterator[Round]:
-    """The rounds of an unbounded solve, in time: ROUND_MS, then doubling, each giving
+    """The rounds of an unbounded solve, in time: ENDLESS_FIRST_MS, then doubling, each giving
     ENDLESS_BOUNDS_SHARE of it to proven bounds. The proof resumes on the warm table each round,
     so a proof costs little more than one search; a terminal (``kalah solve --progress``) sees
     the bounds narrow within seconds, instead of the trivial ones until MTD(f)'s first test
     ends (hours at a 6-seed start)."""
-    start, size = 0.0, ROUND_MS
+    start, size = 0.0, ENDLESS_FIRST_MS
     while True:
         end = start + size
         yield (start + size * (1 - ENDLESS_BOUNDS_SHARE), 0), (end, 0)
