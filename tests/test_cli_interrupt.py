@@ -59,8 +59,8 @@ def test_an_unbounded_analysis_narrows_its_bounds_while_the_proof_runs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """An unbounded solve alternates the proof with proven bounds in rounds (the first
-    ENDLESS_FIRST_MS, here shortened to 50 ms), so its bounds narrow long before the proof could end:
-    at Kalah(6,6)'s start MTD(f)'s first test alone takes hours."""
+    ENDLESS_FIRST_MS, here shortened to 50 ms), so its bounds narrow long before the proof
+    could end: at Kalah(6,6)'s start MTD(f)'s first test alone takes hours."""
     monkeypatch.setattr(solver, "ENDLESS_FIRST_MS", 50.0)
     rules = Rules.preset("kalah").replace(seeds=6)
     engine = Engine(tt_mb=16)
