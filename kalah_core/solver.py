@@ -18,6 +18,7 @@ from typing import Literal
 from ._board import SWAP_CODE
 from ._search import Searcher
 from .book import Book
+from .deepbook import DeepBook
 from .egdb import EndgameDatabase
 from .game import SWAP, Move, MoveResult, group_turns, legal_moves, outcome, play
 from .position import Position, Side
@@ -65,10 +66,14 @@ class Engine:
         book: Book | None = None,
         *,
         threads: int = 1,
+        deep_book: DeepBook | None = None,
     ) -> None:
         self.tt_mb = tt_mb
         self.book = book
         """Probed before any search that is not depth-limited: a hit is exact at once."""
+        self.deep_book = deep_book
+        """Probed after ``book`` when the budget is at most DEEP_BOOK_MS: a hit answers at once
+        with the record's deep estimate and proven bounds (exact only where they meet)."""
         self.searcher = Searcher(tt_mb)
         self.searcher.threads = threads
         self.deepen_after = DEEPEN_AFTER
@@ -155,6 +160,10 @@ class Engine:
         position.validate(rules)
         if self.book is not None and depth is None:
             hit: Analysis | None = self.book.analysis(position, rules, pv_limit)
+            if hit is not None:
+                return hit
+        if self.deep_book is not None and depth is None and _short(time_ms, nodes):
+            hit = self.deep_book.analysis(position, rules, pv_limit)
             if hit is not None:
                 return hit
         started = time.perf_counter()
@@ -747,6 +756,7 @@ REACH_PER_DOUBLING = 2  # more seeds per doubling of the budget
 NODES_PER_MS = 2_000  # a node budget's time, for _in_reach (about one core's speed)
 SETTLE_MS = 5.0  # to check the move that proved the root's lower bound (_settle), after the
 #                budget: a test on the warm table, whose proof of that bound is still there
+DEEP_BOOK_MS = 10_000.0  # the longest budget the deep book answers for (the API's longest)
 ROUND_MS = 10_000.0  # budgets longer than this (the API's longest) alternate exact and bounds
 ENDLESS_FIRST_MS = 2_000.0  # the first round of an unbounded solve; the rounds then double
 ENDLESS_BOUNDS_SHARE = 0.2  # of each round of an unbounded solve, for proven bounds
@@ -813,6 +823,14 @@ def _endless() -> Iterator[Round]:
         end = start + size
         yield (start + size * (1 - ENDLESS_BOUNDS_SHARE), 0), (end, 0)
         start, size = end, size * 2
+
+
+def _short(time_ms: float | None, nodes: int | None) -> bool:
+    """Whether a budget is one the deep book answers for: finite and at most DEEP_BOOK_MS (a
+    longer one is meant to prove, and searches)."""
+    if not time_ms and not nodes:
+        return False
+    return (time_ms or 0.0) <= DEEP_BOOK_MS and (nodes or 0) <= DEEP_BOOK_MS * NODES_PER_MS
 
 
 def _code(move: Move) -> int:
