@@ -50,6 +50,7 @@ from .position import Position, Side, parse_position
 from .results import Analysis
 from .rules import OPTION_DOCS, PRESET_DOCS, PRESETS, Rules
 from .solver import ENGINE_VERSION, MAX_THREADS, Engine, Prove
+from .tasks import remote_executor
 
 EXIT_OK = 0
 EXIT_ERROR = 2
@@ -642,30 +643,52 @@ def cmd_book_build(args: argparse.Namespace) -> int:
     paths = args.egdb or ([str(found[0])] if found else [])
     presets = [name for name, r in PRESETS.items() if book.rule_key_of(r) == key]
     path = args.output or book.SHIPPED
-    old = book.Book.load(path) if os.path.exists(path) else book.Book([])
+    start = book.SHIPPED if args.start == "shipped" else args.start or path
+    if args.start and not os.path.exists(start):
+        raise KalahError(f"--from: no book at {start}")
+    old = book.Book.load(start) if os.path.exists(start) else book.Book([])
     earlier = old.sections.get(key)  # what an earlier build solved is not solved again
+    executor = None
+    solvers: list[str] | None = paths
+    if args.redis_url is not None:
+        url = args.redis_url or os.environ.get(
+            "KALAH_STATE_REDIS_URL", os.environ.get("KALAH_REDIS_URL", "")
+        )
+        if not url:
+            raise KalahError(
+                "--redis-url: no URL given and neither KALAH_STATE_REDIS_URL nor "
+                "KALAH_REDIS_URL is set"
+            )
+        try:
+            executor = remote_executor("redis", url)
+        except ImportError as error:
+            raise KalahError(f"--redis-url: {error}") from None
+        solvers = args.egdb or None  # else each worker's own (KALAH_EGDB_PATH)
+        # SIGTERM (a pod stopped) cancels the job on the workers, as Ctrl-C does.
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     section = build_section(
         rules,
         args.depth,
-        paths,
+        solvers,
         presets=presets,
         workers=args.workers,
         tt_mb=args.tt_mb,
         checkpoint=args.checkpoint,
         until=time.time() + args.minutes * 60 if args.minutes else None,
         known=earlier,
+        executor=executor,
     )
     if section.key in old.sections:  # keep what an earlier (shallower) build holds
         section = merge(old.sections[section.key], section)
     old.sections[section.key] = section
     old.save(path)
     size = os.path.getsize(path)
+    used = "each worker's own" if solvers is None else ", ".join(solvers) or "none"
     emit(
         args,
         f"{path}: {section.key}, {len(section):,} positions, every one within "
-        f"{section.depth} sowings (databases: {', '.join(paths) or 'none'}); the book is "
-        f"{size:,} bytes",
-        {**section.info(), "path": str(path), "bytes": size, "databases": paths},
+        f"{section.depth} sowings (databases: {used}); the book is {size:,} bytes",
+        {**section.info(), "path": str(path), "bytes": size, "databases": solvers},
     )
     return EXIT_OK
 
@@ -942,6 +965,14 @@ def build_parser() -> argparse.ArgumentParser:
         "-o", "--output", default=None, metavar="PATH", help="default: the shipped book"
     )
     book_build.add_argument(
+        "--from",
+        dest="start",
+        default=None,
+        metavar="PATH",
+        help="the book this build extends, its sections kept ('shipped': the shipped one; "
+        "default: the output, if it exists)",
+    )
+    book_build.add_argument(
         "--egdb",
         action="append",
         default=[],
@@ -949,6 +980,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="endgame database (default: the largest KALAH_EGDB_PATH finds)",
     )
     book_build.add_argument("--workers", type=int, default=1, metavar="W", help="processes")
+    book_build.add_argument(
+        "--redis-url",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="URL",
+        help="solve on the kalah workers of this Redis (their job store; no URL: "
+        "$KALAH_STATE_REDIS_URL, else $KALAH_REDIS_URL) instead of --workers local processes; "
+        "without --egdb each worker uses its own databases",
+    )
     book_build.add_argument("--tt-mb", type=int, default=256, metavar="MB")
     book_build.add_argument(
         "--checkpoint", default=None, metavar="PATH", help="solved positions, to resume from"
