@@ -50,7 +50,7 @@ from .position import Position, Side, parse_position
 from .results import Analysis
 from .rules import OPTION_DOCS, PRESET_DOCS, PRESETS, Rules
 from .solver import ENGINE_VERSION, MAX_THREADS, Engine, Prove
-from .tasks import remote_executor
+from .tasks import Executor, LocalExecutor, remote_executor
 
 EXIT_OK = 0
 EXIT_ERROR = 2
@@ -651,18 +651,7 @@ def cmd_book_build(args: argparse.Namespace) -> int:
     executor = None
     solvers: list[str] | None = paths
     if args.redis_url is not None:
-        url = args.redis_url or os.environ.get(
-            "KALAH_STATE_REDIS_URL", os.environ.get("KALAH_REDIS_URL", "")
-        )
-        if not url:
-            raise KalahError(
-                "--redis-url: no URL given and neither KALAH_STATE_REDIS_URL nor "
-                "KALAH_REDIS_URL is set"
-            )
-        try:
-            executor = remote_executor("redis", url)
-        except ImportError as error:
-            raise KalahError(f"--redis-url: {error}") from None
+        executor = _redis_executor(args.redis_url)
         solvers = args.egdb or None  # else each worker's own (KALAH_EGDB_PATH)
         # SIGTERM (a pod stopped) cancels the job on the workers, as Ctrl-C does.
         signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
@@ -693,6 +682,19 @@ def cmd_book_build(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _redis_executor(given: str) -> Executor:
+    """The executor of ``--redis-url`` (no URL: the environment's)."""
+    url = given or os.environ.get("KALAH_STATE_REDIS_URL", os.environ.get("KALAH_REDIS_URL", ""))
+    if not url:
+        raise KalahError(
+            "--redis-url: no URL given and neither KALAH_STATE_REDIS_URL nor KALAH_REDIS_URL is set"
+        )
+    try:
+        return remote_executor("redis", url)
+    except ImportError as error:
+        raise KalahError(f"--redis-url: {error}") from None
+
+
 def cmd_book_deep(args: argparse.Namespace) -> int:
     """Add a rule set's deep book: deep estimates and proven bounds of the first sowings."""
     rules = rules_from_args(args)
@@ -707,23 +709,17 @@ def cmd_book_deep(args: argparse.Namespace) -> int:
     ]
     path = args.output or deepbook.SHIPPED
     old = deepbook.DeepBook.load(path) if os.path.exists(path) else deepbook.DeepBook()
-    executor = None
-    if args.workers > 1:
-        from concurrent.futures import ProcessPoolExecutor
-
-        executor = ProcessPoolExecutor(args.workers)
-    try:
-        section = build_deep_section(
-            rules,
-            args.sowings,
-            budgets,
-            executor=executor,
-            checkpoint=args.checkpoint,
-            until=time.time() + args.minutes * 60 if args.minutes else None,
-        )
-    finally:
-        if executor is not None:
-            executor.shutdown()
+    executor: Executor = LocalExecutor(args.workers)
+    if args.redis_url is not None:  # the databases' paths must be the workers' too
+        executor = _redis_executor(args.redis_url)
+    section = build_deep_section(
+        rules,
+        args.sowings,
+        budgets,
+        executor=executor,
+        checkpoint=args.checkpoint,
+        until=time.time() + args.minutes * 60 if args.minutes else None,
+    )
     old.sections[rules.key] = section
     old.save(path)
     size = os.path.getsize(path)
@@ -1036,6 +1032,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="endgame database (default: the largest KALAH_EGDB_PATH finds; none under majority)",
     )
     book_deep.add_argument("--workers", type=int, default=1, metavar="W", help="processes")
+    book_deep.add_argument(
+        "--redis-url",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="URL",
+        help="make the records on the kalah workers of this Redis (no URL: "
+        "$KALAH_STATE_REDIS_URL, else $KALAH_REDIS_URL) instead of --workers local processes; "
+        "--egdb paths must be the workers' paths",
+    )
     book_deep.add_argument("--tt-mb", type=int, default=256, metavar="MB")
     book_deep.add_argument(
         "--checkpoint", default=None, metavar="PATH", help="records so far, to resume from"

@@ -1,9 +1,9 @@
 """Building the deep book (``kalah book deep``): see :mod:`kalah_core.deepbook`.
 
 One position's record is a pure function of (rules, board, budget), :func:`deep_record`, so a
-build is a map of it over the positions of the first sowings: :func:`build_section` takes any
-executor with a ``map(fn, iterable)`` (``concurrent.futures``' pools, or one that hands the
-positions to remote workers); the function it maps is a picklable ``functools.partial``.
+build is a map of it over the positions of the first sowings: the task kind
+``deepbook.record`` of :mod:`kalah_core.tasks`, run by any of its executors (local processes,
+or the service's Redis queue and its ``kalah worker`` processes on any machines).
 
 A record, with node budgets (so the same build gives the same book on any machine):
 
@@ -26,11 +26,11 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import closing
 from dataclasses import asdict, dataclass, replace
-from functools import partial
 from pathlib import Path
-from typing import Any, Protocol, TextIO, TypeVar
+from typing import Any, TextIO
 
 from .deepbook import DeepRecord, DeepSection, MoveBound, deep_key, key_position, lead
 from .egdb import EndgameDatabase
@@ -38,21 +38,13 @@ from .game import legal_moves, play
 from .position import Position
 from .rules import Rules
 from .solver import HEURISTIC_MAX_DEPTH, Engine
+from .tasks import Executor, Json, LocalExecutor, Task, task
 
 LADDER = (48, 40, 34, 30, 26, 22, 18, 14, 10, 8, 6, 4, 2)
 """Distances from a move's estimate of its bounds tests, in order: a test far from the value
 is cheap, one near it may take hours."""
 FIRST_SHARE = 0.1
 """The share of a record's bounds budget for one test a side of every move."""
-
-T = TypeVar("T")
-R = TypeVar("R")
-
-
-class Executor(Protocol):
-    """What maps the records' function over the positions (``concurrent.futures`` style)."""
-
-    def map(self, fn: Callable[[T], R], iterable: Iterable[T], /) -> Iterator[R]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +92,16 @@ def deep_record(rules: Rules, key: bytes, budget: DeepBudget) -> DeepRecord:
     )
     pv = tuple(int(m) for turn in estimate.pv for m in turn)
     return _record(key, estimate.depth, bounds, pv)
+
+
+@task("deepbook.record", release=_ENGINES.clear)
+def record_task(params: dict[str, Json], items: Sequence[Json]) -> Iterator[Json]:
+    """The records (JSON) of positions (hex keys) under ``params``: rules and budget."""
+    rules = Rules.from_json(params["rules"])
+    raw = dict(params["budget"])
+    budget = DeepBudget(**{**raw, "databases": tuple(raw["databases"])})
+    for item in items:
+        yield deep_record(rules, bytes.fromhex(item), budget).to_json()
 
 
 def _bounds(
@@ -261,7 +263,8 @@ def build_deep_section(
     stream: TextIO | None = None,
 ) -> DeepSection:
     """The deep book of ``rules`` to ``sowings`` sowings: ``budgets[i]`` for the positions
-    first reached after ``i`` sowings (the last for deeper ones), the start first. Records
+    first reached after ``i`` sowings (the last for deeper ones), the start first, on
+    ``executor`` (default: this process), one position a chunk. Records
     are appended to ``checkpoint`` (JSON lines) as they come, so a build resumes; with
     ``until`` (a ``time.time()``) no level starts after it, and the section holds the levels
     done whole."""
@@ -284,19 +287,23 @@ def build_deep_section(
             stream.write(f"deep book {rules.key}: stopped before sowing {depth}\n")
             break
         budget = budgets[min(depth, len(budgets) - 1)]
-        solve = partial(deep_record, rules, budget=budget)
-        mapped = executor.map(solve, todo) if executor is not None else map(solve, todo)
-        with open(path if path is not None else os.devnull, "a") as out:
-            for i, record in enumerate(mapped, 1):
-                records[record.key] = record
-                out.write(json.dumps(record.to_json()) + "\n")
-                out.flush()
-                stream.write(
-                    f"  sowing {depth}: {i}/{len(todo)}, depth {record.depth}, "
-                    f"[{record.lower}, {record.upper}], "
-                    f"{time.perf_counter() - started:.0f} s\n"
-                )
-                stream.flush()
+        work = Task("deepbook.record", {"rules": rules.to_json(), "budget": asdict(budget)})
+        results = (executor or LocalExecutor(1)).map(work, [k.hex() for k in todo], 1)
+        done = 0
+        with open(path if path is not None else os.devnull, "a") as out, closing(results):
+            for batch in results:
+                for _, raw in batch:
+                    record = DeepRecord.from_json(raw)
+                    records[record.key] = record
+                    out.write(json.dumps(record.to_json()) + "\n")
+                    out.flush()
+                    done += 1
+                    stream.write(
+                        f"  sowing {depth}: {done}/{len(todo)}, depth {record.depth}, "
+                        f"[{record.lower}, {record.upper}], "
+                        f"{time.perf_counter() - started:.0f} s\n"
+                    )
+                    stream.flush()
         whole = depth
     held = {k: records[k] for level in found[: whole + 1] for k in level}
     elapsed = round(time.perf_counter() - started, 1)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from kalah_core.game import legal_moves, play
 from kalah_core.position import Position
 from kalah_core.rules import Rules
 from kalah_core.solver import DEEP_BOOK_MS, Engine
+from kalah_core.tasks import LocalExecutor
 
 # Small boards of the 6-seed presets' rules: piet-hein's empty capture, kalah-ru's
 # mover-empty, empty-side and majority, and KGP's standard rules with majority.
@@ -100,10 +100,10 @@ def test_back_up_only_narrows_and_is_settled(name: str) -> None:
             assert m.lower >= low - lead(position) and m.upper <= high - lead(position)
 
 
-def test_a_build_through_an_executor_equals_one_in_process() -> None:
+def test_a_build_on_forked_workers_equals_one_in_process() -> None:
     rules = SMALL["kgp"]
-    with ThreadPoolExecutor(1) as pool:  # any executor with map(); one engine per process
-        mapped = build_deep_section(rules, 1, [BUDGET], executor=pool, stream=io.StringIO())
+    pool = LocalExecutor(2)  # the task kind deepbook.record on two forked processes
+    mapped = build_deep_section(rules, 1, [BUDGET], executor=pool, stream=io.StringIO())
     plain = build_deep_section(rules, 1, [BUDGET], stream=io.StringIO())
     assert mapped.records == plain.records
 

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from kalah_core import book_build
+from kalah_core import book_build, deepbook_build
 from kalah_core import tasks as work
 from kalah_core.errors import KalahError
 
@@ -41,7 +41,7 @@ from .store import Completed, JobStore, Lease
 
 log = logging.getLogger("kalah_service.batch.runner")
 
-ENGINE_WORK = (book_build,)
+ENGINE_WORK = (book_build, deepbook_build)
 """The engine modules whose task kinds (:func:`kalah_core.tasks.task`) a runner runs: importing
 them registers their kinds."""
 
