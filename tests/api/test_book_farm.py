@@ -253,3 +253,25 @@ def test_an_unreachable_redis_is_one_line(
     last = capsys.readouterr().err.splitlines()[-1]  # after the build's first line
     assert last.startswith(f"kalah book: error: the workers' Redis at {url}: ")
     assert "Connection refused" in last and not out.exists()
+
+
+def test_a_deep_book_built_on_workers_equals_the_local_build(
+    redis_server: Any, tmp_path: Path
+) -> None:
+    """The deep book's records (task kind deepbook.record) made by two kalah workers through
+    Redis are those of a build in this process: a record is a pure function of its position."""
+    from kalah_core.deepbook_build import DeepBudget, build_deep_section
+
+    redis_server.flush()
+    rules = Rules(houses=4, seeds=3, majority=True)
+    budget = DeepBudget(estimate_nodes=1_500, bounds_nodes=1_500, tt_mb=4)
+    workers = [start_worker(redis_server.url, tmp_path / f"worker{i}.log") for i in range(2)]
+    try:
+        executor = RedisExecutor(redis_server.url, stream=quiet(), poll_s=0.2)
+        remote = build_deep_section(rules, 2, [budget], executor=executor, stream=quiet())
+    finally:
+        for worker in workers:
+            worker.terminate()
+            worker.wait(10)
+    local = build_deep_section(rules, 2, [budget], stream=quiet())
+    assert remote.records == local.records and len(local.records) == 1 + 4 + 15
