@@ -344,7 +344,8 @@ def add_worker(commands: Commands) -> None:
         "worker",
         help="run a batch worker on the API's Redis",
         description="Take chunks of batch jobs from the API's Redis and analyse them with a "
-        "warm engine; any number of workers on any number of machines may share one Redis.",
+        "warm engine, and the boards of books built with kalah book build --redis-url; any "
+        "number of workers on any number of machines may share one Redis.",
     )
     worker.set_defaults(func=cmd_worker)
     worker.add_argument("--redis-url", default=None, metavar="URL", help="default: KALAH_REDIS_URL")

@@ -84,6 +84,11 @@ from kalah_core.book import shipped
 from kalah_core.databases import open_best
 from kalah_core.position import parse_position
 from kalah_core.solver import Engine
+import inspect
+books = {"book": shipped()}
+if "deep_book" in inspect.signature(Engine).parameters:  # the builds that have a deep book
+    from kalah_core.deepbook import shipped as deep_shipped
+    books["deep_book"] = deep_shipped()
 
 databases = open_best(sys.argv[1])  # the largest database of each rule key
 engines = {}
@@ -93,7 +98,7 @@ for line in sys.stdin:
     label = job.get("label", False)
     engine = engines.get(label)
     if engine is None:
-        engine = Engine(int(sys.argv[3 if label else 2]), book=shipped())
+        engine = Engine(int(sys.argv[3 if label else 2]), **books)
         for db in databases:
             engine.attach(db)
         engines[label] = engine
@@ -295,9 +300,7 @@ def run(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="move-quality-baseline-") as tmp:
         trees = {"new": ROOT}
         if args.baseline:
-            print(f"building {args.baseline} in {tmp} ...", flush=True)
-            build_baseline(args.baseline, Path(tmp))
-            trees["base"] = Path(tmp)
+            trees["base"] = baseline_tree(args, Path(tmp))
         workers = {name: Worker(tree, args.egdb_dir) for name, tree in trees.items()}
         print(f"load average before: {os.getloadavg()}", flush=True)
         for i, entry in enumerate(entries):
@@ -363,6 +366,16 @@ def run(args: argparse.Namespace) -> None:
                     )
 
 
+def baseline_tree(args: argparse.Namespace, tmp: Path) -> Path:
+    """The baseline's tree: ``--baseline-tree`` as it is (built already), else
+    ``--baseline`` built in ``tmp``."""
+    if args.baseline_tree:
+        return Path(args.baseline_tree)
+    print(f"building {args.baseline} in {tmp} ...", flush=True)
+    build_baseline(args.baseline, tmp)
+    return tmp
+
+
 def depth(args: argparse.Namespace) -> None:
     """The 6-seed starts at each budget, ``--repeat`` times, both builds alternately: the depth
     reached and the bounds, medians (the machine's load moves single runs by a depth or two)."""
@@ -374,9 +387,8 @@ def depth(args: argparse.Namespace) -> None:
         for n in ("piet-hein", "kalah-ru", "kgp-6x6")
     ]
     with tempfile.TemporaryDirectory(prefix="move-quality-baseline-") as tmp:
-        print(f"building {args.baseline} in {tmp} ...", flush=True)
-        build_baseline(args.baseline, Path(tmp))
-        workers = {"base": Worker(Path(tmp), args.egdb_dir), "new": Worker(ROOT, args.egdb_dir)}
+        base = baseline_tree(args, Path(tmp))
+        workers = {"base": Worker(base, args.egdb_dir), "new": Worker(ROOT, args.egdb_dir)}
         print(f"load average before: {os.getloadavg()}")
         got: dict[tuple[str, str, float], list[dict[str, Any]]] = defaultdict(list)
         for r in range(args.repeat):
@@ -412,6 +424,9 @@ def main() -> None:
     parser.add_argument("command", choices=("generate", "run", "depth"))
     parser.add_argument("--egdb-dir", default=".egdb", help="folder of *.egdb files to attach")
     parser.add_argument("--baseline", default="HEAD~1", help="commit to compare against ('' none)")
+    parser.add_argument(
+        "--baseline-tree", default=None, help="a baseline tree built already (skips the build)"
+    )
     parser.add_argument("--budgets", type=float, nargs="+", default=[1000.0, 100.0])
     parser.add_argument("--rules", nargs="*", help="only these rule sets")
     parser.add_argument("--label-ms", type=float, default=LABEL_MS)

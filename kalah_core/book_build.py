@@ -2,9 +2,10 @@
 
 For a rule set and a depth N: every board reachable from the start in at most N sowings
 (deduplicated in the mover's frame, games already over left out), solved by the engine with
-no budget on ``workers`` processes, each with its own engine (its table warm from one board
-to its neighbours) and the endgame databases (mapped once, shared). Two passes over the
-boards first reached at N sowings, the frontier:
+no budget on ``workers`` processes (or any executor of :mod:`kalah_core.tasks`: ``kalah
+worker`` processes on other machines, through Redis), each with its own engine (its table warm
+from one board to its neighbours) and the endgame databases (mapped once, shared). Two passes
+over the boards first reached at N sowings, the frontier:
 
 1. their values (``prove="value"``, about 2.5 times cheaper than every move's). Every
    shallower board's moves lead to boards within N sowings, so every move's value of every
@@ -23,22 +24,24 @@ are not solved again, and the boards its records' moves lead to have their value
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from functools import partial
-from multiprocessing import get_context
+from contextlib import closing
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
 from .book import NO_MOVE, Section, board_key, rule_key_of
-from .egdb import EndgameDatabase
+from .databases import headers
+from .egdb import EndgameDatabase, rule_key
 from .errors import InvalidRulesError
 from .game import legal_moves, play
 from .position import Position, Side
 from .rules import Rules
 from .solver import Engine, Prove
+from .tasks import Executor, Json, LocalExecutor, Task, task
 
 CHUNK = 16
 """Boards per task: neighbours in breadth-first order share much of their trees (and so the
@@ -139,38 +142,49 @@ def _pack(gains: Sequence[int]) -> bytes:
     return bytes(g & 0xFF for g in gains)
 
 
-# -- the frontier, on worker processes -------------------------------------------------------
+# -- the frontier, on an executor (kalah_core.tasks) ----------------------------------------
 
-_WORKER: dict[str, object] = {}
-
-
-def _init_worker(rules: Rules, databases: Sequence[str], tt_mb: int) -> None:
-    engine = Engine(tt_mb=tt_mb)
-    for path in databases:
-        engine.attach(EndgameDatabase.open(path, rules))
-    _WORKER["engine"] = engine
-    _WORKER["rules"] = rules
+_ENGINE: dict[str, tuple[Engine, Rules]] = {}
+"""This process's engine for the last parameters it solved with (kept warm between chunks)."""
 
 
-def _solve_chunk(keys: list[bytes], value_only: bool = False) -> list[tuple[bytes, bytes]]:
-    """Records of ``keys``: every move's gain, or (``value_only``) the board's value as one
-    signed byte and the search's nodes as 4 little-endian bytes."""
-    engine = _WORKER["engine"]
-    rules = _WORKER["rules"]
-    assert isinstance(engine, Engine) and isinstance(rules, Rules)
-    out = []
-    for key in keys:
-        prove: Prove = "value" if value_only else "all"
+def _engine(params: dict[str, Json]) -> tuple[Engine, Rules]:
+    """The engine of ``params`` (rules, databases, tt_mb): this process's, made once. No
+    databases named (None): the largest this process finds for the rules (KALAH_EGDB_PATH),
+    which changes the nodes a board costs, never its values."""
+    name = json.dumps([params["rules"], params["databases"], params["tt_mb"]], sort_keys=True)
+    if name not in _ENGINE:
+        _ENGINE.clear()  # one table at a time
+        rules = Rules.from_json(params["rules"])
+        paths = params["databases"]
+        if paths is None:
+            found = headers().get(rule_key(rules))
+            paths = [str(found[0])] if found else []
+        engine = Engine(tt_mb=int(params["tt_mb"]))
+        for path in paths:
+            engine.attach(EndgameDatabase.open(path, rules))
+        _ENGINE[name] = (engine, rules)
+    return _ENGINE[name]
+
+
+@task("book.solve", release=_ENGINE.clear)
+def solve_boards(params: dict[str, Json], items: Sequence[Json]) -> Iterator[Json]:
+    """The records of boards (hex keys), in hex: every move's gain, or (``value_only``) the
+    board's value as one signed byte and the search's nodes as 4 little-endian bytes."""
+    engine, rules = _engine(params)
+    value_only = bool(params["value_only"])
+    prove: Prove = "value" if value_only else "all"
+    for item in items:
+        key = bytes.fromhex(item)
         analysis = engine.analyse(board_position(key), rules, prove=prove)
         if not analysis.exact:  # pragma: no cover - an unbounded search always proves
-            raise RuntimeError(f"book: {key.hex()} not solved")
+            raise RuntimeError(f"book: {item} not solved")
         if value_only:
-            out.append((key, _pack([analysis.value]) + analysis.nodes.to_bytes(4, "little")))
+            nodes = min(analysis.nodes, 2**32 - 1)  # only an order: saturated
+            yield (_pack([analysis.value]) + nodes.to_bytes(4, "little")).hex()
             continue
         by_house = {m.move: m.value for m in analysis.moves}
-        gains = [by_house.get(house, NO_MOVE) for house in range(1, rules.houses + 1)]
-        out.append((key, _pack(gains)))
-    return out
+        yield _pack([by_house.get(house, NO_MOVE) for house in range(1, rules.houses + 1)]).hex()
 
 
 def _read_checkpoint(path: Path | None, width: int, key_width: int) -> dict[bytes, bytes]:
@@ -187,7 +201,7 @@ def _read_checkpoint(path: Path | None, width: int, key_width: int) -> dict[byte
 def build_section(
     rules: Rules,
     depth: int,
-    databases: Sequence[str | os.PathLike[str]],
+    databases: Sequence[str | os.PathLike[str]] | None,
     *,
     presets: Sequence[str] = (),
     workers: int = 1,
@@ -196,10 +210,13 @@ def build_section(
     until: float | None = None,
     stream: TextIO | None = None,
     known: Section | None = None,
+    executor: Executor | None = None,
 ) -> Section:
     """The book section of ``rules`` to ``depth`` sowings (see the module docstring). With
     ``until`` (a ``time.time()``) the solving stops then: the section holds the boards solved
-    so far and those they decide, and its ``depth`` is the deepest level held whole."""
+    so far and those they decide, and its ``depth`` is the deepest level held whole. The
+    boards are solved on ``executor`` (default: ``workers`` local processes), ``databases``
+    None: those each solving process finds for the rules."""
     key = rule_key_of(rules)
     if key is None:
         raise InvalidRulesError("majority", True, "false: no book under 'majority'")
@@ -220,7 +237,8 @@ def build_section(
         "move from the checkpoint\n"
     )
     started = time.perf_counter()
-    paths = [os.fspath(p) for p in databases]
+    paths = None if databases is None else [os.fspath(p) for p in databases]
+    runner = executor or LocalExecutor(workers)
 
     def run(
         todo: list[bytes], value_only: bool, into: dict[bytes, bytes], path: Path | None
@@ -229,16 +247,12 @@ def build_section(
         if until is not None and time.time() > until:  # no worker started for nothing
             stream.write(f"  stopped at the deadline: 0/{len(todo):,} solved ({label})\n")
             return False
-        solve = partial(_solve_chunk, value_only=value_only)
-        with _Checkpoint(path) as append:
-            if workers <= 1:
-                _init_worker(base, paths, tt_mb)
-                results: Iterator[list[tuple[bytes, bytes]]] = map(solve, _chunks(todo))
-                return _collect(results, into, append, len(todo), until, stream, label)
-            ctx = get_context("fork")
-            with ctx.Pool(workers, _init_worker, (base, paths, tt_mb)) as pool:
-                results = pool.imap(solve, _chunks(todo))
-                return _collect(results, into, append, len(todo), until, stream, label)
+        params = {"rules": base.to_json(), "databases": paths, "tt_mb": tt_mb}
+        work = Task("book.solve", {**params, "value_only": value_only})
+        results = runner.map(work, [k.hex() for k in todo], CHUNK)
+        with _Checkpoint(path) as append, closing(results):
+            records = ([(todo[i], bytes.fromhex(r)) for i, r in batch] for batch in results)
+            return _collect(records, into, append, len(todo), until, stream, label)
 
     # Pass 1: the frontier's values (those with every move solved already have theirs).
     todo = [k for k in frontier if k not in done and k not in solved]
@@ -288,11 +302,6 @@ def merge(old: Section, new: Section) -> Section:
             records[section.data[i : i + board]] = section.data[i : i + width]
     data = b"".join(records[key] for key in sorted(records))
     return Section(new.key, max(old.depth, new.depth), new.presets, data)
-
-
-def _chunks(keys: list[bytes]) -> Iterator[list[bytes]]:
-    for i in range(0, len(keys), CHUNK):
-        yield keys[i : i + CHUNK]
 
 
 class _Checkpoint:

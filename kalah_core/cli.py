@@ -34,11 +34,12 @@ from collections.abc import Callable, Sequence
 from importlib import metadata
 from typing import Any, TypeAlias
 
-from . import __version__, book, databases
+from . import __version__, book, databases, deepbook
 from .answer import analysis_json
 from .bench import BENCH_TT_MB, run_bench
 from .book_build import build_section, merge
 from .databases import build_dir
+from .deepbook_build import DeepBudget, build_deep_section
 from .egdb import EndgameDatabase, build, default_path, rule_key
 from .errors import InvalidRulesError, KalahError
 from .finnish import house_token
@@ -49,6 +50,7 @@ from .position import Position, Side, parse_position
 from .results import Analysis
 from .rules import OPTION_DOCS, PRESET_DOCS, PRESETS, Rules
 from .solver import ENGINE_VERSION, MAX_THREADS, Engine, Prove
+from .tasks import Executor, LocalExecutor, remote_executor
 
 EXIT_OK = 0
 EXIT_ERROR = 2
@@ -287,7 +289,14 @@ def analysis_text(position: Position, analysis: Analysis) -> str:
     if analysis.over:
         return f"{position.compact()}: the game is over, value {analysis.value:+d}"
     book = analysis.extra.get("book")
-    if book:
+    if book and book.get("kind") == "deep" and not analysis.exact:
+        verdict = (
+            f"value {analysis.value:+d} (deep book: heuristic, depth {analysis.depth}), "
+            f"proven between {analysis.lower:+d} and {analysis.upper:+d}"
+        )
+    elif book and book.get("kind") == "deep":
+        verdict = f"value {analysis.value:+d} (exact: deep book)"
+    elif book:
         verdict = f"value {analysis.value:+d} (exact: opening book, {book['depth']} sowings)"
     elif analysis.exact:
         verdict = f"value {analysis.value:+d} (exact)"
@@ -324,6 +333,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         tt_mb=args.tt_mb,
         book=None if args.no_book else book.shipped(),
         threads=args.threads or len(os.sched_getaffinity(0)),
+        deep_book=None if args.no_book else deepbook.shipped(),
     )
     budget_ms = args.time * 1000.0 if args.time else None
     if args.egdb:
@@ -635,30 +645,93 @@ def cmd_book_build(args: argparse.Namespace) -> int:
     paths = args.egdb or ([str(found[0])] if found else [])
     presets = [name for name, r in PRESETS.items() if book.rule_key_of(r) == key]
     path = args.output or book.SHIPPED
-    old = book.Book.load(path) if os.path.exists(path) else book.Book([])
+    start = book.SHIPPED if args.start == "shipped" else args.start or path
+    if args.start and not os.path.exists(start):
+        raise KalahError(f"--from: no book at {start}")
+    old = book.Book.load(start) if os.path.exists(start) else book.Book([])
     earlier = old.sections.get(key)  # what an earlier build solved is not solved again
+    executor = None
+    solvers: list[str] | None = paths
+    if args.redis_url is not None:
+        executor = _redis_executor(args.redis_url)
+        solvers = args.egdb or None  # else each worker's own (KALAH_EGDB_PATH)
+        # SIGTERM (a pod stopped) cancels the job on the workers, as Ctrl-C does.
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     section = build_section(
         rules,
         args.depth,
-        paths,
+        solvers,
         presets=presets,
         workers=args.workers,
         tt_mb=args.tt_mb,
         checkpoint=args.checkpoint,
         until=time.time() + args.minutes * 60 if args.minutes else None,
         known=earlier,
+        executor=executor,
     )
     if section.key in old.sections:  # keep what an earlier (shallower) build holds
         section = merge(old.sections[section.key], section)
     old.sections[section.key] = section
     old.save(path)
     size = os.path.getsize(path)
+    used = "each worker's own" if solvers is None else ", ".join(solvers) or "none"
     emit(
         args,
         f"{path}: {section.key}, {len(section):,} positions, every one within "
-        f"{section.depth} sowings (databases: {', '.join(paths) or 'none'}); the book is "
-        f"{size:,} bytes",
-        {**section.info(), "path": str(path), "bytes": size, "databases": paths},
+        f"{section.depth} sowings (databases: {used}); the book is {size:,} bytes",
+        {**section.info(), "path": str(path), "bytes": size, "databases": solvers},
+    )
+    return EXIT_OK
+
+
+def _redis_executor(given: str) -> Executor:
+    """The executor of ``--redis-url`` (no URL: the environment's)."""
+    url = given or os.environ.get("KALAH_STATE_REDIS_URL", os.environ.get("KALAH_REDIS_URL", ""))
+    if not url:
+        raise KalahError(
+            "--redis-url: no URL given and neither KALAH_STATE_REDIS_URL nor KALAH_REDIS_URL is set"
+        )
+    try:
+        return remote_executor("redis", url)
+    except ImportError as error:
+        raise KalahError(f"--redis-url: {error}") from None
+
+
+def cmd_book_deep(args: argparse.Namespace) -> int:
+    """Add a rule set's deep book: deep estimates and proven bounds of the first sowings."""
+    rules = rules_from_args(args)
+    paths = tuple(args.egdb)
+    if not paths and not rules.majority:
+        found = databases.headers().get(rule_key(rules))
+        paths = (str(found[0]),) if found else ()
+    million = 1_000_000
+    budgets = [
+        DeepBudget(int(e * million), int(b * million), args.tt_mb, paths)
+        for e, b in zip(args.estimate_mnodes, args.bounds_mnodes, strict=True)
+    ]
+    path = args.output or deepbook.SHIPPED
+    old = deepbook.DeepBook.load(path) if os.path.exists(path) else deepbook.DeepBook()
+    executor: Executor = LocalExecutor(args.workers)
+    if args.redis_url is not None:  # the databases' paths must be the workers' too
+        executor = _redis_executor(args.redis_url)
+    section = build_deep_section(
+        rules,
+        args.sowings,
+        budgets,
+        executor=executor,
+        checkpoint=args.checkpoint,
+        until=time.time() + args.minutes * 60 if args.minutes else None,
+    )
+    old.sections[rules.key] = section
+    old.save(path)
+    size = os.path.getsize(path)
+    start = section.records[deepbook.deep_key(Position.start(rules), rules)]
+    emit(
+        args,
+        f"{path}: {rules.key}, {len(section.records):,} positions within {section.sowings} "
+        f"sowings; the start: estimate {start.estimate:+d} (depth {start.depth}), proven "
+        f"between {start.lower:+d} and {start.upper:+d}; the file is {size:,} bytes",
+        {**section.info(), "path": str(path), "bytes": size, "databases": list(paths)},
     )
     return EXIT_OK
 
@@ -673,7 +746,16 @@ def cmd_book_info(args: argparse.Namespace) -> int:
         f"every one within {s['depth']} sowings"
         for s in sections
     ]
-    emit(args, "\n".join(lines), {"path": str(path), "sections": sections})
+    deep: list[dict[str, Any]] = []
+    if args.path is None and os.path.exists(deepbook.SHIPPED):  # the shipped deep book too
+        deep = deepbook.shipped().info()
+        lines.append(f"{deepbook.SHIPPED}: {os.path.getsize(deepbook.SHIPPED):,} bytes")
+        lines += [
+            f"{s['rules']} (deep): {s['positions']:,} positions within {s['sowings']} sowings: "
+            "deep estimates and proven bounds"
+            for s in deep
+        ]
+    emit(args, "\n".join(lines), {"path": str(path), "sections": sections, "deep": deep})
     return EXIT_OK
 
 
@@ -893,6 +975,14 @@ def build_parser() -> argparse.ArgumentParser:
         "-o", "--output", default=None, metavar="PATH", help="default: the shipped book"
     )
     book_build.add_argument(
+        "--from",
+        dest="start",
+        default=None,
+        metavar="PATH",
+        help="the book this build extends, its sections kept ('shipped': the shipped one; "
+        "default: the output, if it exists)",
+    )
+    book_build.add_argument(
         "--egdb",
         action="append",
         default=[],
@@ -900,6 +990,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="endgame database (default: the largest KALAH_EGDB_PATH finds)",
     )
     book_build.add_argument("--workers", type=int, default=1, metavar="W", help="processes")
+    book_build.add_argument(
+        "--redis-url",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="URL",
+        help="solve on the kalah workers of this Redis (their job store; no URL: "
+        "$KALAH_STATE_REDIS_URL, else $KALAH_REDIS_URL) instead of --workers local processes; "
+        "without --egdb each worker uses its own databases",
+    )
     book_build.add_argument("--tt-mb", type=int, default=256, metavar="MB")
     book_build.add_argument(
         "--checkpoint", default=None, metavar="PATH", help="solved positions, to resume from"
@@ -910,6 +1010,62 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="M",
         help="stop solving after M minutes: keep what was solved (depth: the deepest whole level)",
+    )
+    book_deep = add_command(
+        book_commands,
+        "deep",
+        cmd_book_deep,
+        "add deep estimates and proven bounds of the first sowings (the deep book)",
+    )
+    book_deep.add_argument("--sowings", type=int, required=True, metavar="N")
+    book_deep.add_argument(
+        "--estimate-mnodes",
+        type=float,
+        nargs="+",
+        required=True,
+        metavar="M",
+        help="millions of nodes for each position's estimate, one per sowing (the last for "
+        "the deeper ones)",
+    )
+    book_deep.add_argument(
+        "--bounds-mnodes",
+        type=float,
+        nargs="+",
+        required=True,
+        metavar="M",
+        help="millions of nodes for each position's bounds tests, one per --estimate-mnodes",
+    )
+    book_deep.add_argument(
+        "-o", "--output", default=None, metavar="PATH", help="default: the shipped deep book"
+    )
+    book_deep.add_argument(
+        "--egdb",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="endgame database (default: the largest KALAH_EGDB_PATH finds; none under majority)",
+    )
+    book_deep.add_argument("--workers", type=int, default=1, metavar="W", help="processes")
+    book_deep.add_argument(
+        "--redis-url",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="URL",
+        help="make the records on the kalah workers of this Redis (no URL: "
+        "$KALAH_STATE_REDIS_URL, else $KALAH_REDIS_URL) instead of --workers local processes; "
+        "--egdb paths must be the workers' paths",
+    )
+    book_deep.add_argument("--tt-mb", type=int, default=256, metavar="MB")
+    book_deep.add_argument(
+        "--checkpoint", default=None, metavar="PATH", help="records so far, to resume from"
+    )
+    book_deep.add_argument(
+        "--minutes",
+        type=float,
+        default=None,
+        metavar="M",
+        help="start no sowing's positions after M minutes (keep the whole sowings)",
     )
     book_info = add_command(book_commands, "info", cmd_book_info, "describe a book")
     book_info.add_argument("path", nargs="?", default=None, metavar="PATH")

@@ -8,15 +8,17 @@ heuristic estimate from a depth-limited search (``depth`` sowings deep).
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from ._board import SWAP_CODE
 from ._search import Searcher
 from .book import Book
+from .deepbook import DeepBook
 from .egdb import EndgameDatabase
 from .game import SWAP, Move, MoveResult, group_turns, legal_moves, outcome, play
 from .position import Position, Side
@@ -64,10 +66,14 @@ class Engine:
         book: Book | None = None,
         *,
         threads: int = 1,
+        deep_book: DeepBook | None = None,
     ) -> None:
         self.tt_mb = tt_mb
         self.book = book
         """Probed before any search that is not depth-limited: a hit is exact at once."""
+        self.deep_book = deep_book
+        """Probed after ``book`` when the budget is at most DEEP_BOOK_MS: a hit answers at once
+        with the record's deep estimate and proven bounds (exact only where they meet)."""
         self.searcher = Searcher(tt_mb)
         self.searcher.threads = threads
         self.deepen_after = DEEPEN_AFTER
@@ -156,6 +162,10 @@ class Engine:
             hit: Analysis | None = self.book.analysis(position, rules, pv_limit)
             if hit is not None:
                 return hit
+        if self.deep_book is not None and depth is None and _short(time_ms, nodes):
+            hit = self.deep_book.analysis(position, rules, pv_limit)
+            if hit is not None:
+                return hit
         started = time.perf_counter()
         over = outcome(position, rules)
         if over is not None:
@@ -170,10 +180,23 @@ class Engine:
         # Proven bounds on the root value from a root search.
         root = self._root = (-INFINITE, INFINITE)
         steps: dict[str, int] = {}  # the bounds tests' steps, from one round to the next
-        rounds = _schedule(time_ms or 0.0, nodes or 0) if depth is None else []
-        # Exact search gets most of a budget (the first round of the schedule); what the
-        # rounds leave goes to the heuristic fallback.
-        first_ms, first_nodes = (time_ms or 0.0, nodes or 0) if depth is not None else rounds[0][0]
+        # The rounds of the schedule: (exact search until, bounds until) from the start. An
+        # unbounded solve runs endless time rounds (_endless), so that its bounds narrow while a
+        # long proof runs; the clock of its budget parts never stops.
+        unbounded = depth is None and not time_ms and not nodes
+        clock_ms = math.inf if unbounded else time_ms
+        rounds: Iterator[Round]
+        if depth is not None:
+            rounds, one_round = iter([((time_ms or 0.0, nodes or 0), (0.0, 0))]), False
+        elif unbounded:
+            rounds, one_round = _endless(), False
+        else:
+            schedule = _schedule(time_ms or 0.0, nodes or 0)
+            rounds, one_round = iter(schedule), len(schedule) == 1
+        # Exact search gets most of a budget (the first round); what the rounds leave goes to
+        # the heuristic fallback.
+        first = next(rounds)
+        first_ms, first_nodes = first[0]
         s.begin(position, rules, first_ms, max(1, first_nodes) if nodes else 0)
         lines = [self._line(position, rules, move) for move in legal_moves(position, rules)]
         self._lines = lines
@@ -181,18 +204,19 @@ class Engine:
             reached = self._deepen(rules, lines, 1, depth, None)
         else:
             reached = self._deepen(rules, lines, 1, HEURISTIC_MAX_DEPTH, ESTIMATE_NODES)
-            if len(rounds) == 1 and not self._in_reach(position, time_ms, nodes):
+            rounds = itertools.chain([first], rounds)
+            if one_round and not self._in_reach(position, time_ms, nodes):
                 # No proof in sight: the estimate the user sees gets most of the budget.
                 reached = self._beyond_reach(
                     position, rules, lines, prove, steps, started, time_ms, nodes, reached
                 )
                 root = self._root
-                rounds = []
+                rounds = iter(())
             for i, (exact_part, bounds_part) in enumerate(rounds):
                 if i:  # a later round: the table is warm, the bounds so far stand
-                    s.set_budget(*self._part(started, exact_part, time_ms, nodes))
+                    s.set_budget(*self._part(started, exact_part, clock_ms, nodes))
                 root = self._root = self._prove(position, rules, lines, prove, root)
-                if not s.aborted or all(ln.exact for ln in lines):
+                if not s.aborted or all(ln.exact for ln in lines) or s.interrupted:
                     break
                 proven = max(max(ln.lower for ln in lines), root[0])
                 if proven < min(max(ln.upper for ln in lines), root[1]):
@@ -203,8 +227,10 @@ class Engine:
                         lines,
                         root,
                         steps,
-                        *self._part(started, bounds_part, time_ms, nodes),
+                        *self._part(started, bounds_part, clock_ms, nodes),
                     )
+                    if s.interrupted:
+                        break
             else:  # not proven in any round: the rest improves the estimate
                 s.set_budget(*self._part(started, (time_ms or 0.0, nodes or 0), time_ms, nodes))
                 reached = self._deepen(
@@ -730,7 +756,10 @@ REACH_PER_DOUBLING = 2  # more seeds per doubling of the budget
 NODES_PER_MS = 2_000  # a node budget's time, for _in_reach (about one core's speed)
 SETTLE_MS = 5.0  # to check the move that proved the root's lower bound (_settle), after the
 #                budget: a test on the warm table, whose proof of that bound is still there
+DEEP_BOOK_MS = 10_000.0  # the longest budget the deep book answers for (the API's longest)
 ROUND_MS = 10_000.0  # budgets longer than this (the API's longest) alternate exact and bounds
+ENDLESS_FIRST_MS = 2_000.0  # the first round of an unbounded solve; the rounds then double
+ENDLESS_BOUNDS_SHARE = 0.2  # of each round of an unbounded solve, for proven bounds
 BISECT_FIRST = 8  # the first bounds test on a side: 1/8 of the way from its bound to the estimate
 GUESS_BIAS = 2  # MTD(f) starts this far above the estimate, for the player to move in the
 #                searched position: the depth-limited estimate undervalues the mover (9 of the
@@ -746,7 +775,12 @@ DEEP_MOVE_DEPTH = 12  # shallower entries' moves order mid-game proofs worse tha
 #                       2.5x, 2.4x, 2.1x on 14126i); 12 costs Kalah(6,5) 0.7 % more nodes than 1
 
 
-def _schedule(time_ms: float, nodes: int) -> list[tuple[tuple[float, int], tuple[float, int]]]:
+Round = tuple[tuple[float, int], tuple[float, int]]
+"""Where a round of an analysis ends: (exact search until, bounds until), each as (milliseconds,
+nodes) from the start."""
+
+
+def _schedule(time_ms: float, nodes: int) -> list[Round]:
     """Where each round of an unbounded or budgeted exact analysis ends: (exact search until,
     bounds until), as (milliseconds, nodes) from the start; the fallback estimate has the rest.
 
@@ -776,6 +810,27 @@ def _schedule(time_ms: float, nodes: int) -> list[tuple[tuple[float, int], tuple
         return (time_ms * fraction, int(nodes * fraction))
 
     return [(point(e), point(b)) for e, b in marks]
+
+
+def _endless() -> Iterator[Round]:
+    """The rounds of an unbounded solve, in time: ENDLESS_FIRST_MS, then doubling, each giving
+    ENDLESS_BOUNDS_SHARE of it to proven bounds. The proof resumes on the warm table each round,
+    so a proof costs little more than one search; a terminal (``kalah solve --progress``) sees
+    the bounds narrow within seconds, instead of the trivial ones until MTD(f)'s first test
+    ends (hours at a 6-seed start)."""
+    start, size = 0.0, ENDLESS_FIRST_MS
+    while True:
+        end = start + size
+        yield (start + size * (1 - ENDLESS_BOUNDS_SHARE), 0), (end, 0)
+        start, size = end, size * 2
+
+
+def _short(time_ms: float | None, nodes: int | None) -> bool:
+    """Whether a budget is one the deep book answers for: finite and at most DEEP_BOOK_MS (a
+    longer one is meant to prove, and searches)."""
+    if not time_ms and not nodes:
+        return False
+    return (time_ms or 0.0) <= DEEP_BOOK_MS and (nodes or 0) <= DEEP_BOOK_MS * NODES_PER_MS
 
 
 def _code(move: Move) -> int:

@@ -197,3 +197,18 @@ def test_a_deeper_build_starts_from_an_earlier_book(rules: Rules) -> None:
     assert build_section(rules, DEPTH, [], until=time.time() - 1, known=full) == full
     deeper = build_section(rules, DEPTH, [], known=earlier)
     assert deeper == full
+
+
+def test_a_build_from_another_book_keeps_its_sections(tmp_path: Path) -> None:
+    from kalah_core.book import SHIPPED
+    from kalah_core.cli import main
+
+    out = tmp_path / "book.bin"
+    small = ["book", "build", "--houses", "3", "--seeds", "2", "--depth", "2", "-o", str(out)]
+    assert main([*small, "--from", "shipped"]) == 0
+    built, shipped = Book.load(out), Book.load(SHIPPED)
+    new = set(built.sections) - set(shipped.sections)
+    assert len(new) == 1 and built.sections[new.pop()].depth == 2
+    for key, section in shipped.sections.items():
+        assert built.sections[key] == section
+    assert main([*small, "--from", str(tmp_path / "none.bin")]) == 2

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from kalah_core import solver
 from kalah_core.position import Position
 from kalah_core.rules import Rules
 from kalah_core.solver import Engine
@@ -52,6 +53,42 @@ def test_interrupt_stops_an_unbounded_analysis_with_its_bounds() -> None:
     # The next analysis is not interrupted.
     small = Rules.preset("kalah").replace(houses=4, seeds=2)
     assert engine.analyse(Position.start(small), small).exact
+
+
+def test_an_unbounded_analysis_narrows_its_bounds_while_the_proof_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An unbounded solve alternates the proof with proven bounds in rounds (the first
+    ENDLESS_FIRST_MS, here shortened to 50 ms), so its bounds narrow long before the proof
+    could end: at Kalah(6,6)'s start MTD(f)'s first test alone takes hours."""
+    monkeypatch.setattr(solver, "ENDLESS_FIRST_MS", 50.0)
+    rules = Rules.preset("kalah").replace(seeds=6)
+    engine = Engine(tt_mb=16)
+    done = threading.Event()
+    answers = []
+
+    def run() -> None:
+        answers.append(engine.analyse(Position.start(rules), rules, prove="optimal"))
+        done.set()
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    # The trivial bounds are about 142 wide (the stores of the first sowing); 1 s of rounds on
+    # one core proves about [-54, +60].
+    narrowed = None
+    for _ in range(int(DEADLINE_S / 0.05)):
+        progress = engine.progress()
+        if progress is not None and progress[1] - progress[0] <= 120:
+            narrowed = progress
+            break
+        done.wait(0.05)
+    engine.interrupt()
+    assert done.wait(DEADLINE_S)
+    assert narrowed is not None, "the bounds never narrowed"
+    analysis = answers[0]
+    assert not analysis.exact
+    assert analysis.lower >= narrowed[0] and analysis.upper <= narrowed[1]
+    assert analysis.lower <= analysis.value <= analysis.upper
 
 
 def _solve(*options: str, tmp_path: Path) -> subprocess.Popen[bytes]:

@@ -149,9 +149,11 @@ class AnalysisSchema(ma.Schema):
     book = fields.Dict(
         allow_none=True,
         metadata={
-            "description": "When the answer came from the opening book (exact at once, no "
-            "search): the book's `depth` in sowings and the `rules` key of its section; "
-            "null otherwise."
+            "description": "When the answer came from a book, at once with no search: the "
+            "opening book (exact) gives its `depth` in sowings and the `rules` key of its "
+            'section; the deep book of the 6-seed openings gives `kind` "deep", the `depth` '
+            "of its estimate (null when proven), the `sowings` it covers and its `rules` key "
+            "(its answers are exact only where their proven bounds meet); null otherwise."
         },
     )
 

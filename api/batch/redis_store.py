@@ -26,6 +26,14 @@ The queue is this store's own, in Redis, with no queue library over it:
   wait, so a lost ring costs at most :data:`WAIT_S`.
 - Finishing a chunk is one script that counts it once, so a chunk run twice (the slow original
   and its take-over) counts once.
+
+A job may also hold engine work (:mod:`kalah_core.tasks`: a book build's boards, posted by
+``kalah book build --redis-url``, see :mod:`.work`) instead of analyses: the same chunks,
+queue and leases, but its runner stores each item's result as it comes (a partial
+completion), the results are pushed on the job's ``feed`` list for the process that posted
+it, and a chunk taken over skips the items already answered. Its poster renews a lease
+(``poster``) as it reads the feed: a poster killed hard has its job cancelled when the lease
+lapses (:data:`POSTER_LEASE_MS`), so workers do not run an orphan build to its end.
 """
 
 from __future__ import annotations
@@ -34,10 +42,13 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 import redis
+
+from kalah_core.tasks import Task, chunks
 
 from ..config import Settings
 from ..core.answer import as_cached
@@ -68,6 +79,9 @@ WORKER_BEAT_S = 1.0
 WORKER_STALE_S = 10.0
 """A worker that has not beaten for this long is dead (or cut off): it runs no job."""
 LEASE_MS = 5000
+POSTER_LEASE_MS = 60_000
+"""Engine work (a book build) is cancelled this long after its poster stopped reading its
+results (killed without a chance to cancel it)."""
 HEARTBEAT_S = 1.0
 WAIT_S = 5
 """How long an idle runner blocks on the bell before it looks at the queue again."""
@@ -109,6 +123,12 @@ for _ = 1, 1000 do
   local meta = base .. 'meta'
   local status = redis.call('HGET', meta, 'status')
   local body = redis.call('GET', base .. 'chunk:' .. n)
+  if (status == 'queued' or status == 'running') and redis.call('HGET', meta, 'feed') == '1'
+      and redis.call('EXISTS', base .. 'poster') == 0 then
+    redis.call('HSET', meta, 'status', 'cancelled', 'error', 'its poster is gone')
+    redis.call('SREM', KEYS[4], job)
+    status = 'cancelled'
+  end
   if (status ~= 'queued' and status ~= 'running') or (not body)
       or redis.call('SISMEMBER', base .. 'done', n) == 1 then
     redis.call('ZREM', KEYS[2], entry)
@@ -133,14 +153,20 @@ return false
 """
 )
 
-# Extend a lease held by this token of a job still running: 1, else 0 (stop).
-# KEYS: leases, tokens, meta; ARGV: entry, token, lease ms.
+# Extend a lease held by this token of a job still running: 1, else 0 (stop). Engine work
+# whose poster is gone (its lease lapsed: killed) is cancelled.
+# KEYS: leases, tokens, meta, poster, active; ARGV: entry, token, lease ms, job id.
 _RENEW = (
     _NOW
     + """
 if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then return 0 end
 local status = redis.call('HGET', KEYS[3], 'status')
 if status ~= 'queued' and status ~= 'running' then return 0 end
+if redis.call('HGET', KEYS[3], 'feed') == '1' and redis.call('EXISTS', KEYS[4]) == 0 then
+  redis.call('HSET', KEYS[3], 'status', 'cancelled', 'error', 'its poster is gone')
+  redis.call('SREM', KEYS[5], ARGV[4])
+  return 0
+end
 redis.call('ZADD', KEYS[1], ms + tonumber(ARGV[3]), ARGV[1])
 return 1
 """
@@ -149,11 +175,19 @@ return 1
 # Store a chunk's answers (whatever the job's state, while it exists: the results so far stay
 # readable) and count the chunk once. Returns 1 counted, 0 counted before, 2 the job is over
 # (cancelled, failed), 3 a partial chunk of a running job (not counted, lease kept), -1 gone.
-# KEYS: meta, done, results, chunk_items, active, leases, tokens, items, attempts
+# A job with a feed (engine work) keeps each task's first answer and pushes its index there.
+# KEYS: meta, done, results, chunk_items, active, leases, tokens, items, attempts, feed
 # ARGV: chunk, job id, ttl, entry, whole (1/0), search ms, then task index and answer pairs
 _COMPLETE = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-for i = 7, #ARGV, 2 do redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1]) end
+local feed = redis.call('HGET', KEYS[1], 'feed') == '1'
+for i = 7, #ARGV, 2 do
+  if not feed then
+    redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1])
+  elseif redis.call('HSETNX', KEYS[3], ARGV[i], ARGV[i + 1]) == 1 then
+    redis.call('RPUSH', KEYS[10], ARGV[i])
+  end
+end
 local status = redis.call('HGET', KEYS[1], 'status')
 local result
 if status ~= 'queued' and status ~= 'running' then
@@ -175,7 +209,7 @@ if result ~= 3 then
   redis.call('ZREM', KEYS[6], ARGV[4])
   redis.call('HDEL', KEYS[7], ARGV[4])
 end
-for _, key in ipairs({KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[8], KEYS[9]}) do
+for _, key in ipairs({KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[8], KEYS[9], KEYS[10]}) do
   redis.call('EXPIRE', key, ARGV[3])
 end
 return result
@@ -261,6 +295,18 @@ class JobKeys:
         """Hash: chunk -> input slots it answers (repeats included)."""
         return self._key("chunk_items")
 
+    @property
+    def poster(self) -> str:
+        """String (engine work only), expiring: the job's poster is alive. Once it expires,
+        the job is cancelled (its chunks are dropped, its runners stop after the item in
+        hand)."""
+        return self._key("poster")
+
+    @property
+    def feed(self) -> str:
+        """List (engine work only): indices of tasks answered, for the job's poster."""
+        return self._key("feed")
+
     def chunk(self, n: int) -> str:
         return f"{PREFIX}:{self.id}:chunk:{n}"
 
@@ -342,6 +388,85 @@ class RedisJobStore:
             pipe.ltrim(BELL, -BELL_MAX, -1)
         pipe.execute()
         return JobStatus(job.id, status, problems, len(batch.slots), None, owner)
+
+    def create_work(
+        self, work: Task, items: Sequence[Any], chunk_size: int, owner: str, *, ttl_s: int
+    ) -> str:
+        """A new job of engine work (see the module docstring): ``work`` over ``items`` (JSON)
+        in chunks of ``chunk_size``; its results come back through :meth:`feed`. ``ttl_s``:
+        how long its keys live after its last change (a chunk waits that long at most)."""
+        job = JobKeys(uuid.uuid4().hex)
+        parts = chunks(len(items), chunk_size)
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.hset(
+            job.meta,
+            mapping={
+                "status": "queued" if parts else "finished",
+                "total": len(items),
+                "done": 0,
+                "chunks": len(parts),
+                "created": time.time(),
+                "owner": owner,
+                "payer": "",
+                "search_ms": 0,
+                "feed": 1,
+                "kind": work.kind,
+            },
+        )
+        for n, part in enumerate(parts):
+            body = {"work": work.to_json(), "items": [[i, items[i]] for i in part]}
+            pipe.set(job.chunk(n), json.dumps(body), ex=ttl_s)
+            pipe.hset(job.chunk_items, str(n), len(part))
+        for key in (job.meta, job.chunk_items):
+            pipe.expire(key, ttl_s)
+        pipe.set(job.poster, 1, px=POSTER_LEASE_MS)
+        if parts:
+            pipe.sadd(ACTIVE, job.id)
+            entries = [job.entry(n) for n in range(len(parts))]
+            for start in range(0, len(entries), 1000):
+                self._wait(
+                    keys=[RING, FAIR_PREFIX + owner],
+                    args=[owner, *entries[start : start + 1000]],
+                    client=pipe,
+                )
+            pipe.rpush(BELL, *["1"] * min(len(parts), BELL_MAX))
+            pipe.ltrim(BELL, -BELL_MAX, -1)
+        pipe.execute()
+        return job.id
+
+    def feed(self, job_id: str, timeout_s: float) -> list[tuple[int, bytes]]:
+        """The results of engine work answered since the last call (each once), waiting up to
+        ``timeout_s`` for the first. Each call renews the poster's lease: a poster that stops
+        calling (killed) has its job cancelled :data:`POSTER_LEASE_MS` later."""
+        job = JobKeys(job_id)
+        self.redis.set(job.poster, 1, px=POSTER_LEASE_MS)
+        first = cast(
+            tuple[bytes, bytes] | None,
+            self._blocking.blpop([job.feed], timeout=max(0.01, min(WAIT_S, timeout_s))),
+        )
+        if first is None:
+            return []
+        more = cast(list[bytes] | None, self.redis.lpop(job.feed, 10_000)) or []
+        indices = [first[1], *more]
+        bodies = cast(list[bytes | None], self.redis.hmget(job.results, indices))
+        return [
+            (int(index), body)
+            for index, body in zip(indices, bodies, strict=True)
+            if body is not None
+        ]
+
+    def forget(self, job_id: str) -> None:
+        """Delete a job's keys (its poster has its results); chunks still queued are then
+        dropped when reached, and a runner's late answers are refused (the job is gone)."""
+        job = JobKeys(job_id)
+        chunks_n = int(cast(bytes | None, self.redis.hget(job.meta, "chunks")) or 0)
+        keys = [job.meta, job.items, job.results, job.done, job.attempts, job.chunk_items]
+        keys += [job.feed, job.poster, *(job.chunk(n) for n in range(chunks_n))]
+        pipe = self.redis.pipeline(transaction=False)
+        for start in range(0, len(keys), 1000):
+            pipe.delete(*keys[start : start + 1000])
+        pipe.srem(ACTIVE, job_id)
+        pipe.execute()
 
     def status(self, job_id: str) -> JobStatus | None:
         meta = cast(dict[bytes, bytes], self.redis.hgetall(JobKeys(job_id).meta))
@@ -426,13 +551,23 @@ class RedisJobStore:
             return None
         entry, attempt, body, payer = taken
         job_id, _, n = entry.decode().partition(":")
-        tasks = [(item["t"], AnalysisRequest.from_json(item)) for item in json.loads(body)]
+        chunk = json.loads(body)
+        if isinstance(chunk, dict):  # engine work: the items not answered yet
+            items = [(int(i), item) for i, item in chunk["items"]]
+            if int(attempt) > 1 and items:
+                answered = self.redis.hmget(JobKeys(job_id).results, [i for i, _ in items])
+                items = [x for x, a in zip(items, answered, strict=True) if a is None]
+            work = Task.from_json(chunk["work"])
+            return Lease(job_id, int(n), worker, [], "", int(attempt), work, items)
+        tasks = [(item["t"], AnalysisRequest.from_json(item)) for item in chunk]
         return Lease(job_id, int(n), worker, tasks, payer.decode(), int(attempt))
 
     def renew(self, lease: Lease) -> bool:
-        entry = JobKeys(lease.job_id).entry(lease.chunk)
-        meta = JobKeys(lease.job_id).meta
-        renewed = self._renew(keys=[LEASES, TOKENS, meta], args=[entry, lease.token, LEASE_MS])
+        job = JobKeys(lease.job_id)
+        renewed = self._renew(
+            keys=[LEASES, TOKENS, job.meta, job.poster, ACTIVE],
+            args=[job.entry(lease.chunk), lease.token, LEASE_MS, lease.job_id],
+        )
         return bool(renewed)
 
     def complete(self, lease: Lease, done: Completed) -> bool:
@@ -457,6 +592,7 @@ class RedisJobStore:
             TOKENS,
             job.items,
             job.attempts,
+            job.feed,
         ]
         return bool(self._complete(keys=keys, args=args) == 1)
 

@@ -6,6 +6,8 @@
   job's runner charges to the job's payer).
 - :func:`answer_all` runs it over a list of tasks; inline batches, ``kalah batch`` (in each of
   its processes) and the job runners below all call it.
+- :func:`run_work` runs a chunk of engine work instead (:mod:`kalah_core.tasks`: a book
+  build's boards, see :mod:`.work`), storing each item's result as it comes.
 - :func:`serve` is the job runners' loop over any :class:`~api.batch.store.JobStore`: take a
   chunk, answer it while renewing its lease (stopping early when the job is cancelled),
   complete it, charge its search to the job's payer; wait on the store when there is nothing
@@ -18,12 +20,16 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from kalah_core import book_build, deepbook_build
+from kalah_core import tasks as work
 from kalah_core.errors import KalahError
 
 from ..core.analyser import Analyser
@@ -34,6 +40,14 @@ from ..lease import owner_token, renewing
 from .store import Completed, JobStore, Lease
 
 log = logging.getLogger("kalah_service.batch.runner")
+
+ENGINE_WORK = (book_build, deepbook_build)
+"""The engine modules whose task kinds (:func:`kalah_core.tasks.task`) a runner runs: importing
+them registers their kinds."""
+
+RELEASE_AFTER_S = 60.0
+"""A runner idle this long drops the state engine work keeps (a book's table): not between
+the passes of a build, a few seconds apart."""
 
 HEARTBEAT_S = 1.0
 """How often a runner renews its chunk's lease (and learns of a cancellation)."""
@@ -82,6 +96,8 @@ def run_chunk(
 ) -> Completed:
     """Answer a leased chunk, renewing its lease; stops early (a partial chunk) when the store
     says so (the job was cancelled, the lease lost) or the runner is stopping hard."""
+    if lease.work is not None:
+        return run_work(store, lease, stopping)
     stop = threading.Event()
 
     def renew() -> None:
@@ -102,6 +118,36 @@ def run_chunk(
     return done
 
 
+def run_work(store: JobStore, lease: Lease, stopping: threading.Event) -> Completed:
+    """Run a leased chunk of engine work (:mod:`kalah_core.tasks`, e.g. a book build's boards),
+    renewing its lease, and store each item's result as it comes (a partial completion): a
+    runner killed mid-chunk costs only the item in hand. Stops after the item in hand when
+    the store says so or the runner is stopping hard."""
+    assert lease.work is not None
+    stop = threading.Event()
+
+    def renew() -> None:
+        if not store.renew(lease) or stopping.is_set():
+            stop.set()
+
+    indices = [index for index, _ in lease.items]
+    pending: list[tuple[int, bytes]] = []
+    count = 0
+    with renewing(renew, f"chunk {lease.chunk} of job {lease.job_id}", HEARTBEAT_S):
+        results = work.run(lease.work, [item for _, item in lease.items])
+        for index, result in zip(indices, results, strict=False):
+            pending.append((index, json.dumps(result, separators=(",", ":")).encode()))
+            count += 1
+            if stop.is_set() or count == len(indices):
+                break
+            try:
+                store.complete(lease, Completed(pending, whole=False))
+                pending = []
+            except Exception as error:  # kept for the next completion
+                log.warning("storing a result of job %s failed: %s", lease.job_id, error)
+    return Completed(pending, whole=count == len(indices))
+
+
 def serve(
     store: JobStore,
     analyser: Analyser,
@@ -117,6 +163,7 @@ def serve(
     pause = PAUSE_S
     done: Completed | None = None
     lease: Lease | None = None
+    busy = time.monotonic()  # when the last chunk was completed
     hard = hard_stop or threading.Event()
     while True:
         try:
@@ -125,6 +172,8 @@ def serve(
                     return
                 lease = store.take(worker)
                 if lease is None:
+                    if time.monotonic() - busy > RELEASE_AFTER_S:
+                        work.release()  # no engine work's state (a book's table) kept idle
                     if burst and not store.pending():
                         return
                     store.wait(1.0 if burst else 5.0)
@@ -149,6 +198,7 @@ def serve(
                     log.exception("charging job %s's chunk failed", lease.job_id)
             lease = done = None
             pause = PAUSE_S
+            busy = time.monotonic()
         except Exception as error:  # the store failed: wait and go on where we were
             log.warning(
                 "job store unavailable (%s: %s); trying again in %.1f s",

@@ -17,7 +17,9 @@ Two stores implement :class:`JobStore`:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
+
+from kalah_core.tasks import Task
 
 from ..core.request import AnalysisRequest
 from .items import Batch
@@ -59,6 +61,11 @@ class Lease:
     """Whom the chunk's search is charged to (:func:`api.ratelimit.charging.payer` as text; empty:
     nobody, e.g. limits off)."""
     attempt: int = 1
+    work: Task | None = None
+    """A chunk of engine work (:mod:`kalah_core.tasks`, e.g. a book build's boards) instead of
+    analyses: its ``items`` (index, JSON item) are run by the task's function, and each
+    item's result is stored as it comes (a lost runner costs only the item in hand)."""
+    items: list[tuple[int, Any]] = field(default_factory=list)
 
 
 @dataclass(slots=True)

@@ -1,4 +1,5 @@
-"""``kalah worker``: runs the chunks of batch jobs from the state Redis, with a warm engine.
+"""``kalah worker``: runs the chunks of batch jobs from the state Redis, with a warm engine
+(and the boards of books built on the workers, :mod:`.work`).
 
 The chunks run in this process (no fork per chunk), so the engine, its transposition table
 and the memory-mapped endgame databases stay warm from one chunk to the next. Each task goes

@@ -21,7 +21,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from kalah_core import book
+from kalah_core import book, deepbook
 from kalah_core.errors import KalahError
 from kalah_core.game import legal_moves, outcome, play
 from kalah_core.position import Position, Side
@@ -89,10 +89,13 @@ class Analyser:
         return state[1]
 
     def _make_engine(self, lock: threading.Lock) -> Engine:
-        """A new engine with the shipped book and the service's endgame databases (attached
+        """A new engine with the shipped books and the service's endgame databases (attached
         under ``lock``, which guards its searches)."""
         engine = Engine(
-            tt_mb=self.settings.tt_mb, book=book.shipped(), threads=self.settings.search_threads
+            tt_mb=self.settings.tt_mb,
+            book=book.shipped(),
+            threads=self.settings.search_threads,
+            deep_book=deepbook.shipped(),
         )
         databases = egdb.service(self.settings.egdb_path, self.settings.egdb_seeds)
         databases.attach_to(engine, lock)
@@ -189,7 +192,7 @@ class Analyser:
             ENGINE_VERSION,
             request.key,
             request.exact_key,
-            f"book-{book.shipped_digest()}.egdb{seeds}",
+            f"book-{book.shipped_digest()}.deep-{deepbook.shipped_digest()}.egdb{seeds}",
         )
 
     def analyse_body(self, body: Mapping[str, Any]) -> dict[str, Any]:

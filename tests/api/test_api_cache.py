@@ -11,7 +11,7 @@ import pytest
 import redis
 from flask import Flask
 
-from kalah_core import Position, Rules, book
+from kalah_core import Position, Rules, book, deepbook
 from kalah_service import create_app
 from kalah_service.core.analyser import Analyser
 from kalah_service.core.request import AnalysisRequest, Limits
@@ -266,13 +266,13 @@ def test_apps_share_the_embedded_store_of_their_folder(tmp_path: Path) -> None:
 def test_inexact_answers_are_keyed_on_the_book_and_database_proven_ones_are_not(
     redis_app: Flask,
 ) -> None:
-    """A new book or a database attached later can prove what an earlier search could not:
-    the keys of answers for limits name both, the key of proven answers neither."""
+    """A new book (or deep book) or a database attached later can prove what an earlier search
+    could not: the keys of answers for limits name them, the key of proven answers none."""
     request = AnalysisRequest(Position.start(Rules()), Rules(), Limits(1000))
     before = Keys.of("eng-1", request.key, request.exact_key, "book-aaa.egdb-1")
     after = Keys.of("eng-1", request.key, request.exact_key, "book-aaa.egdb24")
     assert before.exact == after.exact
     assert before.limits != after.limits and before.lock != after.lock
     used = keys_of(redis_app, Rules(), "444444-0-444444-0-s", Limits(1000))
-    assert f"book-{book.shipped_digest()}.egdb" in used.limits
+    assert f"book-{book.shipped_digest()}.deep-{deepbook.shipped_digest()}.egdb" in used.limits
     assert "book-" not in used.exact

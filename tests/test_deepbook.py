@@ -1,0 +1,226 @@
+"""The deep book: every record's bounds hold (checked against exact solves on small boards),
+its estimates are those of a search of the same depth, the engine answers from it only within
+its budgets and labels the answer, and the shipped file loads."""
+
+from __future__ import annotations
+
+import io
+import json
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from kalah_core.book import BookError
+from kalah_core.cli import main
+from kalah_core.deepbook import DeepBook, DeepSection, deep_key, key_position, lead
+from kalah_core.deepbook_build import DeepBudget, back_up, build_deep_section, deep_record, levels
+from kalah_core.game import legal_moves, play
+from kalah_core.position import Position
+from kalah_core.rules import Rules
+from kalah_core.solver import DEEP_BOOK_MS, Engine
+from kalah_core.tasks import LocalExecutor
+
+# Small boards of the 6-seed presets' rules: piet-hein's empty capture, kalah-ru's
+# mover-empty, empty-side and majority, and KGP's standard rules with majority.
+SMALL = {
+    "piet-hein": Rules(houses=4, seeds=3, capture="always"),
+    "kalah-ru": Rules(houses=4, seeds=3, end="mover-empty", remaining="empty-side", majority=True),
+    "kgp": Rules(houses=4, seeds=3, majority=True),
+}
+BUDGET = DeepBudget(estimate_nodes=1_500, bounds_nodes=1_500, tt_mb=4)
+SOWINGS = 2
+
+
+@cache
+def small_section(name: str) -> DeepSection:
+    return build_deep_section(SMALL[name], SOWINGS, [BUDGET], stream=io.StringIO())
+
+
+@cache
+def exact_gains(name: str, key: bytes) -> dict[int, int]:
+    """Every move's exact future gain, from an unbounded solve."""
+    rules = SMALL[name]
+    position = key_position(key, rules)
+    analysis = Engine(tt_mb=4).analyse(position, rules)
+    assert analysis.exact
+    return {int(m.move): m.value - lead(position) for m in analysis.moves}
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_every_record_is_built_and_its_bounds_hold(name: str) -> None:
+    section = small_section(name)
+    rules = SMALL[name]
+    wanted = {k for level in levels(rules, SOWINGS) for k in level}
+    assert set(section.records) == wanted and section.sowings == SOWINGS
+    for key, record in section.records.items():
+        gains = exact_gains(name, key)
+        assert {m.house for m in record.moves} == set(gains)
+        for m in record.moves:
+            assert m.lower <= gains[m.house] <= m.upper, (key.hex(), m)
+        assert record.lower <= max(gains.values()) <= record.upper
+        assert record.lower == max(m.lower for m in record.moves)
+        assert record.upper == max(m.upper for m in record.moves)
+        assert (record.depth is None) == (record.lower == record.upper)
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_estimates_are_a_search_of_the_same_depth(name: str) -> None:
+    rules = SMALL[name]
+    inexact = 0
+    for key, record in small_section(name).records.items():
+        if record.depth is None:
+            continue
+        inexact += 1
+        position = key_position(key, rules)
+        search = Engine(tt_mb=4).analyse(position, rules, depth=record.depth)
+        got = {int(m.move): m.value - lead(position) for m in search.moves}
+        assert got == {m.house: m.estimate for m in record.moves}, key.hex()
+    assert inexact  # the budgets are small enough to leave records unproven
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_back_up_only_narrows_and_is_settled(name: str) -> None:
+    section = small_section(name)
+    again = back_up(SMALL[name], section.records)
+    assert again == section.records  # already backed up: a fixed point
+    rules = SMALL[name]
+    # A record's move leading to another record is bounded by that record's bounds.
+    for key, record in section.records.items():
+        position = key_position(key, rules)
+        for m in record.moves:
+            result = play(position, rules, m.house)
+            child = None if result.over else section.records.get(deep_key(result.after, rules))
+            if child is None:
+                continue
+            c = lead(result.after)
+            low, high = child.lower + c, child.upper + c
+            if not result.extra_turn:
+                low, high = -high, -low
+            assert m.lower >= low - lead(position) and m.upper <= high - lead(position)
+
+
+def test_a_build_on_forked_workers_equals_one_in_process() -> None:
+    rules = SMALL["kgp"]
+    pool = LocalExecutor(2)  # the task kind deepbook.record on two forked processes
+    mapped = build_deep_section(rules, 1, [BUDGET], executor=pool, stream=io.StringIO())
+    plain = build_deep_section(rules, 1, [BUDGET], stream=io.StringIO())
+    assert mapped.records == plain.records
+
+
+def test_a_checkpoint_resumes(tmp_path: Path) -> None:
+    rules = SMALL["piet-hein"]
+    path = tmp_path / "ck.jsonl"
+    first = build_deep_section(rules, 1, [BUDGET], checkpoint=path, stream=io.StringIO())
+    lines = path.read_text().splitlines()
+    assert len(lines) == len(first.records)
+    out = io.StringIO()
+    again = build_deep_section(rules, 1, [BUDGET], checkpoint=path, stream=out)
+    assert again.records == first.records
+    assert "sowing" not in out.getvalue()  # nothing searched again
+    assert len(path.read_text().splitlines()) == len(lines)
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_the_engine_answers_from_the_deep_book_and_labels_it(name: str) -> None:
+    rules = SMALL[name]
+    section = small_section(name)
+    book = DeepBook([section])
+    engine = Engine(tt_mb=4, deep_book=book)
+    for key, record in section.records.items():
+        position = key_position(key, rules)
+        answer = engine.analyse(position, rules, time_ms=1000)
+        diff = lead(position)
+        assert answer.extra["book"]["kind"] == "deep"
+        assert answer.nodes == 0
+        assert (answer.lower, answer.upper) == (record.lower + diff, record.upper + diff)
+        assert answer.exact == (record.lower == record.upper)
+        assert answer.depth == record.depth
+        assert answer.lower <= answer.value <= answer.upper
+        by_house = {m.house: m for m in record.moves}
+        for m in answer.moves:
+            r = by_house[int(m.move)]
+            assert (m.lower, m.upper) == (r.lower + diff, r.upper + diff)
+            assert m.exact == (r.lower == r.upper)
+            assert m.value == min(max(r.estimate + diff, m.lower), m.upper)
+        assert answer.best_moves[0] == answer.moves[0].move
+        assert answer.pv and answer.pv[0][0] == answer.moves[0].move
+        node = position
+        for turn in answer.pv:  # the line is legal
+            for move in turn:
+                assert move in legal_moves(node, rules)
+                node = play(node, rules, move).after
+
+
+def test_long_and_unbounded_budgets_search() -> None:
+    rules = SMALL["kgp"]
+    book = DeepBook([small_section("kgp")])
+    engine = Engine(tt_mb=4, deep_book=book)
+    start = Position.start(rules)
+    assert engine.analyse(start, rules, time_ms=1000).extra["book"]["kind"] == "deep"
+    assert engine.analyse(start, rules, nodes=1000).extra["book"]["kind"] == "deep"
+    for answer in (
+        engine.analyse(start, rules, time_ms=DEEP_BOOK_MS * 2, nodes=2_000),
+        engine.analyse(start, rules),
+        engine.analyse(start, rules, depth=3),
+    ):
+        assert "book" not in answer.extra
+
+
+def test_records_serve_only_their_rules_and_stores() -> None:
+    book = DeepBook([small_section("kgp")])
+    rules = SMALL["kgp"]
+    start = Position.start(rules)
+    assert book.record(start, rules) is not None
+    assert book.record(start, rules.replace(majority=False)) is None
+    assert book.record(start, rules.replace(seeds=4)) is None
+    # Under majority the stores are part of the key: the same houses with other stores miss.
+    moved = Position(start.south, start.north, (1, 0), start.to_move, False)
+    assert book.record(moved, rules) is None
+    # Outside majority the houses are the key, and the value follows the stores.
+    pie = DeepBook([small_section("piet-hein")])
+    rules = SMALL["piet-hein"]
+    start = Position.start(rules)
+    moved = Position(start.south, start.north, (3, 1), start.to_move, False)
+    a, b = pie.analysis(start, rules), pie.analysis(moved, rules)
+    assert a is not None and b is not None
+    assert (b.lower, b.upper, b.value) == (a.lower + 2, a.upper + 2, a.value + 2)
+
+
+def test_a_file_round_trips_and_a_bad_one_is_refused(tmp_path: Path) -> None:
+    book = DeepBook([small_section(n) for n in sorted(SMALL)])
+    path = tmp_path / "deep.xz"
+    book.save(path)
+    again = DeepBook.load(path)
+    assert {k: s.records for k, s in again.sections.items()} == {
+        k: s.records for k, s in book.sections.items()
+    }
+    path.write_bytes(b"not a book")
+    with pytest.raises(BookError):
+        DeepBook.load(path)
+
+
+def test_the_book_deep_command_builds_a_section(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("KALAH_EGDB_PATH", "off")
+    path = tmp_path / "deep.xz"
+    rules = ("--houses", "4", "--seeds", "3", "--majority")
+    budgets = ("--estimate-mnodes", "0.0015", "--bounds-mnodes", "0.0015")
+    argv = ["book", "deep", *rules, "--sowings", "1", *budgets, "--tt-mb", "4", "-o", str(path)]
+    assert main([*argv, "--json"]) == 0
+    built = json.loads(capsys.readouterr().out)
+    assert (built["sowings"], built["positions"]) == (1, 1 + 4)
+    section = DeepBook.load(path).sections[SMALL["kgp"].key]
+    expected = build_deep_section(SMALL["kgp"], 1, [BUDGET], stream=io.StringIO())
+    assert section.records == expected.records  # node budgets: the same book every time
+
+
+def test_a_record_does_not_depend_on_the_records_made_before_it() -> None:
+    """deep_record is a pure function of (rules, board, budget): the same records whatever
+    the order, so executors may hand positions out in any order."""
+    rules = SMALL["kalah-ru"]
+    keys = [k for level in levels(rules, SOWINGS) for k in level]
+    forward = [deep_record(rules, k, BUDGET) for k in keys]
+    backward = [deep_record(rules, k, BUDGET) for k in reversed(keys)]
+    assert forward == backward[::-1]
