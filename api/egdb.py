@@ -311,6 +311,11 @@ class DatabaseService:
         warm(database)
         with self._lock:
             self.attached[database.key] = database
+            # Under the same lock, so that status() never shows a database attached while its
+            # build still says building (the folder's watcher may attach a fresh build first).
+            for item in self.plan:
+                if item.state in ("queued", "building") and self._enough(item):
+                    item.state = "attached"
             engines = list(self._engines)
         for engine, engine_lock in engines:
             with engine_lock:

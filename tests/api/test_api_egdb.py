@@ -242,3 +242,22 @@ def test_a_build_reports_its_progress_to_every_process(tmp_path: Path) -> None:
     assert service._progress(item) == {"progress": 1.0, "eta_s": 0.0}
     item.state = "attached"
     assert service._progress(item) == {"progress": 1.0, "eta_s": 0.0}
+
+
+def test_a_build_attached_by_the_folder_watcher_is_reported_attached_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The folder's watcher may attach a fresh build before the build thread opens it: the
+    build's state turns to attached in the same step, never "building" beside an attached
+    database (a loaded machine widened that window)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    service = DatabaseService("auto", 8)
+    item = service.plan[0]
+    item.state = "building"  # as _build_missing leaves it while the file is written
+    rules = Rules.preset(item.presets[0])
+    path = egdb.default_path(rules, item.seeds, tmp_path)
+    egdb.build(path, rules, item.seeds, progress=False)
+    service._attach(egdb.EndgameDatabase.open(path, rules))
+    status = service.status()
+    assert [db["rules"] for db in status["attached"]] == [str(item.key)]
+    assert status["builds"][0]["state"] == "attached"
