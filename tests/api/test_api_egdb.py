@@ -253,6 +253,7 @@ def test_a_build_attached_by_the_folder_watcher_is_reported_attached_at_once(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     service = DatabaseService("auto", 8)
     item = service.plan[0]
+    service._started = True  # started; its build thread (not run here) is writing this item
     item.state = "building"  # as _build_missing leaves it while the file is written
     rules = Rules.preset(item.presets[0])
     path = egdb.default_path(rules, item.seeds, tmp_path)
