@@ -148,7 +148,9 @@ def run_local(batch: Batch, workers: int, progress: Progress | None = None) -> l
     size = max(1, min(32, len(payload) // (workers * 8) or 1))
     pieces = [payload[i : i + size] for i in range(0, len(payload), size)]
     answers: list[bytes] = [b""] * len(batch.tasks)
-    pool = multiprocessing.get_context("fork").Pool(workers) if workers > 1 else None
+    # spawn, not fork: a process with threads (a server, a test run) may be inside SQLite or
+    # another lock when it forks, and the child would wait on that lock forever.
+    pool = multiprocessing.get_context("spawn").Pool(workers) if workers > 1 else None
     results: Iterator[list[bytes]] = (
         map(_answer_some, pieces) if pool is None else pool.imap(_answer_some, pieces)
     )
