@@ -344,6 +344,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
             engine.attach(database)
     prove: Prove = args.prove or ("optimal" if args.best_only else "all")
     show = sys.stderr.isatty() if args.progress is None else args.progress
+    engine.unbounded_rounds = show  # bounds that narrow while the user watches
     analysis, interrupted = _analyse_interruptibly(
         engine,
         lambda: engine.analyse(

@@ -80,6 +80,11 @@ class Engine:
         """Nodes of a proof before it pauses for a deep estimate (see ``_mtdf``)."""
         self.deep_move_depth = DEEP_MOVE_DEPTH
         """After a deep estimate, the proof tries first the moves of heuristic entries this deep."""
+        self.unbounded_rounds = False
+        """Run an unbounded analysis in endless time rounds (``_endless``), so that its proven
+        bounds narrow while a long proof runs: for a caller that shows them (``kalah solve`` on
+        a terminal). Off by default: the rounds are cut in time, so the nodes and the line of
+        such an analysis would depend on the machine's speed."""
         self._emptied = False  # this analysis has emptied the table at a pause (_mtdf)
         self._cuts: list[tuple[int, int]] = []  # (move code, v): the root's fail-highs (_settle)
         self._last_cut: tuple[int, int] | None = None  # the last fail-high of _mtdf's position
@@ -183,7 +188,7 @@ class Engine:
         # The rounds of the schedule: (exact search until, bounds until) from the start. An
         # unbounded solve runs endless time rounds (_endless), so that its bounds narrow while a
         # long proof runs; the clock of its budget parts never stops.
-        unbounded = depth is None and not time_ms and not nodes
+        unbounded = depth is None and not time_ms and not nodes and self.unbounded_rounds
         clock_ms = math.inf if unbounded else time_ms
         rounds: Iterator[Round]
         if depth is not None:

@@ -64,6 +64,7 @@ def test_an_unbounded_analysis_narrows_its_bounds_while_the_proof_runs(
     monkeypatch.setattr(solver, "ENDLESS_FIRST_MS", 50.0)
     rules = Rules.preset("kalah").replace(seeds=6)
     engine = Engine(tt_mb=16)
+    engine.unbounded_rounds = True  # as kalah solve on a terminal
     done = threading.Event()
     answers = []
 

@@ -198,8 +198,8 @@ def test_the_local_executor_gives_each_item_its_result_once() -> None:
             assert (
                 bytes.fromhex(keys[i]) + bytes.fromhex(record) == local.data[12 * i : 12 * i + 12]
             )
-    # A runner with nothing to do keeps no book table.
-    assert book_build._ENGINE
+    # A runner with nothing to do keeps no book table. (Not asserted that the in-process run
+    # left one: another test's idle runner thread in this process may release it first.)
     tasks.release()
     assert not book_build._ENGINE
 
