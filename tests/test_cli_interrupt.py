@@ -16,6 +16,7 @@ import pytest
 
 from kalah_core import solver
 from kalah_core.position import Position
+from kalah_core.results import Analysis
 from kalah_core.rules import Rules
 from kalah_core.solver import Engine
 
@@ -23,18 +24,23 @@ HARD = "666666-0-666666-0-s"  # Kalah(6,6)'s start: a proof takes weeks
 DEADLINE_S = 120.0  # generous: the machine may be loaded; the claim is checked by the events
 
 
-def test_interrupt_stops_an_unbounded_analysis_with_its_bounds() -> None:
-    rules = Rules.preset("kalah").replace(seeds=6)
-    engine = Engine(tt_mb=16)
+def analyse_in_background(engine: Engine, rules: Rules) -> tuple[threading.Event, list[Analysis]]:
+    """An unbounded analysis of the start on a thread: set when it returns, and its answer."""
     done = threading.Event()
-    answers = []
+    answers: list[Analysis] = []
 
     def run() -> None:
         answers.append(engine.analyse(Position.start(rules), rules, prove="optimal"))
         done.set()
 
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
+    threading.Thread(target=run, daemon=True).start()
+    return done, answers
+
+
+def test_interrupt_stops_an_unbounded_analysis_with_its_bounds() -> None:
+    rules = Rules.preset("kalah").replace(seeds=6)
+    engine = Engine(tt_mb=16)
+    done, answers = analyse_in_background(engine, rules)
     # Wait until the proof runs (progress known and nodes counted), then interrupt.
     started = threading.Event()
     for _ in range(int(DEADLINE_S / 0.05)):
@@ -65,15 +71,7 @@ def test_an_unbounded_analysis_narrows_its_bounds_while_the_proof_runs(
     rules = Rules.preset("kalah").replace(seeds=6)
     engine = Engine(tt_mb=16)
     engine.unbounded_rounds = True  # as kalah solve on a terminal
-    done = threading.Event()
-    answers = []
-
-    def run() -> None:
-        answers.append(engine.analyse(Position.start(rules), rules, prove="optimal"))
-        done.set()
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
+    done, answers = analyse_in_background(engine, rules)
     # The trivial bounds are about 142 wide (the stores of the first sowing); 1 s of rounds on
     # one core proves about [-54, +60].
     narrowed = None
