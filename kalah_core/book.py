@@ -41,6 +41,7 @@ from typing import Any
 
 from .egdb import RuleKey
 from .errors import KalahError
+from .files import write_atomic
 from .game import SWAP, Move, MoveResult, group_turns, legal_moves, play
 from .position import Position, Side
 from .results import Analysis, MoveValue
@@ -173,11 +174,7 @@ class Book:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write atomically (a temporary file renamed into place)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        temp.write_bytes(self.to_bytes())
-        os.replace(temp, path)
+        write_atomic(path, self.to_bytes())
 
     def info(self) -> list[dict[str, Any]]:
         return [section.info() for section in self.sections.values()]

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from .book import BookError
+from .files import write_atomic
 from .game import Move, MoveResult, group_turns, legal_moves, play
 from .position import Position, Side
 from .results import Analysis, MoveValue
@@ -186,11 +187,7 @@ class DeepBook:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write atomically (a temporary file renamed into place)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        temp.write_bytes(self.to_bytes())
-        os.replace(temp, path)
+        write_atomic(path, self.to_bytes())
 
     def info(self) -> list[dict[str, Any]]:
         return [s.info() for s in self.sections.values()]

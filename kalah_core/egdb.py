@@ -59,6 +59,7 @@ from typing import Any, TextIO
 
 from . import _board, _egdb
 from .errors import InvalidPositionError, InvalidRulesError, KalahError
+from .files import write_atomic
 from .position import Position
 from .rules import Rules
 
@@ -315,9 +316,7 @@ def _eta(elapsed: float, fraction: float) -> float | None:
 
 
 def _write_json(path: Path, data: dict[str, object]) -> None:
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temp.write_text(json.dumps(data), encoding="utf-8")
-    os.replace(temp, path)
+    write_atomic(path, json.dumps(data).encode())
 
 
 def read_progress(path: str | os.PathLike[str]) -> dict[str, Any] | None:
