@@ -199,6 +199,19 @@ class DeepBook:
             return None
         return section.records.get(deep_key(position, rules))
 
+    def proven_bounds(
+        self, position: Position, rules: Rules
+    ) -> tuple[tuple[int, int], dict[int, tuple[int, int]]] | None:
+        """The record's proven bounds on the value of ``position`` and of each move (by
+        house), for the player to move; None without a record. A search longer than the deep
+        book answers for keeps them: they cost hours of tests a budget cannot repeat."""
+        record = self.record(position, rules)
+        if record is None:
+            return None
+        diff = lead(position)
+        moves = {m.house: (m.lower + diff, m.upper + diff) for m in record.moves}
+        return (record.lower + diff, record.upper + diff), moves
+
     def analysis(self, position: Position, rules: Rules, pv_limit: int = 64) -> Analysis | None:
         """The :class:`Analysis` a record gives (None without one): every move's estimate
         within its proven bounds, the bounds, the depth, and the record's line. Exact only

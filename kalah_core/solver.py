@@ -243,6 +243,8 @@ class Engine:
                 )
 
         self._settle(position, rules, lines, root, time_ms, nodes)
+        if self.deep_book is not None and depth is None:
+            root = self._with_deep_book(position, rules, lines, root)
         # Equal estimates: the move with more of its value proven first.
         self._lines = []
         lines.sort(key=lambda ln: (-ln.value, not ln.exact, -ln.lower, _order(ln.result.move)))
@@ -487,6 +489,20 @@ class Engine:
         for line in lines:
             line.upper = min(line.upper, high)
         return low, high
+
+    def _with_deep_book(
+        self, position: Position, rules: Rules, lines: list[_Line], root: tuple[int, int]
+    ) -> tuple[int, int]:
+        """The root's and every move's bounds narrowed by the deep book's proven ones (a
+        budget longer than DEEP_BOOK_MS searched instead of answering from it)."""
+        known = self.deep_book.proven_bounds(position, rules) if self.deep_book else None
+        if known is None:
+            return root
+        (low, high), moves = known
+        for line in lines:
+            m_low, m_high = moves.get(_order(line.result.move), (-INFINITE, INFINITE))
+            line.lower, line.upper = max(line.lower, m_low), min(line.upper, m_high)
+        return max(root[0], low), min(root[1], high)
 
     def _settle(
         self,

@@ -167,6 +167,32 @@ def test_long_and_unbounded_budgets_search() -> None:
         assert "book" not in answer.extra
 
 
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_a_long_budget_keeps_the_books_proven_bounds(name: str) -> None:
+    """A budget over DEEP_BOOK_MS searches, and its bounds are those it proved narrowed by
+    the record's: never wider than the book's, and still around the exact values."""
+    rules = SMALL[name]
+    section = small_section(name)
+    with_book = Engine(tt_mb=4, deep_book=DeepBook([section]))
+    narrowed = 0
+    for key, record in section.records.items():
+        position = key_position(key, rules)
+        diff = lead(position)
+        gains = exact_gains(name, key)
+        budget = {"time_ms": DEEP_BOOK_MS * 2, "nodes": 150}
+        answer = with_book.analyse(position, rules, **budget)
+        assert "book" not in answer.extra  # it searched
+        assert record.lower + diff <= answer.lower <= answer.upper <= record.upper + diff
+        assert answer.lower <= max(gains.values()) + diff <= answer.upper
+        by_house = {m.house: m for m in record.moves}
+        for m in answer.moves:
+            r = by_house[int(m.move)]
+            assert r.lower + diff <= m.lower <= gains[r.house] + diff <= m.upper <= r.upper + diff
+        alone = Engine(tt_mb=4).analyse(position, rules, **budget)
+        narrowed += (alone.lower, alone.upper) != (answer.lower, answer.upper)
+    assert narrowed  # the searches alone prove less somewhere: the book's bounds count
+
+
 def test_records_serve_only_their_rules_and_stores() -> None:
     book = DeepBook([small_section("kgp")])
     rules = SMALL["kgp"]
