@@ -752,8 +752,9 @@ def cmd_book_info(args: argparse.Namespace) -> int:
         deep = deepbook.shipped().info()
         lines.append(f"{deepbook.SHIPPED}: {os.path.getsize(deepbook.SHIPPED):,} bytes")
         lines += [
-            f"{s['rules']} (deep): {s['positions']:,} positions within {s['sowings']} sowings: "
-            "deep estimates and proven bounds"
+            f"{s['rules']} {s['houses']}x{s['seeds']} (deep): {s['positions']:,} positions "
+            f"within {s['sowings']} sowings: deep estimates and proven bounds (the start: "
+            f"[{s['start_lower']}, {s['start_upper']}])"
             for s in deep
         ]
     emit(args, "\n".join(lines), {"path": str(path), "sections": sections, "deep": deep})

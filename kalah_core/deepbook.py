@@ -42,7 +42,7 @@ from .files import write_atomic
 from .game import Move, MoveResult, group_turns, legal_moves, play
 from .position import Position, Side
 from .results import Analysis, MoveValue
-from .rules import Rules
+from .rules import PRESETS, Rules
 
 FORMAT = "kalah-deepbook-1"
 SHIPPED = Path(__file__).parent / "data" / "deepbook.json.xz"
@@ -149,10 +149,17 @@ class DeepSection:
         )
 
     def info(self) -> dict[str, Any]:
+        start = self.records.get(deep_key(Position.start(self.rules), self.rules))
+        counts = {"houses": self.rules.houses, "seeds": self.rules.seeds}
+        preset = next((n for n, r in PRESETS.items() if r.replace(**counts) == self.rules), None)
         return {
-            "rules": self.rules.preset_name or self.rules.key,
+            "rules": preset or self.rules.key,  # KGP's 6x6 board: "kgp" with its counts
+            **counts,
             "sowings": self.sowings,
             "positions": len(self.records),
+            # the start's stores are empty: its record's bounds are its value's
+            "start_lower": start.lower if start else None,
+            "start_upper": start.upper if start else None,
         }
 
 

@@ -32,6 +32,8 @@ def test_the_shipped_deep_book_loads_and_holds_the_start(name: str) -> None:
     assert record.lower <= record.estimate <= record.upper
     for key, r in section.records.items():
         assert r.lower <= r.upper and all(m.lower <= m.upper for m in r.moves), key.hex()
+    info = section.info()
+    assert (info["start_lower"], info["start_upper"]) == (record.lower, record.upper)
     answer = Engine(tt_mb=4, deep_book=shipped).analyse(start, rules, time_ms=1000)
     assert answer.extra["book"]["kind"] == "deep"
     assert (answer.lower, answer.upper, answer.depth) == (record.lower, record.upper, record.depth)

@@ -10,7 +10,7 @@ from flask import current_app
 from flask.views import MethodView
 from flask_smorest import Blueprint  # type: ignore[import-untyped]
 
-from kalah_core import book
+from kalah_core import book, deepbook
 from kalah_core.finnish import MAX_GAME_LENGTH
 from kalah_core.position import MAX_NOTATION_LENGTH, MAX_SEEDS
 from kalah_core.rules import OPTION_DOCS, PRESET_DOCS, PRESETS, Rules, option_values
@@ -83,4 +83,5 @@ class RulesView(MethodView):
             },
             "databases": egdb.service(settings.egdb_path, settings.egdb_seeds).status(),
             "book": book.shipped().info(),
+            "deep_book": deepbook.shipped().info(),
         }

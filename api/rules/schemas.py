@@ -194,6 +194,26 @@ class BookSectionSchema(ma.Schema):
     positions = fields.Integer(metadata={"description": "Boards held."})
 
 
+class DeepBookSectionSchema(ma.Schema):
+    rules = fields.String(
+        metadata={"description": "The preset whose options the section plays (else a rule key)."}
+    )
+    houses = fields.Integer(metadata={"description": "Houses a side."})
+    seeds = fields.Integer(metadata={"description": "Seeds a house at the start."})
+    sowings = fields.Integer(
+        metadata={"description": "Every position within this many sowings of the start."}
+    )
+    positions = fields.Integer(metadata={"description": "Positions held."})
+    start_lower = fields.Integer(
+        allow_none=True,
+        metadata={"description": "The proven lower bound on the start's value (South to move)."},
+    )
+    start_upper = fields.Integer(
+        allow_none=True,
+        metadata={"description": "The proven upper bound on the start's value."},
+    )
+
+
 @answer()
 class RulesAnswerSchema(ma.Schema):
     default_preset = fields.String(
@@ -218,4 +238,12 @@ class RulesAnswerSchema(ma.Schema):
     book = fields.List(
         fields.Nested(BookSectionSchema),
         metadata={"description": "The opening book's sections: exact answers without search."},
+    )
+    deep_book = fields.List(
+        fields.Nested(DeepBookSectionSchema),
+        metadata={
+            "description": "The deep book's sections (the 6-seed openings): deep estimates "
+            "within proven bounds, answered without search for budgets up to 10 s; a longer "
+            "budget searches and keeps the book's bounds."
+        },
     )

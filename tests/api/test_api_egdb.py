@@ -178,6 +178,11 @@ def test_rules_report_the_databases_and_the_book(
         "h6-nonempty-either-owner",
         "h6-nonempty-mover-owner",
     }
+    deep = {s["rules"]: s for s in answer["deep_book"]}
+    assert set(deep) == {"piet-hein", "kalah-ru", "kgp"}  # kgp: its 6x6 board
+    for section in deep.values():
+        assert section["sowings"] >= 1 and section["positions"] > 1
+        assert section["start_lower"] < section["start_upper"]
 
 
 def test_a_database_that_appears_in_the_folder_is_attached(tmp_path: Path) -> None:
