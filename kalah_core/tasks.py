@@ -7,7 +7,7 @@ per item, in order, and is pure: the same item and parameters give the same resu
 machine (per-process state, a warm engine, is its own business). That makes the place it runs
 a detail:
 
-- :class:`LocalExecutor`: this process, or a pool of forked processes (``workers``);
+- :class:`LocalExecutor`: this process, or a pool of spawned processes (``workers``);
 - the service's Redis executor (``kalah_service``, found by name through the
   ``kalah.executors`` entry points, since the engine never imports the service): the chunks go
   to the project's Redis job queue, any number of ``kalah worker`` processes on any number of
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
-from importlib import metadata
+from importlib import import_module, metadata
 from multiprocessing import get_context
 from typing import Any, Protocol, TypeAlias
 
@@ -110,14 +110,15 @@ class Executor(Protocol):
         ...
 
 
-def _run_chunk(payload: tuple[Task, int, list[Json]]) -> list[tuple[int, Json]]:
-    work, start, items = payload
+def _run_chunk(payload: tuple[Task, str, int, list[Json]]) -> list[tuple[int, Json]]:
+    work, module, start, items = payload
+    import_module(module)  # a spawned process registers the kind by importing its module
     return list(enumerate(run(work, items), start))
 
 
 @dataclass(frozen=True)
 class LocalExecutor:
-    """This process (``workers`` <= 1), or a pool of ``workers`` forked processes, each
+    """This process (``workers`` <= 1), or a pool of ``workers`` spawned processes, each
     keeping its state (a warm engine) from one chunk to the next."""
 
     workers: int = 1
@@ -125,13 +126,19 @@ class LocalExecutor:
     def map(
         self, work: Task, items: Sequence[Json], chunk: int
     ) -> Generator[list[tuple[int, Json]], None, None]:
+        function = _REGISTRY.get(work.kind)
+        module = function.__module__ if function is not None else __name__
         payloads = [
-            (work, p.start, list(items[p.start : p.stop])) for p in chunks(len(items), chunk)
+            (work, module, p.start, list(items[p.start : p.stop]))
+            for p in chunks(len(items), chunk)
         ]
         if self.workers <= 1:
             yield from map(_run_chunk, payloads)
             return
-        with get_context("fork").Pool(self.workers) as pool:  # terminated on close
+        # spawn, not fork: a caller with threads (a server, a test run) may hold a lock (SQLite,
+        # logging) as it forks, and the child would wait on it forever. The databases are
+        # mapped files: every process shares their pages all the same.
+        with get_context("spawn").Pool(self.workers) as pool:  # terminated on close
             yield from pool.imap_unordered(_run_chunk, payloads)
 
 

@@ -100,9 +100,9 @@ def test_back_up_only_narrows_and_is_settled(name: str) -> None:
             assert m.lower >= low - lead(position) and m.upper <= high - lead(position)
 
 
-def test_a_build_on_forked_workers_equals_one_in_process() -> None:
+def test_a_build_on_spawned_workers_equals_one_in_process() -> None:
     rules = SMALL["kgp"]
-    pool = LocalExecutor(2)  # the task kind deepbook.record on two forked processes
+    pool = LocalExecutor(2)  # the task kind deepbook.record on two spawned processes
     mapped = build_deep_section(rules, 1, [BUDGET], executor=pool, stream=io.StringIO())
     plain = build_deep_section(rules, 1, [BUDGET], stream=io.StringIO())
     assert mapped.records == plain.records
