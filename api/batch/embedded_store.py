@@ -28,6 +28,7 @@ import diskcache
 
 from ..core.answer import as_cached
 from ..core.request import AnalysisRequest
+from ..store.walbound import BoundedCache, WalBound
 from .items import Batch
 from .store import MAX_ATTEMPTS, UNFINISHED, Completed, JobStatus, Lease
 
@@ -35,6 +36,10 @@ log = logging.getLogger("kalah_service.batch.embedded")
 
 QUEUE = "queue"
 """A list of [job id, chunk] waiting for a runner."""
+WAL_BOUND = 64 * 1024 * 1024
+"""Sizes the jobs' write-ahead log (its share: a quarter, 16 MiB; see
+:class:`~api.store.walbound.WalBound`). The jobs themselves are never evicted: only the log
+is bounded, which without it grows with every write of several processes."""
 LEASES = "leases"
 """{"<job>:<chunk>": [expires (unix time), attempts, token]} of chunks being run."""
 IDLE_POLL_S = 0.2
@@ -45,9 +50,12 @@ class EmbeddedJobStore:
 
     in_server = True
 
-    def __init__(self, directory: str | os.PathLike[str], *, ttl_s: int) -> None:
+    def __init__(
+        self, directory: str | os.PathLike[str], *, ttl_s: int, wal_bound: int = WAL_BOUND
+    ) -> None:
         self.directory = Path(directory)
         self.ttl_s = ttl_s
+        self.wal_bound = wal_bound
         self._store: tuple[int, diskcache.Cache] | None = None
         self._lock = threading.Lock()
 
@@ -59,7 +67,13 @@ class EmbeddedJobStore:
                 opened = self._store
                 if opened is None or opened[0] != os.getpid():
                     self.directory.mkdir(parents=True, exist_ok=True)
-                    cache = diskcache.Cache(str(self.directory), eviction_policy="none", timeout=5)
+                    # eviction "none": the bound's size limit never culls a job
+                    cache = BoundedCache(
+                        str(self.directory),
+                        bound=WalBound(self.directory, self.wal_bound),
+                        eviction_policy="none",
+                        timeout=5,
+                    )
                     opened = self._store = (os.getpid(), cache)
         return opened[1]
 
