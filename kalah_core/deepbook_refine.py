@@ -36,7 +36,7 @@ from .moves import MoveResult
 from .position import Position
 from .solver import Engine
 
-DISTANCES = (40, 32, 26, 20, 16, 12, 10, 8, 6, 4, 2)
+DISTANCES = (40, 30, 24, 20, 16, 12, 10, 8, 6, 4, 2)
 """The start's targets, from its estimate, in order: each one proven makes the next the goal."""
 LOW, HIGH = "low", "high"
 """A claim's side: "value >= t" and "value <= t"."""
@@ -165,6 +165,9 @@ class Refiner:
                     return True
                 unknown += got is None
             return None if unknown else False
+        leaves = [e for e in edges if e.child is None and not e.result.over]
+        if len(leaves) == len(edges) > 1:
+            return self.record_test(key, t, cap)
         unknown = 0
         for edge in edges:
             got = self.move_holds(key, edge, side, t, cap)
@@ -187,16 +190,61 @@ class Refiner:
 
     def test(self, key: bytes, edge: _Edge, side: str, t: int, cap: int) -> bool | None:
         """The leaf test "value(move) >= beta" (beta = t, or t + 1 for HIGH) within ``cap``
-        nodes, or its outcome from the checkpoint; its bound goes into the book."""
+        nodes; its bound goes into the book."""
         beta = t if side == LOW else t + 1
-        slot = (key.hex(), edge.house, beta, cap)
+        bound = self._outcome(key, edge.house, beta, cap)
+        if bound is None:
+            return None
+        if bound >= beta:
+            self._narrow(key, {edge.house}, lower=bound)
+        else:
+            self._narrow(key, {edge.house}, upper=bound)
+        return bound >= beta if side == LOW else bound < beta
+
+    def record_test(self, key: bytes, t: int, cap: int) -> bool | None:
+        """ "value <= t" where every move is a leaf: one test of the record's own position (its
+        moves share the table) instead of one a move. Its upper bound bounds every move."""
+        bound = self._outcome(key, 0, t + 1, cap)
+        if bound is None:
+            return None
+        if bound > t:
+            return False  # which move is that good is not known: no bound to keep
+        self._narrow(key, {m.house for m in self.records[key].moves}, upper=bound)
+        return True
+
+    def _narrow(
+        self, key: bytes, houses: set[int], lower: int | None = None, upper: int | None = None
+    ) -> None:
+        record = self.records[key]
+        moves = tuple(
+            replace(
+                m,
+                lower=m.lower if lower is None else max(m.lower, lower),
+                upper=m.upper if upper is None else min(m.upper, upper),
+            )
+            if m.house in houses
+            else m
+            for m in record.moves
+        )
+        low, high = max(m.lower for m in moves), max(m.upper for m in moves)
+        depth = None if low == high else record.depth
+        self.records[key] = DeepRecord(key, depth, low, high, moves, record.pv)
+        self.records = back_up(self.rules, self.records)
+
+    def _outcome(self, key: bytes, house: int, beta: int, cap: int) -> int | None:
+        """The bound (future gains) from the test "value >= beta" of the move ``house`` of the
+        record ``key`` (0: of the record's position) within ``cap`` nodes, or None when it ran
+        out: from the checkpoint, else searched and kept."""
+        slot = (key.hex(), house, beta, cap)
         if self.budget.total_nodes is not None and self.spent >= self.budget.total_nodes:
             raise _Stop  # replayed outcomes too: a resumed build stops where a whole one did
         outcome = self.outcomes.get(slot)
         if outcome is None:
             if self.until is not None and time.time() >= self.until:
                 raise _Stop
-            outcome = self._search(key, edge, beta, cap)
+            outcome = self._search(key, house, beta, cap)
+            if outcome[0] is None and self.until is not None and time.time() >= self.until:
+                raise _Stop  # cut by the clock, not the cap: not an outcome to keep
             self.outcomes[slot] = outcome
             self.searched += outcome[1]
             if self.path is not None:
@@ -209,8 +257,9 @@ class Refiner:
                         )
                         + "\n"
                     )
+            what = f"move {house}" if house else "itself"
             self.stream.write(
-                f"  {key.hex()} move {edge.house} >= {beta:+d}, cap {cap:,}: "
+                f"  {key.hex()} {what} >= {beta:+d}, cap {cap:,}: "
                 f"{'out of budget' if outcome[0] is None else f'{outcome[0]:+d}'}, "
                 f"{outcome[1]:,} nodes\n"
             )
@@ -218,32 +267,24 @@ class Refiner:
         bound, nodes = outcome
         self.spent += nodes
         self.tests += 1
-        if bound is None:
-            return None
-        record = self.records[key]
-        moves = tuple(
-            m
-            if m.house != edge.house
-            else replace(m, lower=max(m.lower, bound))
-            if bound >= beta
-            else replace(m, upper=min(m.upper, bound))
-            for m in record.moves
-        )
-        lower, upper = max(m.lower for m in moves), max(m.upper for m in moves)
-        depth = None if lower == upper else record.depth
-        self.records[key] = DeepRecord(key, depth, lower, upper, moves, record.pv)
-        self.records = back_up(self.rules, self.records)
-        return bound >= beta if side == LOW else bound < beta
+        return bound
 
-    def _search(self, key: bytes, edge: _Edge, beta: int, cap: int) -> tuple[int | None, int]:
+    def _search(self, key: bytes, house: int, beta: int, cap: int) -> tuple[int | None, int]:
         """One test on an emptied table: (the bound in future gains or None, nodes)."""
         if self._engine is None:
             self._engine = self._make_engine()
         engine = self._engine
         engine.clear()
-        diff = lead(key_position(key, self.rules))
-        engine.searcher.begin(edge.result.after, self.rules, 0.0, cap)
-        bound = _test(engine, self.rules, edge.result, beta + diff)
+        position = key_position(key, self.rules)
+        diff = lead(position)
+        left_ms = 0.0 if self.until is None else max(1.0, (self.until - time.time()) * 1000)
+        if house == 0:
+            engine.searcher.begin(position, self.rules, left_ms, cap)
+            bound = engine.searcher.probe(position, self.rules, beta + diff - 1, beta + diff)
+        else:
+            result = play(position, self.rules, house)
+            engine.searcher.begin(result.after, self.rules, left_ms, cap)
+            bound = _test(engine, self.rules, result, beta + diff)
         return (None if bound is None else bound - diff), engine.searcher.nodes
 
     # The pass
