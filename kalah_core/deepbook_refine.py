@@ -353,6 +353,8 @@ class Refiner:
             "nodes": self.spent,
             "tests": self.tests,
             "caps": caps,
+            "seconds": round(time.perf_counter() - started, 1),
+            "searched": self.searched,
             "start": {"before": [before.lower, before.upper], "after": [after.lower, after.upper]},
         }
         passes = [*self.section.build.get("refine", []), refine]

@@ -31,8 +31,13 @@ def section() -> DeepSection:
 
 
 @cache
+def refined_and_said() -> tuple[DeepSection, str]:
+    out = io.StringIO()
+    return refine_section(section(), REFINE, stream=out), out.getvalue()
+
+
 def refined() -> DeepSection:
-    return refine_section(section(), REFINE, stream=io.StringIO())
+    return refined_and_said()[0]
 
 
 @cache
@@ -58,6 +63,8 @@ def test_refined_bounds_hold_the_exact_values_and_only_narrow() -> None:
     assert start.upper - start.lower < old.upper - old.lower
     (done,) = after.build["refine"]
     assert done["start"] == {"before": [old.lower, old.upper], "after": [start.lower, start.upper]}
+    said = refined_and_said()[1]
+    assert " itself >= " in said and " move " in said  # records' and moves' tests both ran
     assert 0 < done["nodes"] <= REFINE.total_nodes + done["caps"]["high"] + done["caps"]["low"]
 
 
