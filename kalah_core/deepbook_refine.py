@@ -9,8 +9,8 @@ test at the start, and cheaper still the further its threshold is from the value
 
 The pass steps each side's target inwards from the start's bounds (``DISTANCES`` from its
 estimate). For a target it runs rounds: every leaf test the tree needs, with a node cap that
-doubles each round. Where one move suffices, the best-estimated move gets the round's cap, the
-next a quarter of it, the next a sixteenth, ... (none below the first cap). Every test runs on
+doubles each round. Where one move suffices, the best-estimated move gets the round's cap and
+the next an eighth of it (none below the first cap). Every test runs on
 an emptied table, so its outcome is a function of (position, threshold, cap): a build is
 reproducible, and a checkpoint of the outcomes resumes it. Each outcome narrows its move's
 bounds (fail-soft: often past the threshold) and :func:`back_up` carries them to the start.
@@ -38,6 +38,10 @@ from .solver import Engine
 
 DISTANCES = (40, 30, 24, 20, 16, 12, 10, 8, 6, 4, 2)
 """The start's targets, from its estimate, in order: each one proven makes the next the goal."""
+WIDTH, ALTERNATIVE_SHIFT = 2, 3
+"""Where one move suffices, the moves tried in a round (the best estimates first) and their
+caps: the round's, then an eighth of it. An alternative costs about as much as the best move's
+subtree, which may need every reply shown."""
 LOW, HIGH = "low", "high"
 """A claim's side: "value >= t" and "value <= t"."""
 
@@ -157,8 +161,8 @@ class Refiner:
         if side == LOW:
             unknown = 0
             for edge in edges:
-                child_cap = cap >> (2 * unknown)
-                if child_cap < self.budget.first_nodes:
+                child_cap = cap >> (ALTERNATIVE_SHIFT * unknown)
+                if unknown >= WIDTH or child_cap < self.budget.first_nodes:
                     return None
                 got = self.move_holds(key, edge, side, t, child_cap)
                 if got:
