@@ -14,7 +14,7 @@ the next an eighth of it (none below the first cap). Every test runs on
 an emptied table, so its outcome is a function of (position, threshold, cap): a build is
 reproducible, and a checkpoint of the outcomes resumes it. Each outcome narrows its move's
 bounds (fail-soft: often past the threshold) and :func:`back_up` carries them to the start.
-The side whose cap is smaller goes next (at equal caps, the one that has spent fewer nodes).
+The side whose next round looks cheaper (twice its last open round) goes next.
 """
 
 from __future__ import annotations
@@ -316,7 +316,8 @@ class Refiner:
         with the narrowed bounds (and the pass in its ``build``)."""
         started = time.perf_counter()
         caps = {LOW: self.budget.first_nodes, HIGH: self.budget.first_nodes}
-        spent = {LOW: 0, HIGH: 0}
+        # A side's next round costs about twice its last open one: the cheaper goes first.
+        expect = {LOW: 0, HIGH: 0}
         done: set[str] = set()
         try:
             while True:
@@ -324,14 +325,11 @@ class Refiner:
                 open_sides = [s for s, t in goals.items() if t is not None]
                 if not open_sides:
                     break
-                side = min(open_sides, key=lambda s: (caps[s], spent[s], s == LOW))
+                side = min(open_sides, key=lambda s: (expect[s], caps[s], s == LOW))
                 t = goals[side]
                 assert t is not None
                 nodes = self.spent
-                try:
-                    got = self.holds(self.root, side, t, caps[side])
-                finally:
-                    spent[side] += self.spent - nodes
+                got = self.holds(self.root, side, t, caps[side])
                 record = self.records[self.root]
                 word = {True: "proven", False: "disproven", None: "open"}[got]
                 self.stream.write(
@@ -343,8 +341,10 @@ class Refiner:
                 self.stream.flush()
                 if got is None:
                     caps[side] *= 2
+                    expect[side] = 2 * (self.spent - nodes)
                 elif got:
                     caps[side] = self.budget.first_nodes
+                    expect[side] = 0
                 else:
                     done.add(side)
         except _Stop:
