@@ -291,6 +291,21 @@ class Refiner:
             bound = _test(engine, self.rules, result, beta + diff)
         return (None if bound is None else bound - diff), engine.searcher.nodes
 
+    def apply_known(self) -> None:
+        """Every bound the checkpoint holds, in the book: those the pass did not reach again
+        (a resumed checkpoint may hold outcomes of another order) are proven all the same."""
+        for (key_hex, house, beta, _), (bound, _) in sorted(self.outcomes.items()):
+            key = bytes.fromhex(key_hex)
+            if bound is None or key not in self.records:
+                continue
+            if house == 0:
+                if bound < beta:  # the record's value, so every move's, is at most bound
+                    self._narrow(key, {m.house for m in self.records[key].moves}, upper=bound)
+            elif bound >= beta:
+                self._narrow(key, {house}, lower=bound)
+            else:
+                self._narrow(key, {house}, upper=bound)
+
     # The pass
 
     def target(self, side: str) -> int | None:
@@ -349,6 +364,7 @@ class Refiner:
                     done.add(side)
         except _Stop:
             pass
+        self.apply_known()
         before = self.section.records[self.root]
         after = self.records[self.root]
         refine: dict[str, Any] = {

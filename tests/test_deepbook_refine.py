@@ -1,6 +1,7 @@
 """Refining the deep book's bounds at a start: on a small board whose every value an unbounded
 solve gives, the refined bounds hold every exact value, narrow the start and widen nothing;
-a checkpoint resumes a pass; a node budget ends it at the same place every time."""
+a checkpoint resumes a pass; a node budget ends it at the same place every time; every bound a
+checkpoint holds reaches the book."""
 
 from __future__ import annotations
 
@@ -83,6 +84,10 @@ def test_a_checkpoint_resumes_and_a_node_budget_ends_it_alike(tmp_path: Path) ->
     # Resumed with the whole budget, the pass ends where one run with it ends.
     whole = refine_section(section(), REFINE, checkpoint=path, stream=io.StringIO())
     assert whole.records == refined().records
+    # A pass that stops earlier still puts every bound the checkpoint holds into the book.
+    quarter = RefineBudget(REFINE.first_nodes, REFINE.total_nodes // 4, REFINE.tt_mb)
+    early = refine_section(section(), quarter, checkpoint=path, stream=io.StringIO())
+    assert early.records == whole.records
 
 
 def test_the_command_refines_one_section_and_keeps_the_others(tmp_path: Path) -> None:
