@@ -40,6 +40,7 @@ from .bench import BENCH_TT_MB, run_bench
 from .book_build import build_section, merge
 from .databases import build_dir
 from .deepbook_build import DeepBudget, build_deep_section
+from .deepbook_refine import RefineBudget, refine_section
 from .egdb import EndgameDatabase, build, default_path, rule_key
 from .errors import InvalidRulesError, KalahError
 from .finnish import house_token
@@ -737,6 +738,54 @@ def cmd_book_deep(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_book_refine(args: argparse.Namespace) -> int:
+    """Narrow a deep book section's proven bounds at its start with tests at its frontier."""
+    rules = rules_from_args(args)
+    paths = tuple(args.egdb)
+    if not paths and not rules.majority:
+        found = databases.headers().get(rule_key(rules))
+        paths = (str(found[0]),) if found else ()
+    path = args.output or deepbook.SHIPPED
+    source = args.input or path
+    loaded = deepbook.DeepBook.load(source)
+    section = loaded.sections.get(rules.key)
+    if section is None or section.rules != rules:
+        raise KalahError(f"{source} has no deep book of {rules.key}: build it with kalah book deep")
+    million = 1_000_000
+    total = None if args.total_mnodes is None else int(args.total_mnodes * million)
+    budget = RefineBudget(int(args.first_mnodes * million), total, args.tt_mb, paths)
+    key = deepbook.deep_key(Position.start(rules), rules)
+    before = section.records[key]
+    refined = refine_section(
+        section,
+        budget,
+        checkpoint=args.checkpoint,
+        until=time.time() + args.minutes * 60 if args.minutes else None,
+    )
+    loaded.sections[rules.key] = refined
+    loaded.save(path)
+    start = refined.records[key]
+    moves = ", ".join(f"{m.house}: [{m.lower:+d}, {m.upper:+d}]" for m in start.moves)
+    last = refined.build["refine"][-1]
+    emit(
+        args,
+        f"{path}: {rules.key}, the start proven between {start.lower:+d} and {start.upper:+d} "
+        f"(before: {before.lower:+d} and {before.upper:+d}); its moves {moves}; "
+        f"{last['nodes']:,} nodes in {last['tests']:,} tests",
+        {
+            "path": str(path),
+            "rules": rules.key,
+            "before": [before.lower, before.upper],
+            "start": [start.lower, start.upper],
+            "moves": [[m.house, m.lower, m.upper] for m in start.moves],
+            "nodes": last["nodes"],
+            "tests": last["tests"],
+            "databases": list(paths),
+        },
+    )
+    return EXIT_OK
+
+
 def cmd_book_info(args: argparse.Namespace) -> int:
     """Describe an opening book (the shipped one by default)."""
     path = args.path or book.SHIPPED
@@ -1068,6 +1117,46 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="M",
         help="start no sowing's positions after M minutes (keep the whole sowings)",
+    )
+    book_refine = add_command(
+        book_commands,
+        "refine",
+        cmd_book_refine,
+        "narrow the deep book's proven bounds at the start by tests of its frontier",
+    )
+    book_refine.add_argument(
+        "--first-mnodes",
+        type=float,
+        default=1.0,
+        metavar="M",
+        help="millions of nodes of a test's first cap (it doubles each round)",
+    )
+    book_refine.add_argument(
+        "--total-mnodes",
+        type=float,
+        default=None,
+        metavar="M",
+        help="stop after this many millions of nodes of tests (a reproducible end)",
+    )
+    book_refine.add_argument(
+        "--minutes", type=float, default=None, metavar="M", help="stop after M minutes"
+    )
+    book_refine.add_argument(
+        "--input", default=None, metavar="PATH", help="the deep book to refine (default: --output)"
+    )
+    book_refine.add_argument(
+        "-o", "--output", default=None, metavar="PATH", help="default: the shipped deep book"
+    )
+    book_refine.add_argument(
+        "--egdb",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="endgame database (default: the largest KALAH_EGDB_PATH finds; none under majority)",
+    )
+    book_refine.add_argument("--tt-mb", type=int, default=256, metavar="MB")
+    book_refine.add_argument(
+        "--checkpoint", default=None, metavar="PATH", help="tests' outcomes so far, to resume from"
     )
     book_info = add_command(book_commands, "info", cmd_book_info, "describe a book")
     book_info.add_argument("path", nargs="?", default=None, metavar="PATH")

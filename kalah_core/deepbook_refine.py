@@ -1,0 +1,395 @@
+"""Narrowing the deep book's proven bounds at a start (``kalah book refine``).
+
+A position's value is at least t as soon as one move's is, and at most t only when every
+move's is. So a claim about the start ("value >= t" or "value <= t") unfolds through the book's
+records into an AND/OR tree: where the claim's side moves, one move suffices; where the other
+side moves, every move must be shown. Its leaves are the moves of the deepest records, each a
+null-window test (``Searcher.probe``) of the position the move leads to: far cheaper than a
+test at the start, and cheaper still the further its threshold is from the value.
+
+The pass steps each side's target inwards from the start's bounds (``DISTANCES`` from its
+estimate). For a target it runs rounds: every leaf test the tree needs, with a node cap that
+doubles each round. Where one move suffices, the best-estimated move gets the round's cap and
+the next an eighth of it (none below the first cap). Every test runs on
+an emptied table, so its outcome is a function of (position, threshold, cap): a build is
+reproducible, and a checkpoint of the outcomes resumes it. Each outcome narrows its move's
+bounds (fail-soft: often past the threshold) and :func:`back_up` carries them to the start.
+The side whose next round looks cheaper (twice its last open round) goes next.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any, TextIO
+
+from .deepbook import DeepRecord, DeepSection, deep_key, key_position, lead
+from .deepbook_build import _test, back_up
+from .egdb import EndgameDatabase
+from .game import legal_moves, play
+from .moves import MoveResult
+from .position import Position
+from .solver import Engine
+
+DISTANCES = (40, 30, 24, 20, 16, 12, 10, 8, 6, 4, 2)
+"""The start's targets, from its estimate, in order: each one proven makes the next the goal."""
+WIDTH, ALTERNATIVE_SHIFT = 2, 3
+"""Where one move suffices, the moves tried in a round (the best estimates first) and their
+caps: the round's, then an eighth of it. An alternative costs about as much as the best move's
+subtree, which may need every reply shown."""
+LOW, HIGH = "low", "high"
+"""A claim's side: "value >= t" and "value <= t"."""
+
+
+@dataclass(frozen=True, slots=True)
+class RefineBudget:
+    """A refinement's budget: the first cap of a test (nodes), the nodes of all tests (None:
+    until the time runs out; replayed outcomes count, so a resumed build stops where a whole
+    one would), the table, and the endgame databases (paths)."""
+
+    first_nodes: int
+    total_nodes: int | None = None
+    tt_mb: int = 256
+    databases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Edge:
+    """A move of a record: ``value(move) = offset + sign * value(child)`` in future gains,
+    where ``child`` is the record the move leads to (None: a leaf, tested)."""
+
+    house: int
+    result: MoveResult
+    child: bytes | None
+    offset: int
+    sign: int
+
+
+class _Stop(Exception):
+    """The budget or the time ran out."""
+
+
+def _decided(lower: int, upper: int, side: str, t: int) -> bool | None:
+    """Whether bounds [lower, upper] decide the claim (side, t), or None."""
+    if side == LOW:
+        return True if lower >= t else False if upper < t else None
+    return True if upper <= t else False if lower > t else None
+
+
+class Refiner:
+    """One refinement of a section's bounds at its start (see the module docstring)."""
+
+    def __init__(
+        self,
+        section: DeepSection,
+        budget: RefineBudget,
+        *,
+        checkpoint: str | os.PathLike[str] | None = None,
+        until: float | None = None,
+        stream: TextIO | None = None,
+        engine_factory: Callable[[], Engine] | None = None,
+    ) -> None:
+        self.rules = section.rules
+        self.section = section
+        self.budget = budget
+        self.records = back_up(self.rules, section.records)
+        self.until = until
+        self.stream = stream or sys.stderr
+        self.path = Path(checkpoint) if checkpoint else None
+        self.outcomes: dict[tuple[str, int, int, int], tuple[int | None, int]] = {}
+        self.spent = 0  # nodes of every test, replayed ones included
+        self.searched = 0  # nodes searched by this process
+        self.tests = 0
+        self._engine: Engine | None = None
+        self._make_engine = engine_factory or self._default_engine
+        self._edges: dict[bytes, list[_Edge]] = {}
+        self.root = deep_key(Position.start(self.rules), self.rules)
+        if self.path is not None and self.path.exists():
+            for line in self.path.read_text().splitlines():
+                try:
+                    raw = json.loads(line)
+                    if raw["rules"] == self.rules.key:
+                        slot = (raw["key"], raw["house"], raw["beta"], raw["cap"])
+                        self.outcomes[slot] = (raw["bound"], raw["nodes"])
+                except (ValueError, TypeError, KeyError):
+                    continue  # a torn last line
+
+    def _default_engine(self) -> Engine:
+        engine = Engine(tt_mb=self.budget.tt_mb)
+        for path in self.budget.databases:
+            engine.attach(EndgameDatabase.open(path, self.rules))
+        return engine
+
+    # The tree
+
+    def edges(self, key: bytes) -> list[_Edge]:
+        found = self._edges.get(key)
+        if found is None:
+            position = key_position(key, self.rules)
+            diff = lead(position)
+            found = []
+            for move in legal_moves(position, self.rules):
+                result = play(position, self.rules, move)
+                child = None
+                if not result.over and not result.after.swap_available:
+                    child = deep_key(result.after, self.rules)
+                    child = child if child in self.records else None
+                c = lead(result.after)
+                if result.extra_turn:
+                    found.append(_Edge(int(move), result, child, c - diff, 1))
+                else:
+                    found.append(_Edge(int(move), result, child, -c - diff, -1))
+            self._edges[key] = found
+        return found
+
+    def holds(self, key: bytes, side: str, t: int, cap: int) -> bool | None:
+        """Whether the record ``key``'s value is >= t (LOW) or <= t (HIGH): proven, disproven,
+        or None (a test needed ran out of its cap)."""
+        record = self.records[key]
+        decided = _decided(record.lower, record.upper, side, t)
+        if decided is not None:
+            return decided
+        estimates = {m.house: m.estimate for m in record.moves}
+        # The likeliest to hold first where one move suffices, the likeliest to fail where all
+        # must hold: both the best estimates first.
+        edges = sorted(self.edges(key), key=lambda e: (-estimates[e.house], e.house))
+        if side == LOW:
+            unknown = 0
+            for edge in edges:
+                child_cap = cap >> (ALTERNATIVE_SHIFT * unknown)
+                if unknown >= WIDTH or child_cap < self.budget.first_nodes:
+                    return None
+                got = self.move_holds(key, edge, side, t, child_cap)
+                if got:
+                    return True
+                unknown += got is None
+            return None if unknown else False
+        leaves = [e for e in edges if e.child is None and not e.result.over]
+        if len(leaves) == len(edges) > 1:
+            return self.record_test(key, t, cap)
+        unknown = 0
+        for edge in edges:
+            got = self.move_holds(key, edge, side, t, cap)
+            if got is False:
+                return False
+            unknown += got is None
+        return None if unknown else True
+
+    def move_holds(self, key: bytes, edge: _Edge, side: str, t: int, cap: int) -> bool | None:
+        bound = next(m for m in self.records[key].moves if m.house == edge.house)
+        decided = _decided(bound.lower, bound.upper, side, t)
+        if decided is not None:
+            return decided
+        if edge.child is not None:
+            flipped = side if edge.sign > 0 else (HIGH if side == LOW else LOW)
+            return self.holds(edge.child, flipped, edge.sign * (t - edge.offset), cap)
+        if edge.result.over:
+            return None  # pragma: no cover - a record holds an ended game's value exactly
+        return self.test(key, edge, side, t, cap)
+
+    def test(self, key: bytes, edge: _Edge, side: str, t: int, cap: int) -> bool | None:
+        """The leaf test "value(move) >= beta" (beta = t, or t + 1 for HIGH) within ``cap``
+        nodes; its bound goes into the book."""
+        beta = t if side == LOW else t + 1
+        bound = self._outcome(key, edge.house, beta, cap)
+        if bound is None:
+            return None
+        if bound >= beta:
+            self._narrow(key, {edge.house}, lower=bound)
+        else:
+            self._narrow(key, {edge.house}, upper=bound)
+        return bound >= beta if side == LOW else bound < beta
+
+    def record_test(self, key: bytes, t: int, cap: int) -> bool | None:
+        """ "value <= t" where every move is a leaf: one test of the record's own position (its
+        moves share the table) instead of one a move. Its upper bound bounds every move."""
+        bound = self._outcome(key, 0, t + 1, cap)
+        if bound is None:
+            return None
+        if bound > t:
+            return False  # which move is that good is not known: no bound to keep
+        self._narrow(key, {m.house for m in self.records[key].moves}, upper=bound)
+        return True
+
+    def _narrow(
+        self, key: bytes, houses: set[int], lower: int | None = None, upper: int | None = None
+    ) -> None:
+        record = self.records[key]
+        moves = tuple(
+            replace(
+                m,
+                lower=m.lower if lower is None else max(m.lower, lower),
+                upper=m.upper if upper is None else min(m.upper, upper),
+            )
+            if m.house in houses
+            else m
+            for m in record.moves
+        )
+        low, high = max(m.lower for m in moves), max(m.upper for m in moves)
+        depth = None if low == high else record.depth
+        self.records[key] = DeepRecord(key, depth, low, high, moves, record.pv)
+        self.records = back_up(self.rules, self.records)
+
+    def _outcome(self, key: bytes, house: int, beta: int, cap: int) -> int | None:
+        """The bound (future gains) from the test "value >= beta" of the move ``house`` of the
+        record ``key`` (0: of the record's position) within ``cap`` nodes, or None when it ran
+        out: from the checkpoint, else searched and kept."""
+        slot = (key.hex(), house, beta, cap)
+        if self.budget.total_nodes is not None and self.spent >= self.budget.total_nodes:
+            raise _Stop  # replayed outcomes too: a resumed build stops where a whole one did
+        outcome = self.outcomes.get(slot)
+        if outcome is None:
+            if self.until is not None and time.time() >= self.until:
+                raise _Stop
+            outcome = self._search(key, house, beta, cap)
+            if outcome[0] is None and self.until is not None and time.time() >= self.until:
+                raise _Stop  # cut by the clock, not the cap: not an outcome to keep
+            self.outcomes[slot] = outcome
+            self.searched += outcome[1]
+            if self.path is not None:
+                with open(self.path, "a") as out:
+                    line = dict(zip(("key", "house", "beta", "cap"), slot, strict=True))
+                    out.write(
+                        json.dumps(
+                            {"rules": self.rules.key, **line}
+                            | {"bound": outcome[0], "nodes": outcome[1]}
+                        )
+                        + "\n"
+                    )
+            what = f"move {house}" if house else "itself"
+            self.stream.write(
+                f"  {key.hex()} {what} >= {beta:+d}, cap {cap:,}: "
+                f"{'out of budget' if outcome[0] is None else f'{outcome[0]:+d}'}, "
+                f"{outcome[1]:,} nodes\n"
+            )
+            self.stream.flush()
+        bound, nodes = outcome
+        self.spent += nodes
+        self.tests += 1
+        return bound
+
+    def _search(self, key: bytes, house: int, beta: int, cap: int) -> tuple[int | None, int]:
+        """One test on an emptied table: (the bound in future gains or None, nodes)."""
+        if self._engine is None:
+            self._engine = self._make_engine()
+        engine = self._engine
+        engine.clear()
+        position = key_position(key, self.rules)
+        diff = lead(position)
+        left_ms = 0.0 if self.until is None else max(1.0, (self.until - time.time()) * 1000)
+        if house == 0:
+            engine.searcher.begin(position, self.rules, left_ms, cap)
+            bound = engine.searcher.probe(position, self.rules, beta + diff - 1, beta + diff)
+        else:
+            result = play(position, self.rules, house)
+            engine.searcher.begin(result.after, self.rules, left_ms, cap)
+            bound = _test(engine, self.rules, result, beta + diff)
+        return (None if bound is None else bound - diff), engine.searcher.nodes
+
+    def apply_known(self) -> None:
+        """Every bound the checkpoint holds, in the book: those the pass did not reach again
+        (a resumed checkpoint may hold outcomes of another order) are proven all the same."""
+        for (key_hex, house, beta, _), (bound, _) in sorted(self.outcomes.items()):
+            key = bytes.fromhex(key_hex)
+            if bound is None or key not in self.records:
+                continue
+            if house == 0:
+                if bound < beta:  # the record's value, so every move's, is at most bound
+                    self._narrow(key, {m.house for m in self.records[key].moves}, upper=bound)
+            elif bound >= beta:
+                self._narrow(key, {house}, lower=bound)
+            else:
+                self._narrow(key, {house}, upper=bound)
+
+    # The pass
+
+    def target(self, side: str) -> int | None:
+        """The next target of ``side`` at the start: the furthest rung of ``DISTANCES``
+        inside its bounds, of the values' parity (None: nothing left)."""
+        record = self.records[self.root]
+        parity = (self.rules.total_seeds - lead(key_position(self.root, self.rules))) % 2
+        for distance in DISTANCES:
+            if side == HIGH:
+                t = record.estimate + distance
+                t -= (t - parity) % 2
+                if t < record.upper:
+                    return t
+            else:
+                t = record.estimate - distance
+                t += (t - parity) % 2
+                if t > record.lower:
+                    return t
+        return None
+
+    def run(self) -> DeepSection:
+        """Refine until every side is done, or the budget or the time runs out; the section
+        with the narrowed bounds (and the pass in its ``build``)."""
+        started = time.perf_counter()
+        caps = {LOW: self.budget.first_nodes, HIGH: self.budget.first_nodes}
+        # A side's next round costs about twice its last open one: the cheaper goes first.
+        expect = {LOW: 0, HIGH: 0}
+        done: set[str] = set()
+        try:
+            while True:
+                goals = {s: self.target(s) for s in (HIGH, LOW) if s not in done}
+                open_sides = [s for s, t in goals.items() if t is not None]
+                if not open_sides:
+                    break
+                side = min(open_sides, key=lambda s: (expect[s], caps[s], s == LOW))
+                t = goals[side]
+                assert t is not None
+                nodes = self.spent
+                got = self.holds(self.root, side, t, caps[side])
+                record = self.records[self.root]
+                word = {True: "proven", False: "disproven", None: "open"}[got]
+                self.stream.write(
+                    f"{self.rules.key} start: value {'>=' if side == LOW else '<='} {t:+d} "
+                    f"with caps {caps[side]:,}: {word}; bounds [{record.lower:+d}, "
+                    f"{record.upper:+d}], {self.spent:,} nodes in {self.tests:,} tests, "
+                    f"{time.perf_counter() - started:.0f} s\n"
+                )
+                self.stream.flush()
+                if got is None:
+                    caps[side] *= 2
+                    expect[side] = 2 * (self.spent - nodes)
+                elif got:
+                    caps[side] = self.budget.first_nodes
+                    expect[side] = 0
+                else:
+                    done.add(side)
+        except _Stop:
+            pass
+        self.apply_known()
+        before = self.section.records[self.root]
+        after = self.records[self.root]
+        refine: dict[str, Any] = {
+            **asdict(self.budget),
+            "databases": [os.path.basename(p) for p in self.budget.databases],
+            "nodes": self.spent,
+            "tests": self.tests,
+            "caps": caps,
+            "seconds": round(time.perf_counter() - started, 1),
+            "searched": self.searched,
+            "start": {"before": [before.lower, before.upper], "after": [after.lower, after.upper]},
+        }
+        passes = [*self.section.build.get("refine", []), refine]
+        build = {**self.section.build, "refine": passes}
+        return DeepSection(self.rules, self.section.sowings, dict(self.records), build)
+
+
+def refine_section(
+    section: DeepSection,
+    budget: RefineBudget,
+    *,
+    checkpoint: str | os.PathLike[str] | None = None,
+    until: float | None = None,
+    stream: TextIO | None = None,
+) -> DeepSection:
+    """``section`` with its start's bounds narrowed (see the module docstring)."""
+    refiner = Refiner(section, budget, checkpoint=checkpoint, until=until, stream=stream)
+    return refiner.run()

@@ -1,0 +1,102 @@
+"""Refining the deep book's bounds at a start: on a small board whose every value an unbounded
+solve gives, the refined bounds hold every exact value, narrow the start and widen nothing;
+a checkpoint resumes a pass; a node budget ends it at the same place every time; every bound a
+checkpoint holds reaches the book."""
+
+from __future__ import annotations
+
+import io
+import json
+from functools import cache
+from pathlib import Path
+
+from kalah_core.cli import main
+from kalah_core.deepbook import DeepBook, DeepSection, deep_key, key_position, lead
+from kalah_core.deepbook_build import DeepBudget, back_up, build_deep_section
+from kalah_core.deepbook_refine import RefineBudget, refine_section
+from kalah_core.position import Position
+from kalah_core.rules import Rules
+from kalah_core.solver import Engine
+
+# piet-hein's rules (capture always, either side empty, owner) on a small board; budgets small
+# enough that the build leaves the start's bounds apart.
+RULES = Rules(houses=5, seeds=3, capture="always")
+BUILD = DeepBudget(estimate_nodes=3_000, bounds_nodes=3_000, tt_mb=4)
+REFINE = RefineBudget(first_nodes=2_000, total_nodes=400_000, tt_mb=4)
+ROOT = deep_key(Position.start(RULES), RULES)
+
+
+@cache
+def section() -> DeepSection:
+    return build_deep_section(RULES, 2, [BUILD], stream=io.StringIO())
+
+
+@cache
+def refined_and_said() -> tuple[DeepSection, str]:
+    out = io.StringIO()
+    return refine_section(section(), REFINE, stream=out), out.getvalue()
+
+
+def refined() -> DeepSection:
+    return refined_and_said()[0]
+
+
+@cache
+def exact_gains(key: bytes) -> dict[int, int]:
+    position = key_position(key, RULES)
+    analysis = Engine(tt_mb=4).analyse(position, RULES)
+    assert analysis.exact
+    return {int(m.move): m.value - lead(position) for m in analysis.moves}
+
+
+def test_refined_bounds_hold_the_exact_values_and_only_narrow() -> None:
+    before, after = section(), refined()
+    assert set(after.records) == set(before.records)
+    for key, record in after.records.items():
+        gains = exact_gains(key)
+        old = before.records[key]
+        assert old.lower <= record.lower <= max(gains.values()) <= record.upper <= old.upper
+        for m, o in zip(record.moves, old.moves, strict=True):
+            assert o.lower <= m.lower <= gains[m.house] <= m.upper <= o.upper, (key.hex(), m)
+        assert (record.depth is None) == (record.lower == record.upper)
+    assert back_up(RULES, after.records) == after.records
+    start, old = after.records[ROOT], before.records[ROOT]
+    assert start.upper - start.lower < old.upper - old.lower
+    (done,) = after.build["refine"]
+    assert done["start"] == {"before": [old.lower, old.upper], "after": [start.lower, start.upper]}
+    said = refined_and_said()[1]
+    assert " itself >= " in said and " move " in said  # records' and moves' tests both ran
+    assert 0 < done["nodes"] <= REFINE.total_nodes + done["caps"]["high"] + done["caps"]["low"]
+
+
+def test_a_checkpoint_resumes_and_a_node_budget_ends_it_alike(tmp_path: Path) -> None:
+    path = tmp_path / "refine.jsonl"
+    half = RefineBudget(REFINE.first_nodes, REFINE.total_nodes // 2, REFINE.tt_mb)
+    first = refine_section(section(), half, checkpoint=path, stream=io.StringIO())
+    lines = path.read_text().splitlines()
+    assert lines and all(json.loads(line)["rules"] == RULES.key for line in lines)
+    out = io.StringIO()
+    again = refine_section(section(), half, checkpoint=path, stream=out)
+    assert again.records == first.records
+    said = out.getvalue().splitlines()
+    assert said and not [line for line in said if line.startswith("  ")]  # no test line
+    assert len(path.read_text().splitlines()) == len(lines)  # nothing searched again
+    # Resumed with the whole budget, the pass ends where one run with it ends.
+    whole = refine_section(section(), REFINE, checkpoint=path, stream=io.StringIO())
+    assert whole.records == refined().records
+    # A pass that stops earlier still puts every bound the checkpoint holds into the book.
+    quarter = RefineBudget(REFINE.first_nodes, REFINE.total_nodes // 4, REFINE.tt_mb)
+    early = refine_section(section(), quarter, checkpoint=path, stream=io.StringIO())
+    assert early.records == whole.records
+
+
+def test_the_command_refines_one_section_and_keeps_the_others(tmp_path: Path) -> None:
+    other = build_deep_section(RULES.replace(houses=4), 1, [BUILD], stream=io.StringIO())
+    path = tmp_path / "deep.xz"
+    DeepBook([section(), other]).save(path)
+    args = ["book", "refine", "--rules", "piet-hein", "--houses", "5", "--seeds", "3"]
+    args += ["--first-mnodes", "0.002", "--total-mnodes", "0.4", "--tt-mb", "4", "-o", str(path)]
+    assert main([*args, "--json"]) == 0
+    book = DeepBook.load(path)
+    assert book.sections[other.rules.key].records == other.records
+    assert book.sections[RULES.key].records == refined().records
