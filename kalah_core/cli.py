@@ -107,6 +107,31 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
         group.add_argument(flag, dest=option, default=None, help=OPTION_DOCS[option], **kwargs)
 
 
+def add_book_search_options(
+    parser: argparse.ArgumentParser, *, checkpoint: str, minutes: str, majority: bool = False
+) -> None:
+    """The options every book build takes: its databases, table, checkpoint and time."""
+    none_under_majority = "; none under majority" if majority else ""
+    parser.add_argument(
+        "--egdb",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help=f"endgame database (default: the largest KALAH_EGDB_PATH finds{none_under_majority})",
+    )
+    parser.add_argument("--tt-mb", type=int, default=256, metavar="MB")
+    parser.add_argument("--checkpoint", default=None, metavar="PATH", help=checkpoint)
+    parser.add_argument("--minutes", type=float, default=None, metavar="M", help=minutes)
+
+
+def add_book_farm_options(parser: argparse.ArgumentParser, redis_help: str) -> None:
+    """Where a book build runs: local processes, or the kalah workers of a Redis."""
+    parser.add_argument("--workers", type=int, default=1, metavar="W", help="processes")
+    parser.add_argument(
+        "--redis-url", nargs="?", const="", default=None, metavar="URL", help=redis_help
+    )
+
+
 def add_command(
     commands: Commands,
     name: str,
@@ -1033,34 +1058,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="the book this build extends, its sections kept ('shipped': the shipped one; "
         "default: the output, if it exists)",
     )
-    book_build.add_argument(
-        "--egdb",
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="endgame database (default: the largest KALAH_EGDB_PATH finds)",
+    add_book_search_options(
+        book_build,
+        checkpoint="solved positions, to resume from",
+        minutes="stop solving after M minutes: keep what was solved (depth: the deepest whole "
+        "level)",
     )
-    book_build.add_argument("--workers", type=int, default=1, metavar="W", help="processes")
-    book_build.add_argument(
-        "--redis-url",
-        nargs="?",
-        const="",
-        default=None,
-        metavar="URL",
-        help="solve on the kalah workers of this Redis (their job store; no URL: "
+    add_book_farm_options(
+        book_build,
+        "solve on the kalah workers of this Redis (their job store; no URL: "
         "$KALAH_STATE_REDIS_URL, else $KALAH_REDIS_URL) instead of --workers local processes; "
         "without --egdb each worker uses its own databases",
-    )
-    book_build.add_argument("--tt-mb", type=int, default=256, metavar="MB")
-    book_build.add_argument(
-        "--checkpoint", default=None, metavar="PATH", help="solved positions, to resume from"
-    )
-    book_build.add_argument(
-        "--minutes",
-        type=float,
-        default=None,
-        metavar="M",
-        help="stop solving after M minutes: keep what was solved (depth: the deepest whole level)",
     )
     book_deep = add_command(
         book_commands,
@@ -1089,34 +1097,17 @@ def build_parser() -> argparse.ArgumentParser:
     book_deep.add_argument(
         "-o", "--output", default=None, metavar="PATH", help="default: the shipped deep book"
     )
-    book_deep.add_argument(
-        "--egdb",
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="endgame database (default: the largest KALAH_EGDB_PATH finds; none under majority)",
+    add_book_search_options(
+        book_deep,
+        checkpoint="records so far, to resume from",
+        minutes="start no sowing's positions after M minutes (keep the whole sowings)",
+        majority=True,
     )
-    book_deep.add_argument("--workers", type=int, default=1, metavar="W", help="processes")
-    book_deep.add_argument(
-        "--redis-url",
-        nargs="?",
-        const="",
-        default=None,
-        metavar="URL",
-        help="make the records on the kalah workers of this Redis (no URL: "
+    add_book_farm_options(
+        book_deep,
+        "make the records on the kalah workers of this Redis (no URL: "
         "$KALAH_STATE_REDIS_URL, else $KALAH_REDIS_URL) instead of --workers local processes; "
         "--egdb paths must be the workers' paths",
-    )
-    book_deep.add_argument("--tt-mb", type=int, default=256, metavar="MB")
-    book_deep.add_argument(
-        "--checkpoint", default=None, metavar="PATH", help="records so far, to resume from"
-    )
-    book_deep.add_argument(
-        "--minutes",
-        type=float,
-        default=None,
-        metavar="M",
-        help="start no sowing's positions after M minutes (keep the whole sowings)",
     )
     book_refine = add_command(
         book_commands,
@@ -1139,24 +1130,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="stop after this many millions of nodes of tests (a reproducible end)",
     )
     book_refine.add_argument(
-        "--minutes", type=float, default=None, metavar="M", help="stop after M minutes"
-    )
-    book_refine.add_argument(
         "--input", default=None, metavar="PATH", help="the deep book to refine (default: --output)"
     )
     book_refine.add_argument(
         "-o", "--output", default=None, metavar="PATH", help="default: the shipped deep book"
     )
-    book_refine.add_argument(
-        "--egdb",
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="endgame database (default: the largest KALAH_EGDB_PATH finds; none under majority)",
-    )
-    book_refine.add_argument("--tt-mb", type=int, default=256, metavar="MB")
-    book_refine.add_argument(
-        "--checkpoint", default=None, metavar="PATH", help="tests' outcomes so far, to resume from"
+    add_book_search_options(
+        book_refine,
+        checkpoint="tests' outcomes so far, to resume from",
+        minutes="stop after M minutes",
+        majority=True,
     )
     book_info = add_command(book_commands, "info", cmd_book_info, "describe a book")
     book_info.add_argument("path", nargs="?", default=None, metavar="PATH")
