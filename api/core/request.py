@@ -192,6 +192,12 @@ def parse_query_rules(preset: str | None, overrides: Mapping[str, Any]) -> Rules
     def rename(name: str | None) -> str:
         return "rules" if name in (None, "rules", "preset") else str(name)
 
+    if preset == "":  # "?rules=" names no preset: refused like any other that is not one
+        raise ApiProblem(
+            "invalid-rules",
+            "rules is empty: name a preset (GET /v1/rules lists them) or leave it out for kalah",
+            field="rules",
+        )
     with renamed_field(rename):
         return Rules.preset(preset or "kalah", **overrides)
 

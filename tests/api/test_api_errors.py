@@ -43,6 +43,7 @@ GET_CASES = [
     # A rule option's values are checked where every rules input is (the request type), so a
     # query's bad preset or choice is the same problem as a body's.
     ("position=start&rules=nope", 422, "rules", "/problems/invalid-rules"),
+    ("position=start&rules=", 422, "rules", "/problems/invalid-rules"),  # found by the fuzzer
     ("position=start&houses=13", 422, "houses", "/problems/invalid-rules"),
     ("position=start&houses=abc", 422, "houses", "/problems/invalid-request"),
     ("position=start&seeds=0", 422, "seeds", "/problems/invalid-rules"),
