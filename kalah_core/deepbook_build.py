@@ -142,7 +142,7 @@ def _bounds(
             return False
         s.set_budget(0.0, max(1, min(cap, left)))
         before = s.nodes
-        bound = _test(engine, rules, results[house], beta)
+        bound = move_test(engine, rules, results[house], beta)
         left -= s.nodes - before
         if bound is None:
             return None
@@ -191,7 +191,7 @@ def _record(
     return DeepRecord(key, None if lower == upper else depth, lower, upper, moves, pv)
 
 
-def _test(engine: Engine, rules: Rules, result: Any, beta: int) -> int | None:
+def move_test(engine: Engine, rules: Rules, result: Any, beta: int) -> int | None:
     """A null-window test of "the move's value >= beta" on the position it leads to: a
     proven bound on the move's value (>= beta: a lower bound, else an upper bound), or None
     when the budget ran out."""

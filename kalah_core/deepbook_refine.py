@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .deepbook import DeepRecord, DeepSection, deep_key, key_position, lead
-from .deepbook_build import _test, back_up
+from .deepbook_build import back_up, move_test
 from .egdb import EndgameDatabase
 from .game import legal_moves, play
 from .moves import MoveResult
@@ -288,7 +288,7 @@ class Refiner:
         else:
             result = play(position, self.rules, house)
             engine.searcher.begin(result.after, self.rules, left_ms, cap)
-            bound = _test(engine, self.rules, result, beta + diff)
+            bound = move_test(engine, self.rules, result, beta + diff)
         return (None if bound is None else bound - diff), engine.searcher.nodes
 
     def apply_known(self) -> None:

@@ -244,7 +244,7 @@ class Engine:
 
         self._settle(position, rules, lines, root, time_ms, nodes)
         if self.deep_book is not None and depth is None:
-            root = self._with_deep_book(position, rules, lines, root)
+            root = self._with_deep_book(self.deep_book, position, rules, lines, root)
         # Equal estimates: the move with more of its value proven first.
         self._lines = []
         lines.sort(key=lambda ln: (-ln.value, not ln.exact, -ln.lower, _order(ln.result.move)))
@@ -490,12 +490,17 @@ class Engine:
             line.upper = min(line.upper, high)
         return low, high
 
+    @staticmethod
     def _with_deep_book(
-        self, position: Position, rules: Rules, lines: list[_Line], root: tuple[int, int]
+        book: DeepBook,
+        position: Position,
+        rules: Rules,
+        lines: list[_Line],
+        root: tuple[int, int],
     ) -> tuple[int, int]:
         """The root's and every move's bounds narrowed by the deep book's proven ones (a
         budget longer than DEEP_BOOK_MS searched instead of answering from it)."""
-        known = self.deep_book.proven_bounds(position, rules) if self.deep_book else None
+        known = book.proven_bounds(position, rules)
         if known is None:
             return root
         (low, high), moves = known
