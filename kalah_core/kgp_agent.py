@@ -55,7 +55,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import databases
+from . import databases, deepbook
 from .egdb import EndgameDatabase, EndgameDatabaseError, rule_key
 from .errors import KalahError
 from .game import Game, legal_moves, play
@@ -617,6 +617,11 @@ class Thinker:
         quick = engine.analyse(position, rules, depth=QUICK_DEPTH, pv_limit=1)
         lines = {m: _Line(m) for m in moves}
         self._merge(lines, quick.moves)
+        # The deep book's record, where it holds the state: its estimates stand until a search
+        # here reaches deeper than its depth (its bounds are proven, as any).
+        book = engine.deep_book.analysis(position, rules) if engine.deep_book else None
+        if book is not None:
+            self._merge(lines, book.moves)
         time.sleep(max(0.0, job.received + QUICK_DELAY_S - time.monotonic()))
         self._send(job, self._best(lines, job))
         # The game record, after the first move is out: a game the opponent ended is closed
@@ -647,6 +652,8 @@ class Thinker:
                 if job.stop.is_set() or (not a.exact and (a.depth or 0) < depth):
                     break
                 self._merge(lines, a.moves)
+                if book is not None and not a.exact and (a.depth or 0) <= (book.depth or 0):
+                    self._merge(lines, book.moves)
                 self._send(job, self._best(lines, job))
                 if a.exact:  # proven: a drawn or lost one may still give the opponent chances
                     if self.trap:
@@ -1014,7 +1021,9 @@ class Agent:
 def make_engine(options: AgentOptions, houses: int = 6) -> tuple[Engine, bool]:
     """The agent's engine: its table, its threads, and on 6 houses the largest endgame
     database of the plain ``kalah`` rules that fits the memory budget (True if one does)."""
-    engine = Engine(tt_mb=options.tt_mb, threads=options.threads)
+    # The deep book (KGP 6x6's first sowings): its estimates, from searches of 300-400 M
+    # nodes, decide the opening moves instead of the agent's seconds of search (Thinker.think).
+    engine = Engine(tt_mb=options.tt_mb, threads=options.threads, deep_book=deepbook.shipped())
     key = rule_key(Rules.preset("kalah", houses=houses))
     found = databases.headers().get(key)
     if found is None:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -19,7 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kgp_server import KgpTestServer, running
 
-from kalah_core import Game, Position, Rules, Side, legal_moves, play
+from kalah_core import Game, Position, Rules, Side, deepbook, legal_moves, play
+from kalah_core.deepbook import key_position
 from kalah_core.egdb import EndgameDatabase, build
 from kalah_core.kgp import (
     KgpError,
@@ -47,6 +49,7 @@ from kalah_core.kgp_agent import (
     default_tt_mb,
     fallback_move,
     legal_houses,
+    make_engine,
     mirrored,
     position_key,
 )
@@ -646,3 +649,64 @@ def test_cli_plays_and_prints_a_summary() -> None:
     summary = json.loads(done.stdout)
     assert summary["games"] == 1 and summary["wins"] == 1
     assert "game 1 (6 houses, 3 seeds; we were South): win" in done.stderr
+
+
+def test_the_deep_book_decides_the_opening_moves() -> None:
+    """Where the shipped deep book holds a KGP 6x6 state, the agent plays the book's best move
+    (from searches of millions of nodes) rather than its own short search's: checked on the
+    records whose best move is unique and which a depth-8 search answers otherwise."""
+    rules = Rules.preset("kgp", houses=6, seeds=6)
+    shipped = deepbook.shipped()
+    engine, _ = make_engine(AgentOptions("tcp://localhost", tt_mb=16, threads=1))
+    assert engine.deep_book is not None
+    checked = 0
+    for key in sorted(shipped.sections[rules.key].records):
+        position = key_position(key, rules)
+        booked = shipped.analysis(position, rules)
+        assert booked is not None
+        first, second = booked.moves[0], booked.moves[1]
+        shallow = Engine(tt_mb=16).analyse(position, rules, depth=8, pv_limit=1)
+        if first.value == second.value or shallow.moves[0].move == first.move:
+            continue
+        sent: list[str] = []
+        thinker = Thinker(engine, time_per_move=0.3, result_db=False)
+        thinker.think(Job(2, position, sent.append, time.monotonic()), rules)
+        thinker.close()
+        assert sent[-2:] == [f"@2 move {first.move}", "@2 yield"], key.hex()
+        checked += 1
+        if checked == 3:
+            break
+    assert checked == 3
+
+
+def test_the_agent_follows_a_deep_book_record_over_its_own_search() -> None:
+    """A book whose record at the KGP 6x6 start ranks first the move that the agent's own
+    search ranks last: the agent plays the book's move (its search, 0.3 s here, stays far
+    below the record's depth), so the book is what decides, not a search that agrees."""
+    rules = Rules.preset("kgp", houses=6, seeds=6)
+    start = Position.start(rules)
+    section = deepbook.shipped().sections[rules.key]
+    record = section.records[deepbook.deep_key(start, rules)]
+    own = Engine(tt_mb=16).analyse(start, rules, depth=12, pv_limit=1)
+    worst = own.moves[-1].move
+    assert isinstance(worst, int) and worst != own.moves[0].move
+    planted = replace(
+        record,
+        moves=tuple(
+            replace(m, estimate=record.estimate + 5 if m.house == worst else m.estimate)
+            for m in record.moves
+        ),
+    )
+    book = deepbook.DeepBook([replace(section, records={**section.records, planted.key: planted})])
+    engine = Engine(tt_mb=16, threads=1, deep_book=book)
+    sent: list[str] = []
+    thinker = Thinker(engine, time_per_move=0.3, result_db=False)
+    thinker.think(Job(2, start, sent.append, time.monotonic()), rules)
+    thinker.close()
+    assert sent[-2:] == [f"@2 move {worst}", "@2 yield"]
+    # the same agent without the book plays its own choice
+    sent.clear()
+    thinker = Thinker(Engine(tt_mb=16, threads=1), time_per_move=0.3, result_db=False)
+    thinker.think(Job(2, start, sent.append, time.monotonic()), rules)
+    thinker.close()
+    assert sent[-2:] != [f"@2 move {worst}", "@2 yield"]
