@@ -4,14 +4,17 @@ around the searches (the cache, an engine, the answer) came on top; past the dea
 position still got a 1 ms search. The budget is now shared out by the deadline
 (:class:`api.core.review.ReviewClock`).
 
-Watched here without timing the review: every search budget handed to the engine, when it was
-handed out, and the review's deadline. They must add up to at most the budget, none may reach
-past the deadline, and what is reviewed after it gets only a one-ply look.
+Watched here without timing the review: the review runs on a clock that only its searches
+advance (each by its whole budget and the work around it: 2 ms, which fits the least budget
+of 5 ms a position, or 8 ms, which does not), so what it hands out depends on no machine's
+speed. Every search budget handed to the engine, when it was handed out, and the
+review's deadline: they must add up to at most the budget, none may reach past the deadline,
+and what is reviewed after it gets only a one-ply look.
 """
 
 from __future__ import annotations
 
-import time
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -26,9 +29,10 @@ from kalah_service.core.review import QUICK_DEPTH, ReviewClock
 pytestmark = pytest.mark.system  # reviews of 200+ positions: a few seconds
 
 
+@pytest.mark.parametrize("work_ms", [2, 8])
 @pytest.mark.parametrize("seed", [3, 5, 8])
 def test_a_review_at_the_least_budget_hands_out_no_time_past_its_deadline(
-    app: Flask, monkeypatch: pytest.MonkeyPatch, seed: int
+    app: Flask, monkeypatch: pytest.MonkeyPatch, seed: int, work_ms: int
 ) -> None:
     clocks: list[ReviewClock] = []
 
@@ -41,10 +45,14 @@ def test_a_review_at_the_least_budget_hands_out_no_time_past_its_deadline(
     analyser = app.extensions["kalah"]
     analyse = analyser.analyse
     searches: list[tuple[float, AnalysisRequest]] = []
+    now = [0.0]
+    monkeypatch.setattr(service, "time", SimpleNamespace(monotonic=lambda: now[0]))
 
     def watched(request: AnalysisRequest) -> Any:
-        searches.append((time.monotonic(), request))
-        return analyse(request)
+        searches.append((now[0], request))
+        answer = analyse(request)
+        now[0] += ((request.limits.time_ms or 0) + work_ms) / 1000
+        return answer
 
     monkeypatch.setattr(analyser, "analyse", watched)
     body = long_game(seed)
@@ -69,6 +77,8 @@ def test_a_review_at_the_least_budget_hands_out_no_time_past_its_deadline(
     for when, request in searches:
         if when >= clock.deadline:
             assert request.limits.depth == QUICK_DEPTH and request.limits.time_ms == 1
+    # Work that alone outlasts the budget takes the review past its deadline; 2 ms does not.
+    assert bool(looked) == (work_ms * len(searches) > budget), len(looked)
     measured(
         f"review of {len(searches)} sowings, budget {budget} ms: {len(searched)} searches "
         f"given {sum(r.limits.time_ms for _, r in searched)} ms in all, {len(looked)} one-ply "
