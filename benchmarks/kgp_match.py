@@ -67,7 +67,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kalah_core import Position, Rules, Side, play
+from kalah_core import Game, Rules, Side
 
 TRAIN = os.environ.get("KGP_TRAIN", "/work/peers/kgp-train")
 AGENT_NAME = "kalah-core"
@@ -82,6 +82,8 @@ class GameRow:
     margin: int | None
     moves: int
     seconds: float | None
+    notation: str
+    """The game in the notation of the Finnish article (South moved first)."""
 
 
 @dataclass
@@ -121,12 +123,12 @@ def read_games(db: Path, houses: int, seeds: int) -> tuple[list[GameRow], int]:
             moves = con.execute(
                 "SELECT side, choice, played FROM move WHERE game = ? ORDER BY rowid", (gid,)
             ).fetchall()
-            position = Position.start(rules)
+            game = Game(rules)
             for mover_north, choice, _ in moves:
-                if position.to_move is not (Side.NORTH if mover_north else Side.SOUTH):
+                if game.position.to_move is not (Side.NORTH if mover_north else Side.SOUTH):
                     raise RuntimeError(f"game {gid}: the moves do not replay")
-                position = play(position, rules, int(choice) + 1).after
-            south_store, north_store = position.stores
+                game.push(int(choice) + 1)
+            south_store, north_store = game.position.stores
             over = state in ("nw", "sw", "u")
             margin = (south_store - north_store) * (1 if side is Side.SOUTH else -1)
             won = {"sw": Side.SOUTH, "nw": Side.NORTH, "nr": Side.SOUTH, "sr": Side.NORTH}
@@ -136,7 +138,9 @@ def read_games(db: Path, houses: int, seeds: int) -> tuple[list[GameRow], int]:
                 first, last = moves[0][2], moves[-1][2]
                 with contextlib.suppress(ValueError, TypeError):
                     seconds = _seconds(last) - _seconds(first)
-            out.append(GameRow(gid, side, result, margin if over else None, len(moves), seconds))
+            out.append(
+                GameRow(gid, side, result, margin if over else None, len(moves), seconds, game.fi())
+            )
         return out, ongoing
     finally:
         con.close()
@@ -262,8 +266,8 @@ def run_pair(
 def table(pairs: list[Pair]) -> str:
     lines = [
         "| board | bot | games | won | drawn | lost | mean margin | as South W/D/L | "
-        "mean as South | as North W/D/L | mean as North | s/game |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "mean as South | as North W/D/L | mean as North | s/game | distinct South, North |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
 
     def mean(rows: list[GameRow]) -> str:
@@ -283,7 +287,8 @@ def table(pairs: list[Pair]) -> str:
             f"| {p.houses}x{p.seeds} | MinMax-{p.depth} | {len(g)} "
             f"| {sum(x.result == 'win' for x in g)} | {sum(x.result == 'draw' for x in g)} "
             f"| {sum(x.result == 'loss' for x in g)} | {mean(g)} "
-            f"| {wdl(south)} | {mean(south)} | {wdl(north)} | {mean(north)} | {per_game} |"
+            f"| {wdl(south)} | {mean(south)} | {wdl(north)} | {mean(north)} | {per_game} "
+            f"| {len({x.notation for x in south})}, {len({x.notation for x in north})} |"
             + (f" {p.error}" if p.error else "")
         )
     return "\n".join(lines)
@@ -340,6 +345,15 @@ def main() -> int:
     for p in done:
         for line in p.extra:
             print(f"{p.houses}x{p.seeds}/MM{p.depth}: {line}")
+        # The games not won, move by move, to analyse afterwards.
+        for g in p.games:
+            if g.result != "win":
+                side = "South" if g.side is Side.SOUTH else "North"
+                margin = "" if g.margin is None else f" ({g.margin:+d})"
+                print(
+                    f"{p.houses}x{p.seeds}/MM{p.depth} game {g.id}, {g.result} as {side}"
+                    f"{margin}: {g.notation}"
+                )
     return 0
 
 
