@@ -6,6 +6,7 @@ from the same random opening (a few random sowings), once with each evaluation a
 the opening favours neither. Prints wins, draws and losses of `sides` against `stores`.
 
     python benchmarks/eval_match.py [--games 200] [--depth 6] [--preset kalah]
+    python benchmarks/eval_match.py --preset kgp --houses 10 --seeds 10   # a KGP board
 """
 
 from __future__ import annotations
@@ -44,9 +45,12 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=200, help="games (pairs of openings x 2)")
     parser.add_argument("--depth", type=int, default=6)
     parser.add_argument("--preset", default="kalah")
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--houses", type=int, default=None, help="default: the preset's")
+    parser.add_argument("--seeds", type=int, default=None, help="default: the preset's")
+    parser.add_argument("--seed", type=int, default=1, help="of the random openings")
     args = parser.parse_args()
-    rules = Rules.preset(args.preset)
+    board = {k: v for k, v in (("houses", args.houses), ("seeds", args.seeds)) if v is not None}
+    rules = Rules.preset(args.preset, **board)
     rng = random.Random(args.seed)
     sides, stores = engine_for("sides"), engine_for("stores")
     tally = {"win": 0, "draw": 0, "loss": 0}
@@ -66,7 +70,10 @@ def main() -> None:
             margin += mine
             tally["win" if mine > 0 else "loss" if mine < 0 else "draw"] += 1
     played = sum(tally.values())
-    print(f"{args.preset}, depth {args.depth}, {played} games: evaluation 'sides' against 'stores'")
+    print(
+        f"{args.preset} {rules.houses}x{rules.seeds}, depth {args.depth}, {played} games: "
+        "evaluation 'sides' against 'stores'"
+    )
     print(
         f"  wins {tally['win']}  draws {tally['draw']}  losses {tally['loss']}  "
         f"score {(tally['win'] + tally['draw'] / 2) / played:.1%}  "

@@ -4,10 +4,14 @@ from ._egdb import EndgameTable
 from .position import Position
 from .rules import Rules
 
+def board_evaluation(houses: int) -> int:
+    """The depth-limited search's evaluation on ``houses`` a side: 1 (sides) up to 6, else 0."""
+
 class Searcher:
     size_bytes: int
     etc_min_seeds: int
     eval_kind: int
+    """0 stores, 1 sides; set -1 for the board's (:func:`board_evaluation`), the default."""
     unstored_above_db: int
     threads: int
     smp: int

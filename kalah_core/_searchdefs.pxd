@@ -42,7 +42,7 @@ cdef enum:
     INF = 1000
     CHECK_EVERY = 1023       # nodes between clock and budget checks
     EVAL_STORES = 0          # heuristic leaf: store difference only
-    EVAL_SIDES = 1           # store difference plus a quarter of the house-seed difference
+    EVAL_SIDES = 1           # plus a quarter of the house-seed difference (on <= 6 houses)
     # Static move order, best first: children of known value (they cost nothing), best first;
     # then extra turns; then seeds gained, less 3/8 of a seed for each house the opponent can
     # then move from; then the house nearer the store. A move that leaves the opponent fewer
