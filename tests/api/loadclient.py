@@ -112,10 +112,13 @@ def run(
     source: str = "127.0.0.1",
     rate: float | None = None,
     max_requests: int = 1_000_000,
+    until: threading.Event | None = None,
+    tally: Tally | None = None,
 ) -> Tally:
-    """Send ``calls`` round-robin from ``threads`` connections until ``seconds`` pass or
-    ``max_requests`` are sent; ``rate`` (requests/s over all threads) paces them."""
-    tally = Tally()
+    """Send ``calls`` round-robin from ``threads`` connections until ``seconds`` pass,
+    ``max_requests`` are sent or ``until`` is set; ``rate`` (requests/s over all threads)
+    paces them. ``tally`` lets another thread watch the answers come in."""
+    tally = Tally() if tally is None else tally
     counter = iter(range(max_requests))
     lock = threading.Lock()
     started = time.perf_counter()
@@ -124,7 +127,7 @@ def run(
     def worker() -> None:
         client = Client(port, source)
         try:
-            while time.perf_counter() < deadline:
+            while time.perf_counter() < deadline and not (until and until.is_set()):
                 with lock:
                     n = next(counter, None)
                 if n is None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import pytest
 import requests
 from figures import measured
-from loadclient import Call, run
+from loadclient import Call, Tally, run
 
 from kalah_core import Position, Rules, legal_moves, play
 from kalah_core.solver import Engine
@@ -113,9 +113,16 @@ def test_redis_restart_worker_recycling_and_a_killed_worker_under_load(
     readiness: list[tuple[float, int]] = []
     events: list[str] = []
     done = threading.Event()
+    tally = Tally()
+
+    def answered(more: int) -> None:
+        """Wait until ``more`` further answers came in (the load is still being served)."""
+        target, deadline = tally.count + more, time.monotonic() + 120
+        while tally.count < target and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def faults() -> None:
-        time.sleep(1.5)
+        answered(100)
         own_redis.stop()
         events.append("redis stopped")
         outage_end = time.monotonic() + 2.0
@@ -126,15 +133,24 @@ def test_redis_restart_worker_recycling_and_a_killed_worker_under_load(
             time.sleep(0.2)
         own_redis.start()
         events.append("redis started")
-        time.sleep(1.0)
+        answered(100)
         victim = min(server.worker_pids())
         os.kill(victim, signal.SIGKILL)
         events.append(f"worker {victim} killed")
+        # Load until a worker has been recycled and well after the kill: counted in answers,
+        # not seconds, so a slow machine runs longer instead of failing.
+        deadline = time.monotonic() + 120
+        while "Autorestarting worker" not in server.log.read_text(errors="replace"):
+            if time.monotonic() > deadline:
+                break
+            answered(20)
+        answered(100)
+        events.append(f"{tally.count} answered")
         done.set()
 
     injector = threading.Thread(target=faults, daemon=True)
     injector.start()
-    tally = run(server.port, calls, threads=4, seconds=7.0)
+    run(server.port, calls, threads=4, seconds=600, until=done, tally=tally)
     injector.join(30)
     assert done.is_set(), events
 
@@ -157,7 +173,7 @@ def test_redis_restart_worker_recycling_and_a_killed_worker_under_load(
     assert tally.failures == [], tally.failures[:5]
     assert tally.wrong == [], tally.wrong[:5]
     assert set(tally.statuses) == {200}, tally.statuses
-    assert tally.count > 300
+    assert tally.count > 300  # 100 before the outage, 100 after it, 100 after the kill
     assert 503 in {s for _, s in readiness}
     assert recycled >= 1 and replaced >= 2
 
