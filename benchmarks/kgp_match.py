@@ -48,6 +48,10 @@ depths 4, 6 and 8, and 10 and 12 on 6x6 only. ``--games`` games are played on ea
 go-kgp's scheduler runs every 20 s, so each game also waits 20-40 s for its start. Use one
 agent per server: go-kgp's FIFO scheduler removes the wrong agent from its queue when another
 disconnects.
+
+To stop a run early, send this script SIGINT (Ctrl-C) or SIGTERM, not its agents: the games
+going on are given up and left out, the finished ones are tabled (an agent killed on its own
+resigns its game, which the server records as a loss).
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -71,6 +76,8 @@ from kalah_core import Game, Rules, Side
 
 TRAIN = os.environ.get("KGP_TRAIN", "/work/peers/kgp-train")
 AGENT_NAME = "kalah-core"
+STOP = threading.Event()
+"""Set by SIGINT or SIGTERM: every pair ends as if its games were done."""
 FULL = [(6, 6, d) for d in (4, 6, 8, 10, 12)] + [(n, n, d) for n in (8, 10, 12) for d in (4, 6, 8)]
 
 
@@ -174,6 +181,9 @@ def run_pair(
     agent_args: list[str] | None = None,
 ) -> Pair:
     started = time.monotonic()
+    if STOP.is_set():
+        pair.error = "not played (stopped)"
+        return pair
     with tempfile.TemporaryDirectory(prefix="kgp-match-") as tmp:
         db = Path(tmp) / "data.db"
         tcp, www = free_port(), free_port()
@@ -215,8 +225,7 @@ def run_pair(
                 stdout=agent_log,
                 stderr=agent_log,
             )
-            while True:
-                time.sleep(2.0)
+            while not STOP.wait(2.0):
                 if agent.poll() is not None:
                     pair.error = f"the agent exited with {agent.returncode}"
                     break
@@ -229,6 +238,8 @@ def run_pair(
                 sides = [g.side for g in done]
                 if min(sides.count(Side.SOUTH), sides.count(Side.NORTH)) >= games_per_side:
                     break
+            else:
+                pair.error = "stopped early"
         finally:
             # Games going on now are given up when the agent stops: not part of the match.
             with contextlib.suppress(sqlite3.Error, OSError, RuntimeError):
@@ -325,6 +336,8 @@ def main() -> int:
         wanted = [w for w in wanted if w[2] in depths]
     pairs = [Pair(h, s, d) for h, s, d in wanted]
     extra = args.agent_args.split()
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, lambda *_: STOP.set())
     started = time.monotonic()
     with ThreadPoolExecutor(args.parallel) as pool:
         done = list(
