@@ -112,13 +112,13 @@ def test_redis_restart_worker_recycling_and_a_killed_worker_under_load(
 
     readiness: list[tuple[float, int]] = []
     events: list[str] = []
-    done = threading.Event()
+    done, load_over = threading.Event(), threading.Event()
     tally = Tally()
 
     def answered(more: int) -> None:
-        """Wait until ``more`` further answers came in (the load is still being served)."""
-        target, deadline = tally.count + more, time.monotonic() + 120
-        while tally.count < target and time.monotonic() < deadline:
+        """Wait until ``more`` further answers came in, or the load has ended."""
+        target = tally.count + more
+        while tally.count < target and not load_over.is_set():
             time.sleep(0.05)
 
     def faults() -> None:
@@ -138,10 +138,10 @@ def test_redis_restart_worker_recycling_and_a_killed_worker_under_load(
         os.kill(victim, signal.SIGKILL)
         events.append(f"worker {victim} killed")
         # Load until a worker has been recycled and well after the kill: counted in answers,
-        # not seconds, so a slow machine runs longer instead of failing.
-        deadline = time.monotonic() + 120
+        # not seconds, so a slow machine runs longer instead of failing (pytest-timeout guards
+        # against a hang; the assertions below say what was missing).
         while "Autorestarting worker" not in server.log.read_text(errors="replace"):
-            if time.monotonic() > deadline:
+            if load_over.is_set():
                 break
             answered(20)
         answered(100)
@@ -151,13 +151,13 @@ def test_redis_restart_worker_recycling_and_a_killed_worker_under_load(
     injector = threading.Thread(target=faults, daemon=True)
     injector.start()
     run(server.port, calls, threads=4, seconds=600, until=done, tally=tally)
-    injector.join(30)
+    load_over.set()
+    injector.join()
     assert done.is_set(), events
 
-    # Ready again by itself once Redis is back (and the killed worker replaced).
-    deadline = time.monotonic() + 120
+    # Ready again by itself once Redis is back (and the killed worker replaced); how long it
+    # takes is not judged here (pytest-timeout ends a service that never gets ready).
     while requests.get(base + "/readyz", timeout=5).status_code != 200:
-        assert time.monotonic() < deadline, "not ready again"
         time.sleep(0.2)
     log = server.log.read_text(errors="replace")
     recycled = log.count("Autorestarting worker")
@@ -224,8 +224,7 @@ def test_a_flood_from_one_client_is_limited_without_slowing_the_others(
     while flooded.count < 1200 and thread.is_alive():
         time.sleep(0.05)
     stop.set()
-    thread.join(120)
-    assert not thread.is_alive()
+    thread.join()  # its requests end with their answers (or their own 30 s socket timeout)
 
     measured(f"flood, the flooder (127.0.0.9, 6 connections): {flooded.summary()}")
     measured(f"flood, another client alone (127.0.0.2, 20/s): {baseline.summary()}")
