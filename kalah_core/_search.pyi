@@ -16,6 +16,8 @@ class Searcher:
     threads: int
     smp: int
     heuristic_move_depth: int
+    same_draft: bool
+    """A heuristic table entry cuts only a search of its own depth (default False)."""
     def __init__(self, tt_mb: int = 64) -> None: ...
     def clear(self) -> None: ...
     def add_database(

@@ -126,6 +126,7 @@ cdef class Searcher:
         self.s.eval_kind = EVAL_SIDES
         self._eval_set = -1
         self.s.move_depth = PROVEN
+        self.s.same_draft = 0
         self._rules_key = None
         self._databases = {}
         self.s.db = NULL
@@ -269,6 +270,17 @@ cdef class Searcher:
             if not 1 <= v <= PROVEN:
                 raise ValueError(f"heuristic_move_depth must be 1..{PROVEN}")
             self.s.move_depth = v
+
+    property same_draft:
+        """Whether a heuristic table entry cuts only a search of its own depth. False (the
+        default): an entry searched deeper cuts too, as in most engines. True: estimates of
+        different depths are never compared, so the root's moves are weighed at one depth even
+        when an earlier search (the agent's pondering) looked deeper along some of them; the
+        deeper entries' moves still order the search."""
+        def __get__(self):
+            return bool(self.s.same_draft)
+        def __set__(self, bint v):
+            self.s.same_draft = v
 
     property eval_kind:
         """The heuristic evaluation: 0 the store difference, 1 plus a quarter of the house-seed

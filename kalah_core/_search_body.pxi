@@ -434,7 +434,8 @@ cdef int heuristic(Search* s, const Board* b, int alpha, int beta, int depth,
     p.move = NO_MOVE
     if use_table:
         probe(s, h, &p)
-        if p.found and p.depth >= depth:
+        if p.found and p.depth >= depth and (
+                p.depth == depth or p.depth == PROVEN or not s.same_draft):
             if p.depth != PROVEN and (p.lower + d >= beta or p.upper + d <= alpha or p.lower == p.upper):
                 s.horizon += 1
             if p.lower + d >= beta or p.lower == p.upper:

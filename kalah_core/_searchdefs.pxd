@@ -84,6 +84,7 @@ ctypedef struct Search:
     int perturb              # Lazy SMP helper k > 0: its own move order at some nodes
     int move_depth           # the exact search tries first the move of an entry this deep
                              # (PROVEN: proven entries only; see Searcher.heuristic_move_depth)
+    int same_draft           # heuristic entries cut only at their own depth (Searcher.same_draft)
     Table* tt
     int keyed_on_store       # majority: the mover's store is part of the key
     uint64_t salt            # the rule key mixed into every hash: one table serves all rules

@@ -514,3 +514,33 @@ def test_one_sowing_deep_values_are_the_boards_evaluation(case: tuple[Rules, Pos
         if extra or over or ref.is_over(child, rules):
             continue
         assert move.value == board_evaluation(child, rules, position.to_move), move.move
+
+
+SAME_DRAFT = Engine(tt_mb=8)
+FRESH = Engine(tt_mb=8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(10, 12), st.integers(8, 12), st.integers(0, 20), st.integers(1, 2), st.data())
+def test_same_draft_weighs_every_move_at_the_depth_asked(
+    houses: int, seeds: int, opening: int, depth: int, data: st.DataObject
+) -> None:
+    """``Searcher.same_draft`` (the KGP agent's setting): a table left by deeper searches of the
+    position and of one of its children changes no move's depth-limited value; the values are
+    a fresh table's. Big KGP starts and at most four sowings from the start, so that no line
+    ends (a proven entry is used at any depth): a side empties one house a sowing at most, and
+    no store passes half the seeds in four sowings."""
+    rules = Rules.preset("kgp", houses=houses, seeds=seeds)
+    position = game.Game(rules).position
+    if opening:  # one sowing first (at most: the searches below add three)
+        moves = game.legal_moves(position, rules)
+        position = game.play(position, rules, moves[opening % len(moves)]).after
+    SAME_DRAFT.searcher.same_draft = True
+    SAME_DRAFT.clear()
+    child = data.draw(st.sampled_from(game.legal_moves(position, rules)))
+    SAME_DRAFT.analyse(game.play(position, rules, child).after, rules, depth=2)
+    SAME_DRAFT.analyse(position, rules, depth=3)
+    warm = SAME_DRAFT.analyse(position, rules, depth=depth)
+    FRESH.clear()
+    fresh = FRESH.analyse(position, rules, depth=depth)
+    assert {m.move: m.value for m in warm.moves} == {m.move: m.value for m in fresh.moves}
