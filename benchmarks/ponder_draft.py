@@ -19,7 +19,7 @@ the state's search reached.
     python benchmarks/ponder_draft.py [--ponder 4] [--ref-depth 12] [--limit N]
 
 About 12 s a state plus the reference searches (~10 s each on 12x12); the three default games
-hold 117 such states (about 35 minutes on one core).
+hold 174 such states (about 40 minutes on one core).
 """
 
 from __future__ import annotations

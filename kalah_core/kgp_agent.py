@@ -13,11 +13,7 @@ releases the GIL while it searches). For each ``state`` the thinker
    chances to err (``_weigh_traps``) in the last part of the depth-limited search's time;
    sends ``yield`` as soon as its move is proven optimal, or when ``--time-per-move`` is up;
 5. then, while the opponent thinks, deepens on the position its move left (pondering) until
-   the next state comes, so that state's search starts on a warm table. Its table entries cut
-   only searches of their own depth (``Searcher.same_draft``): the ponder looks deepest along
-   the line it expects, and a deeper estimate of that line weighed against shallow ones of the
-   others is no comparison (it chose a move six seeds worse in the 12x12 game it lost; the
-   measurement is in docs/kgp.md). Its moves still order the search.
+   the next state comes, so that state's search starts on a warm table.
 
 A ``stop`` from the server interrupts the search at once (:meth:`Engine.interrupt`).
 
@@ -1029,7 +1025,6 @@ def make_engine(options: AgentOptions, houses: int = 6) -> tuple[Engine, bool]:
     # The deep book (KGP 6x6's first sowings): its estimates, from searches of 300-400 M
     # nodes, decide the opening moves instead of the agent's seconds of search (Thinker.think).
     engine = Engine(tt_mb=options.tt_mb, threads=options.threads, deep_book=deepbook.shipped())
-    engine.searcher.same_draft = True  # estimates of one depth only (see step 5 above)
     key = rule_key(Rules.preset("kalah", houses=houses))
     found = databases.headers().get(key)
     if found is None:
