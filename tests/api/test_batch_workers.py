@@ -81,14 +81,12 @@ def start_worker(
 
 
 def wait_alive(redis_url: str, worker: subprocess.Popen[bytes], log: Path) -> None:
-    """Until ``worker`` beats in the state store (deadline: two minutes)."""
+    """Until ``worker`` beats in the state store (pytest-timeout guards a hang)."""
     states = redis.Redis.from_url(redis_url)
-    deadline = time.monotonic() + 120
     while not any(
         name.decode().endswith(f":{worker.pid}") for name in states.zrange(WORKERS, 0, -1)
     ):
         assert worker.poll() is None, log.read_text()
-        assert time.monotonic() < deadline, log.read_text()
         time.sleep(0.05)
 
 
