@@ -4,6 +4,8 @@ from ._egdb import EndgameTable
 from .position import Position
 from .rules import Rules
 
+DEFAULT_EVAL_WEIGHTS: tuple[int, ...]
+
 def board_evaluation(houses: int) -> int:
     """The depth-limited search's evaluation on ``houses`` a side: 1 (sides) up to 6, else 0."""
 
@@ -11,7 +13,11 @@ class Searcher:
     size_bytes: int
     etc_min_seeds: int
     eval_kind: int
-    """0 stores, 1 sides; set -1 for the board's (:func:`board_evaluation`), the default."""
+    """0 stores, 1 sides, 2 features; set -1 for the board's (:func:`board_evaluation`), the
+    default."""
+    eval_weights: tuple[int, ...]
+    """Evaluation 2's weights in sixteenths of a seed (house seeds, extra-turn houses, the
+    mover's capture, the opponent's capture, seeds sown past the store)."""
     unstored_above_db: int
     threads: int
     smp: int

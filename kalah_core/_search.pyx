@@ -82,13 +82,25 @@ cdef inline int search_root(Search* s, const Root* root, int alpha, int beta, in
     return search(s, &root.small, alpha, beta, depth, h)
 
 
+DEFAULT_EVAL_WEIGHTS = (1, 16, 7, 0, 0)
+"""Evaluation 2's weights (sixteenths of a seed; see ``Searcher.eval_weights``). A least-squares
+fit to depth-8 values of positions from noisy self-play on KGP boards of 10 and 12 houses gave
+about (2, 32, 13, 0, 0): the mover's extra-turn houses and its capture carry the weight, the
+opponent's capture and the seeds sown past the store fit near 0. Searched deeper, the fitted
+weights overshoot (they stand for the next sowing, which a deeper search sees): on 12x12 at
+depth 8 they score 54.5 % against the store difference alone, half of them 65.0 %
+(``benchmarks/eval_match.py``, 200 games each)."""
+
+
 cpdef int board_evaluation(int houses) noexcept:
     """The evaluation of the depth-limited search on a board of ``houses`` a side. Measured by
-    ``benchmarks/eval_match.py`` (200 games at depth 6, random openings played both ways): the
-    house-seed term scores 50-61 % against the store difference alone on 4-6 houses, but 40-47 %
-    on 7 and 8 houses and 30 % on 10 and 12 (30 % on 10x10 at depth 8 too): on long rows the
-    seeds a side holds are the opponent's to capture or to receive as much as its own."""
-    return EVAL_SIDES if houses <= 6 else EVAL_STORES
+    ``benchmarks/eval_match.py`` (200 games, random openings played both ways): the
+    house-seed term scores 50-61 % against the store difference alone on 4-6 houses at depth
+    6, but 40-47 % on 7 and 8 houses and 30 % on 10 and 12 (30 % on 10x10 at depth 8 too): on
+    long rows the seeds a side holds are the opponent's to capture or to receive as much as
+    its own. There the features (``DEFAULT_EVAL_WEIGHTS``) score 65 % against the store
+    difference on 12x12 at depth 8."""
+    return EVAL_SIDES if houses <= 6 else EVAL_FEATURES
 
 
 cdef class Searcher:
@@ -117,6 +129,7 @@ cdef class Searcher:
     cdef int _eval_set               # an evaluation set by the caller; -1: the board's (see below)
 
     def __cinit__(self, int tt_mb=64):
+        cdef int i
         tt_init(&self.table, tt_mb)
         self.size_bytes = self.table.size_bytes
         self.s.tt = &self.table
@@ -124,6 +137,8 @@ cdef class Searcher:
         self._etc_min_seeds = 8
         self._unstored_above_db = UNSTORED_ABOVE_DB
         self.s.eval_kind = EVAL_SIDES
+        for i in range(EVAL_TERMS):
+            self.s.eval_w[i] = DEFAULT_EVAL_WEIGHTS[i]
         self._eval_set = -1
         self.s.move_depth = PROVEN
         self.s.same_draft = 0
@@ -282,15 +297,31 @@ cdef class Searcher:
         def __set__(self, bint v):
             self.s.same_draft = v
 
+    property eval_weights:
+        """The weights of evaluation 2 (features), in sixteenths of a seed: the house-seed
+        difference, the difference of houses that end in their store, the mover's largest
+        capture, the opponent's largest capture (subtracted), the difference of seeds sown past
+        the store into the other row."""
+        def __get__(self):
+            return tuple(self.s.eval_w[i] for i in range(EVAL_TERMS))
+        def __set__(self, weights):
+            cdef int i
+            values = [int(w) for w in weights]
+            if len(values) != EVAL_TERMS or any(abs(w) > 1024 for w in values):
+                raise ValueError(f"eval_weights must be {EVAL_TERMS} integers in [-1024, 1024]")
+            for i in range(EVAL_TERMS):
+                self.s.eval_w[i] = values[i]
+
     property eval_kind:
         """The heuristic evaluation: 0 the store difference, 1 plus a quarter of the house-seed
-        difference; by default (or after setting -1) the one for the board of each search's
+        difference, 2 plus weighted features (eval_weights); by default (or after setting -1) the one for the board of each search's
         rules (:func:`board_evaluation`)."""
         def __get__(self):
             return self.s.eval_kind
         def __set__(self, int v):
-            if v not in (-1, EVAL_STORES, EVAL_SIDES):
-                raise ValueError("eval_kind must be 0 (stores), 1 (sides) or -1 (the board's)")
+            if v not in (-1, EVAL_STORES, EVAL_SIDES, EVAL_FEATURES):
+                raise ValueError(
+                    "eval_kind must be 0 (stores), 1 (sides), 2 (features) or -1 (the board's)")
             self._eval_set = v
             if v >= 0:
                 self.s.eval_kind = v

@@ -397,12 +397,54 @@ cdef void check_contract(Search* s, const Board* b, int alpha, int beta, int v) 
 # Depth-limited heuristic search (same contract, for the value of the depth-limited tree).
 # ---------------------------------------------------------------------------------------------
 
+cdef inline void side_features(const int* mine, const int* theirs, int n,
+                               int* extra, int* capture, int* overflow) noexcept nogil:
+    """One side's features (its houses ``mine``, the opponent's ``theirs``, house 1 first):
+    the houses that end in its store (an extra turn), the largest capture one sowing without a
+    lap makes, and the seeds its houses would sow past its store into the opponent's row."""
+    cdef int i, k, land
+    extra[0] = 0
+    capture[0] = 0
+    overflow[0] = 0
+    for i in range(n):
+        k = mine[i]
+        if k == 0:
+            continue
+        if k == n - i:
+            extra[0] += 1
+        elif k > n - i:
+            overflow[0] += k - (n - i)
+        else:
+            land = i + k
+            if mine[land] == 0 and theirs[n - 1 - land] > 0 \
+                    and theirs[n - 1 - land] + 1 > capture[0]:
+                capture[0] = theirs[n - 1 - land] + 1
+
 cdef inline int evaluate(const Search* s, const Board* b) noexcept nogil:
     """Heuristic value of a node: the store difference, and with EVAL_SIDES a quarter of the
-    seeds each side still holds (under `owner`, seeds tend to end with the side holding them)."""
+    seeds each side still holds (under `owner`, seeds tend to end with the side holding them);
+    with EVAL_FEATURES weighted features of both sides (side_features: the mover's capture and
+    the opponent's weigh separately, the mover moving first)."""
     cdef int d = b.my_store - b.opp_store
+    cdef int i, n, t
+    cdef int mine[MAX_HOUSES]
+    cdef int theirs[MAX_HOUSES]
+    cdef int me_extra, me_cap, me_over, op_extra, op_cap, op_over
     if s.eval_kind == EVAL_SIDES:
         return d + (seeds_in(b.me) - seeds_in(b.opp)) // 4
+    if s.eval_kind == EVAL_FEATURES:
+        n = s.r.houses
+        for i in range(n):
+            mine[i] = byte_at(b.me, i)
+            theirs[i] = byte_at(b.opp, i)
+        side_features(mine, theirs, n, &me_extra, &me_cap, &me_over)
+        side_features(theirs, mine, n, &op_extra, &op_cap, &op_over)
+        t = (s.eval_w[0] * (seeds_in(b.me) - seeds_in(b.opp))
+             + s.eval_w[1] * (me_extra - op_extra)
+             + s.eval_w[2] * me_cap - s.eval_w[3] * op_cap
+             + s.eval_w[4] * (me_over - op_over))
+        # round to the nearest seed, halves away from zero (C division truncates)
+        return d + (t + 8) // 16 if t >= 0 else d - (8 - t) // 16
     return d
 
 cdef inline int heuristic_child(Search* s, Child* c, int alpha, int beta, int depth) noexcept nogil:

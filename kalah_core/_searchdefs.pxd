@@ -43,6 +43,8 @@ cdef enum:
     CHECK_EVERY = 1023       # nodes between clock and budget checks
     EVAL_STORES = 0          # heuristic leaf: store difference only
     EVAL_SIDES = 1           # plus a quarter of the house-seed difference (on <= 6 houses)
+    EVAL_FEATURES = 2        # plus weighted board features (Search.eval_w; see evaluate())
+    EVAL_TERMS = 5           # the features' count
     # Static move order, best first: children of known value (they cost nothing), best first;
     # then extra turns; then seeds gained, less 3/8 of a seed for each house the opponent can
     # then move from; then the house nearer the store. A move that leaves the opponent fewer
@@ -95,6 +97,7 @@ ctypedef struct Search:
     int aborted
     int64_t horizon          # leaves scored by the evaluation (or by a heuristic entry)
     int eval_kind
+    int eval_w[EVAL_TERMS]   # EVAL_FEATURES: each feature's weight in 1/16 of a seed
     int etc_min_seeds        # enhanced transposition cutoff at nodes with at least this many
                              # seeds in houses (none with a database: see etc_min_seeds below)
     const EGDB* db           # endgame database for these rules, or NULL

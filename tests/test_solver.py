@@ -477,45 +477,6 @@ def test_twelve_houses_analysis_under_a_budget_keeps_proven_bounds() -> None:
     assert analysis.upper <= rules.total_seeds and len(analysis.moves) == 12
 
 
-def board_evaluation(position: Position, rules: Rules, mover: Side) -> int:
-    """The depth-limited search's leaf value for ``mover``, written from its definition: the
-    store difference, plus on at most 6 houses a quarter (rounded toward zero) of the seeds
-    the mover's houses hold beyond the opponent's; the house-seed term loses to the store
-    difference alone on longer rows (benchmarks/eval_match.py)."""
-    mine, theirs = (0, 1) if mover is Side.SOUTH else (1, 0)
-    houses = (position.south, position.north)
-    value = position.stores[mine] - position.stores[theirs]
-    if rules.houses <= 6:
-        extra = sum(houses[mine]) - sum(houses[theirs])
-        value += abs(extra) // 4 * (1 if extra >= 0 else -1)
-    return value
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    strategies.rules_and_positions(
-        strategies.rules(min_houses=4, max_houses=strategies.MAX_HOUSES, max_seeds=12).filter(
-            lambda r: not r.pie
-        ),
-        min_total=8,
-        max_total=300,
-    )
-)
-def test_one_sowing_deep_values_are_the_boards_evaluation(case: tuple[Rules, Position]) -> None:
-    """At depth 1, a sowing that neither ends the game nor gives an extra turn is valued by the
-    evaluation of the position it leaves: the house-seed term on up to 6 houses, the store
-    difference alone beyond."""
-    rules, position = case
-    if ref.is_over(position, rules):
-        return
-    analysis = Engine(tt_mb=1).analyse(position, rules, depth=1)
-    for move in analysis.moves:
-        child, extra, _captured, over = ref.play(position, rules, move.move)
-        if extra or over or ref.is_over(child, rules):
-            continue
-        assert move.value == board_evaluation(child, rules, position.to_move), move.move
-
-
 SAME_DRAFT = Engine(tt_mb=8)
 FRESH = Engine(tt_mb=8)
 
