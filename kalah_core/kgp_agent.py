@@ -109,9 +109,9 @@ TRAP_SHALLOWER = (3, 5, 7)
 (at least TRAP_MIN_DEPTH): one vote per depth and evaluation for its reply..."""
 TRAP_MIN_DEPTH = 2
 TRAP_EVALS = (0, 1)
-"""... with each of the engine's evaluations: the store difference alone (0, a simple bot's, and
-the agent's own on 7 houses and more) and the one that also counts the seeds on each side (1, the
-agent's own on up to 6 houses)."""
+"""... with two of the engine's evaluations: the store difference alone (0, a simple bot's) and
+the one that also counts the seeds on each side (1, the agent's own on up to 6 houses). The
+features (2, the agent's own on 7 houses and more) were not tried here."""
 TRAP_WEIGHT = 0.5
 """A candidate's score: its estimate plus this times the mean gain over those votes (what a
 reply that is not the best gives the agent beyond the estimate, by the agent's deep search)."""

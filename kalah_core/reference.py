@@ -169,3 +169,46 @@ def perft(position: Position, rules: Rules, depth: int) -> int:
         perft(play(position, rules, move)[0], rules, depth - 1)
         for move in legal_moves(position, rules)
     )
+
+
+# The depth-limited search's evaluation (Searcher.eval_kind, eval_weights), for its tests and
+# benchmarks/fit_eval.py.
+
+
+def side_features(mine: tuple[int, ...], theirs: tuple[int, ...]) -> tuple[int, int, int]:
+    """Houses that end in their store, the largest capture of a nonempty house one sowing
+    without a lap makes, and the seeds sown past the store into the other row."""
+    n = len(mine)
+    extra = sum(1 for i in range(n) if mine[i] == n - i)
+    overflow = sum(max(0, mine[i] - (n - i)) for i in range(n))
+    captures = [
+        theirs[n - 1 - (i + mine[i])] + 1
+        for i in range(n)
+        if 0 < mine[i] < n - i and mine[i + mine[i]] == 0 and theirs[n - 1 - (i + mine[i])] > 0
+    ]
+    return extra, max(captures, default=0), overflow
+
+
+def evaluation(position: Position, kind: int, weights: tuple[int, ...]) -> int:
+    """The depth-limited search's evaluation of ``position`` for its player to move: ``kind``
+    0 the store difference, 1 plus a quarter of the house-seed difference (toward zero), 2 plus
+    the features weighted by ``weights`` (sixteenths of a seed, rounded to the nearest seed)."""
+    me = position.to_move
+    mine, theirs = position.side(me), position.side(me.other)
+    stores = position.store(me) - position.store(me.other)
+    if kind == 0:
+        return stores
+    if kind == 1:
+        held = sum(mine) - sum(theirs)
+        return stores + (held // 4 if held >= 0 else -(-held // 4))  # C's /: toward zero
+    my_extra, my_capture, my_overflow = side_features(mine, theirs)
+    their_extra, their_capture, their_overflow = side_features(theirs, mine)
+    total = (
+        weights[0] * (sum(mine) - sum(theirs))
+        + weights[1] * (my_extra - their_extra)
+        + weights[2] * my_capture
+        - weights[3] * their_capture
+        + weights[4] * (my_overflow - their_overflow)
+    )
+    rounded = (abs(total) + 8) // 16  # to the nearest seed, halves away from zero
+    return stores + (rounded if total >= 0 else -rounded)
