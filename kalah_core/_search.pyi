@@ -7,7 +7,8 @@ from .rules import Rules
 DEFAULT_EVAL_WEIGHTS: tuple[int, ...]
 
 def board_evaluation(houses: int) -> int:
-    """The depth-limited search's evaluation on ``houses`` a side: 1 (sides) up to 6, else 0."""
+    """The depth-limited search's evaluation on ``houses`` a side: 1 (sides) up to 6, else 2
+    (features)."""
 
 class Searcher:
     size_bytes: int

@@ -314,14 +314,14 @@ cdef class Searcher:
 
     property eval_kind:
         """The heuristic evaluation: 0 the store difference, 1 plus a quarter of the house-seed
-        difference, 2 plus weighted features (eval_weights); by default (or after setting -1) the one for the board of each search's
-        rules (:func:`board_evaluation`)."""
+        difference, 2 plus weighted features (eval_weights); by default (or after setting -1)
+        the one for the board of each search's rules (:func:`board_evaluation`)."""
         def __get__(self):
             return self.s.eval_kind
         def __set__(self, int v):
             if v not in (-1, EVAL_STORES, EVAL_SIDES, EVAL_FEATURES):
-                raise ValueError(
-                    "eval_kind must be 0 (stores), 1 (sides), 2 (features) or -1 (the board's)")
+                raise ValueError("eval_kind must be 0 (stores), 1 (sides), 2 (features) "
+                                 "or -1 (the board's)")
             self._eval_set = v
             if v >= 0:
                 self.s.eval_kind = v
