@@ -93,8 +93,7 @@ def test_a_number_sizes_every_database_and_0_builds_none() -> None:
 
 
 def wait_attached(service: DatabaseService, count: int) -> None:
-    deadline = time.monotonic() + 120
-    while len(service.status()["attached"]) < count and time.monotonic() < deadline:
+    while len(service.status()["attached"]) < count:  # pytest-timeout guards a hang
         time.sleep(0.05)
 
 

@@ -145,8 +145,7 @@ def test_a_large_batch_runs_as_a_job_without_redis(embedded: Gunicorn) -> None:
     assert created.status_code == 202
     location = base + created.headers["Location"]
     job: dict[str, Any] = {}
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
+    while True:  # until the job ends (pytest-timeout guards a hang)
         job = requests.get(location, params={"limit": 1000}, timeout=10).json()
         if job["status"] in ("finished", "failed"):
             break

@@ -114,9 +114,8 @@ def test_batch_survives_a_worker_killed_mid_chunk(
         keys = JobKeys(job_id)
 
         # Kill the victim while it holds a chunk's lease (it is mid-chunk).
-        deadline = time.monotonic() + 60
         killed_chunk = None
-        while killed_chunk is None and time.monotonic() < deadline:
+        while killed_chunk is None and victim.poll() is None:
             for entry, holder in r.hgetall(TOKENS).items():
                 if f":{victim.pid}/" in holder.decode():
                     victim.send_signal(signal.SIGKILL)
@@ -128,7 +127,7 @@ def test_batch_survives_a_worker_killed_mid_chunk(
         assert r.sismember(keys.done, killed_chunk) == 0, "killed before finishing its chunk"
 
         status: dict[str, Any] = {}
-        while time.monotonic() < deadline:
+        while True:  # until the job ends (pytest-timeout guards a hang)
             status = api.get(f"/v1/jobs/{job_id}?limit=1").json
             if status["status"] in ("finished", "failed"):
                 break

@@ -47,17 +47,15 @@ def test_progress_moves_in_rules_while_the_databases_build(tmp_path: Path) -> No
     base = server.start()
     try:
         samples: list[tuple[str, str, float, float | None]] = []
-        deadline = time.monotonic() + DEADLINE_S
-        while time.monotonic() < deadline:
+        while True:  # until every database is attached (pytest-timeout guards a hang)
             found = rules_answer(base)
             samples += [
                 (b["rules"], b["state"], b["progress"], b["eta_s"]) for b in found["builds"]
             ]
             if len(found["builds"]) == 3 and all(b["state"] == "attached" for b in found["builds"]):
                 break
+            assert all(b["state"] != "failed" for b in found["builds"]), samples[-3:]
             time.sleep(0.25)
-        else:
-            raise AssertionError(f"not every database was attached: {samples[-3:]}")
         first = [(p, eta) for rules, state, p, eta in samples if rules == KALAH]
         moving = [p for p, _ in first if 0 < p < 1]
         assert len(set(moving)) >= 2, first  # it moved while the build ran
@@ -87,8 +85,7 @@ def test_a_database_copied_into_the_folder_is_attached_by_the_running_server(
         copied_at = time.monotonic()
         shutil.copy(built, folder / built.name)
         seen = 0
-        deadline = copied_at + DEADLINE_S
-        while seen < 6 and time.monotonic() < deadline:  # six answers in a row: every worker
+        while seen < 6:  # pytest-timeout guards a hang  # six answers in a row: every worker
             attached = rules_answer(base)["attached"]
             seen = (
                 seen + 1 if [(d["rules"], d["max_seeds"]) for d in attached] == [(KALAH, 16)] else 0
