@@ -9,9 +9,8 @@ same without them, only slower; readiness does not wait.
 
 Sizes (``KALAH_EGDB_SEEDS``): a number builds every key at that size (0: build none);
 ``auto`` (the default, :func:`choose_sizes`) gives the most used key, ``kalah``'s, the largest
-of ``SIZES`` the machine affords (28 seeds: 5.6 GB of disk and of memory while it builds,
-5-6 minutes on two idle cores; every move of a position 6 sowings deep with 5.9 times fewer
-nodes than with 24 seeds) and the others 24 seeds (1.25 GB, about a minute each).
+of ``SIZES`` the machine affords (28 seeds: 5.6 GB of disk, and of memory while it builds)
+and the others 24 seeds (1.25 GB each).
 
 Once per machine: a build holds an exclusive ``flock`` on ``<cache>/egdb-build.lock``; every
 other process waits for it, then finds the file. The build runs in a child process at nice 10
@@ -60,14 +59,15 @@ class Planned:
 
 
 SIZES = (28, 26, 24, 22, 20, 16)
-"""Sizes ``auto`` tries for the most used key, largest first. 30 seeds (11 GB, ~10 minutes,
-11 GB of memory) is more than "a few minutes" of build on two cores."""
+"""Sizes ``auto`` tries for the most used key, largest first. 30 seeds (11 GB of disk, and of
+memory while it builds) is left out: its build takes longer than ``BUILD_TARGET_S`` on two cores."""
 BUILD_CPU_S_PER_GBOARD = 70.0
-"""CPU-seconds a build takes per 10^9 boards (28 seeds: 5.59 G boards in 394 CPU-seconds on
-this project's machine, idle)."""
+"""CPU-seconds a build takes per 10^9 boards on an idle machine (measured on a 28-seed build:
+HISTORY.md)."""
 BUILD_TARGET_S = 300.0
 """``auto`` gives the most used key the largest size whose build takes at most this long on
-the machine's idle cores (28 seeds: 196 s on 2 cores; on 1 core 391 s, so 26 seeds)."""
+the machine's idle cores, as ``BUILD_CPU_S_PER_GBOARD`` predicts it (28 seeds on 2 cores, 26
+on 1)."""
 OTHERS = 24
 """Size of every other key in ``auto`` (at most the first's)."""
 MEMORY_SHARE = 0.5
@@ -325,8 +325,8 @@ class DatabaseService:
 
 def warm(database: EndgameDatabase) -> None:
     """Have the kernel read ``database`` into the page cache in the background when it fits
-    in ``MEMORY_SHARE`` of the memory: a probe of a cold page waits on the disk (a fresh
-    server's first 6 sowings: answers of 9,216 nodes in 1.8 s, 10 of 149 not exact)."""
+    in ``MEMORY_SHARE`` of the memory: a probe of a cold page waits on the disk, so a fresh
+    server's first answers would prove less within their budget."""
     if database.entries <= physical_memory() * MEMORY_SHARE:
         database.preload()
 

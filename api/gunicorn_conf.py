@@ -72,8 +72,8 @@ def on_starting(server: object) -> None:
 def post_fork(server: object, worker: object) -> None:
     """Hand the GIL over every 0.5 ms instead of 5 ms. The solver drops the GIL for each of
     its many searches and takes it back between them; while the worker's other threads serve
-    cached answers, each take-back waited up to a whole interval: 30 small analyses took
-    11 s instead of 0.9 s next to 3 busy threads (3 ran out of budget), 5.5 s with 0.5 ms."""
+    cached answers, each take-back waited up to a whole interval, so small analyses next to
+    busy threads took many times their time and ran out of budget (figures: HISTORY.md)."""
     import sys
 
     sys.setswitchinterval(0.0005)

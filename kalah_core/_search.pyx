@@ -87,19 +87,16 @@ DEFAULT_EVAL_WEIGHTS = (1, 16, 7, 0, 0)
 fit to depth-8 values of positions from noisy self-play on KGP boards of 10 and 12 houses gave
 about (2, 32, 13, 0, 0): the mover's extra-turn houses and its capture carry the weight, the
 opponent's capture and the seeds sown past the store fit near 0. Searched deeper, the fitted
-weights overshoot (they stand for the next sowing, which a deeper search sees): on 12x12 at
-depth 8 they score 54.5 % against the store difference alone, half of them 65.0 %
-(``benchmarks/eval_match.py``, 200 games each)."""
+weights overshoot (they stand for the next sowing, which a deeper search sees), so these are
+half of them (``benchmarks/eval_match.py`` compares them; the scores: docs/search.md)."""
 
 
 cpdef int board_evaluation(int houses) noexcept:
-    """The evaluation of the depth-limited search on a board of ``houses`` a side. Measured by
-    ``benchmarks/eval_match.py`` (200 games, random openings played both ways): the
-    house-seed term scores 50-61 % against the store difference alone on 4-6 houses at depth
-    6, but 40-47 % on 7 and 8 houses and 30 % on 10 and 12 (30 % on 10x10 at depth 8 too): on
-    long rows the seeds a side holds are the opponent's to capture or to receive as much as
-    its own. There the features (``DEFAULT_EVAL_WEIGHTS``) score 65 % against the store
-    difference on 12x12 at depth 8."""
+    """The evaluation of the depth-limited search on a board of ``houses`` a side: the
+    house-seed term on up to 6 houses, the features (``DEFAULT_EVAL_WEIGHTS``) on more. On long
+    rows the seeds a side holds are the opponent's to capture or to receive as much as its own,
+    and the house-seed term loses to the store difference alone (``benchmarks/eval_match.py``;
+    the scores: docs/search.md)."""
     return EVAL_SIDES if houses <= 6 else EVAL_FEATURES
 
 
@@ -257,8 +254,8 @@ cdef class Searcher:
     property etc_min_seeds:
         """Enhanced transposition cutoffs at nodes with at least this many seeds in houses, in
         searches without an endgame database. With one, a search probes none: the children's
-        buckets cost more time than the nodes they save (hard set 1.08x faster without them,
-        Kalah(6,5) equal; without a database 1.5x fewer nodes in equal time)."""
+        buckets cost more time than the nodes they save; without a database they pay (the
+        measurements: HISTORY.md)."""
         def __get__(self):
             return self._etc_min_seeds
         def __set__(self, int v):

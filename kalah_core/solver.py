@@ -595,9 +595,9 @@ class Engine:
 
         An analysis's first pause empties the table: the paused test's proven bounds, far from
         the value, keep their moves in slots the estimate cannot take (proven bounds are never
-        traded for heuristic ones); on Kalah(6,5) the tests after the pause took 1.22 G nodes on
-        the warm table against 1.05 G on an empty one. Later pauses (a budget's later rounds,
-        other root moves) keep what the analysis has proven since."""
+        traded for heuristic ones), so the resumed proof would miss the estimate's moves. Later
+        pauses (a budget's later rounds, other root moves) keep what the analysis has proven
+        since."""
         s = self.searcher
         self._mtdf_running = True
         try:

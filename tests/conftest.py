@@ -3,14 +3,14 @@
 Tiers:
 
 - ``python -m pytest`` (the README's test command, what CI runs): everything but ``slow``.
-- ``python -m pytest -m "not system"``: the fast tier, under a minute on two busy cores: the
-  engine, the property tests and the service through Flask's test client.
+- ``python -m pytest -m "not system"``: the fast tier: the engine, the property tests and the
+  service through Flask's test client.
 - ``@pytest.mark.system``: a test that starts servers, subprocesses, browsers or Redis, or
   runs for more than a few seconds. A test that uses one of :data:`SYSTEM_FIXTURES` (which
   start ``redis-server``, gunicorn or a browser) is marked so here; any other that starts a
   process or runs long carries the mark itself.
 - ``@pytest.mark.slow``: minutes each (the wheel built and installed, deep perft, Kalah(6,4)):
-  only with ``--run-slow``, so the default run stays within a few minutes on two cores.
+  only with ``--run-slow``, so the default run leaves them out.
 """
 
 from __future__ import annotations

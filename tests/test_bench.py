@@ -1,6 +1,6 @@
 """`kalah bench`'s node count fingerprints the search: a refactor or a speed-up of the same tree
 leaves it unchanged. A commit that changes it on purpose updates BENCH_NODES and says why in its
-message (docs/search.md records the history)."""
+message (HISTORY.md records the measurements)."""
 
 from __future__ import annotations
 

@@ -33,7 +33,9 @@ How to keep an example runnable when you write docs:
   (but ``nodes`` and ``time_ms``, which vary). ``//`` comments and elisions are free.
 - docs/config.md is generated: ``.venv/bin/python -m kalah_service.config_docs > docs/config.md``.
 - Every relative link ``[text](file.md#anchor)`` points at a file that exists and a heading
-  of it.
+  of it; HISTORY.md's links too (its commands are a record of past runs, never run here).
+- A guide in docs/ is at most :data:`GUIDE_MAX_LINES` lines: dated runs and measurement logs go
+  to HISTORY.md. The endpoint table is docs/api.md's alone, and lists every route the app has.
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 VENV = Path(sys.prefix)
 NOT_RUN_MAX = 4
+GUIDE_MAX_LINES = 250
+HISTORY = ROOT / "HISTORY.md"
 """Blocks that cannot run in a test (a server that runs until stopped, an install from the
 package index, this suite itself): keep them this few."""
 
@@ -148,7 +152,7 @@ def slug(heading: str) -> str:
 
 def links() -> list[tuple[str, str]]:
     found = []
-    for path in DOCS:
+    for path in [*DOCS, HISTORY]:
         for target in re.findall(r"\]\(([^)\s]+)\)", path.read_text(encoding="utf-8")):
             if not re.match(r"[a-z]+:", target):
                 found.append((path.name, target))
@@ -157,7 +161,7 @@ def links() -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize(("source", "target"), links(), ids=[f"{s}->{t}" for s, t in links()])
 def test_every_link_between_the_docs_resolves(source: str, target: str) -> None:
-    base = ROOT if source == "README.md" else ROOT / "docs"
+    base = ROOT if source in ("README.md", HISTORY.name) else ROOT / "docs"
     name, _, anchor = target.partition("#")
     path = (base / name).resolve() if name else base / source
     assert path.exists(), target
@@ -170,7 +174,36 @@ def test_the_readme_links_every_doc_and_stays_short() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for path in DOCS[1:]:
         assert f"](docs/{path.name})" in readme, f"README.md has no link to docs/{path.name}"
+    assert f"]({HISTORY.name})" in readme, "README.md has no link to HISTORY.md"
     assert len(readme.splitlines()) <= 200, "a README a newcomer reads in five minutes"
+
+
+@pytest.mark.parametrize("path", DOCS[1:], ids=[p.name for p in DOCS[1:]])
+def test_every_guide_is_short(path: Path) -> None:
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= GUIDE_MAX_LINES, f"{path.name}: {lines} lines; dated runs go to HISTORY.md"
+
+
+DOCUMENTED = re.compile(r"`((?:GET|POST|DELETE|PUT|PATCH) /[^`?]*)")
+
+
+def test_the_endpoint_table_lives_in_api_md_and_lists_every_route(docs_client: Any) -> None:
+    for path in DOCS:
+        if path.name != "api.md":
+            text = path.read_text(encoding="utf-8")
+            assert "| endpoint |" not in text, f"{path.name} copies the endpoint table"
+    api_md = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    table = api_md[api_md.index("| endpoint | what |") :].split("\n\n")[0]
+    documented = {
+        " ".join(call.split()) for row in table.splitlines() for call in DOCUMENTED.findall(row)
+    }
+    routes: set[str] = set()
+    for rule in docs_client.application.url_map.iter_rules():
+        if "<path:" in rule.rule or rule.endpoint in ("static", "page.docs_asset"):
+            continue  # files served under a prefix (the board's and Swagger UI's assets)
+        route = re.sub(r"<(?:[^:>]+:)?([^>]+)>", r"{\1}", rule.rule).replace("{job_id}", "{id}")
+        routes |= {f"{method} {route}" for method in rule.methods - {"HEAD", "OPTIONS"}}
+    assert documented == routes, (sorted(routes - documented), sorted(documented - routes))
 
 
 # --------------------------------------------------------------------------- URLs

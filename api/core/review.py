@@ -22,7 +22,7 @@ from .request import AnalysisRequest, Limits, parse_position_field, parse_rules
 
 MS_PER_POSITION = 5
 """The least budget a review gives each distinct position: the work around one search (the
-cache, an engine, shaping the answer) takes 2-4 ms, and it is paid for like search time."""
+cache, an engine, shaping the answer) takes milliseconds, and it is paid for like search time."""
 
 OVERRUN_S = 1.0
 """A review still running after twice its budget and this (a machine too busy to run it)
@@ -38,8 +38,8 @@ move's value by the engine's heuristic (marked inexact), so every sowing is stil
 
 
 class ReviewClock:
-    """A review's budget shared out by its deadline (issue 33, finding 9: at the least budget,
-    reviews of 230 and 355 sowings took 2.7x and 1.8x their budget).
+    """A review's budget shared out by its deadline, so that a long review at the least budget
+    ends within it (each position's share of the budget alone does not: HISTORY.md).
 
     Each position's search gets what is left until the deadline, less the work expected
     around the searches still to come (measured as the review goes: what each position took

@@ -3,8 +3,8 @@
 Buckets are fixed windows. Each worker counts its callers' charges in memory and a background
 thread adds them to the shared :mod:`.counters` every :data:`SYNC_S`, reading back everyone's
 totals (one round trip for all callers): a cached answer makes no round trip. Why not
-flask-limiter's request hooks: they made three Redis round trips and about 0.75 ms of a cached
-answer's 1.15 ms (load_api (a): 3,019 req/s without them, 974 with them).
+flask-limiter's request hooks: they made three Redis round trips per request, most of a cached
+answer's time (``benchmarks/load_api.py`` measures it; the figures: HISTORY.md).
 
 A caller spending fast is synced before it is admitted (see :meth:`Buckets.admit`), so another
 worker's charges are seen up to ``SYNC_S`` late only while they are small against what is

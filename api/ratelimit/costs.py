@@ -5,9 +5,8 @@
 - A body above :data:`FREE_BODY_BYTES` costs 1 unit per started :data:`BODY_UNIT_BYTES`
   more, paid when it is admitted, before it is read (:func:`body_cost`): parsing and
   validating a large batch is work, and a request refused after it (a batch the bucket cannot
-  pay) keeps paying it. Measured: a 10,000-item batch (630 KB) takes about 1.4 s of a worker
-  to parse and validate, about 2.2 ms per KB; a unit of search is 100 ms, so a unit per 16 KB
-  charges reading at least what its CPU costs (630 KB: 36 units).
+  pay) keeps paying it. A unit of search is 100 ms; a unit per 16 KB charges reading at
+  least what its CPU costs (the measurement behind it: HISTORY.md).
 - A search costs 1 unit per started :data:`SEARCH_UNIT_MS` it ran (:func:`search_cost`): a
   cached answer runs none, an uncached one at the default 1 s budget costs up to 10 more.
 - A batch run as a job costs 1 unit per started :data:`ITEMS_PER_UNIT` items when it is

@@ -3,10 +3,8 @@
 diskcache bounds what its database holds (``size_limit``: the database's pages plus any value
 files), but SQLite in WAL mode writes every change to ``cache.db-wal`` first and copies it back
 at checkpoints. The automatic checkpoints are passive, and with several processes writing in
-turn the log is never started over (measured: two processes writing 3 KB answers as fast as
-they can grew it to 83 MB, four to 222 MB, whatever the bound); without
-``journal_size_limit`` it never shrinks either. With ``KALAH_CACHE_MB=1``, ``cache.db`` stayed
-at 1 MB while ``cache.db-wal`` reached 33.7 MB (issue 33, finding 11).
+turn the log is never started over, and grows far past the bound whatever the bound is;
+without ``journal_size_limit`` it never shrinks either (the figures: HISTORY.md).
 
 Here the bound covers the three files:
 

@@ -1,6 +1,6 @@
 """Issue 33, finding 11: with ``KALAH_CACHE_MB=1`` the embedded answer store's ``cache.db``
-stayed at 1 MB but its ``cache.db-wal`` reached 33.7 MB. The bound now counts the WAL (and its
-shared-memory index), and checkpoints stay regular however busy the store is
+stayed at 1 MB but its ``cache.db-wal`` grew many times past it. The bound now counts the WAL
+(and its shared-memory index), and checkpoints stay regular however busy the store is
 (:mod:`api.store.walbound`).
 
 Many writes under a tiny bound, twice: four processes writing to the store as fast as they

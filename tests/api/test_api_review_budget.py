@@ -1,5 +1,5 @@
-"""Issue 33, finding 9: at the least budget (5 ms a distinct position), reviews of 230 and 355
-sowings took 2.7x and 1.8x their budget: each position's search got its share, and the work
+"""Issue 33, finding 9: at the least budget (5 ms a distinct position), long reviews took well
+over their budget: each position's search got its share, and the work
 around the searches (the cache, an engine, the answer) came on top; past the deadline every
 position still got a 1 ms search. The budget is now shared out by the deadline
 (:class:`api.core.review.ReviewClock`).
