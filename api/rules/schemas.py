@@ -143,7 +143,12 @@ class DatabaseBuildSchema(ma.Schema):
         metadata={"description": "queued, building, attached or failed."},
     )
     seconds = fields.Float(
-        allow_none=True, metadata={"description": "How long it took to build and attach."}
+        allow_none=True,
+        metadata={
+            "description": "How long the attached database's build took (solving and writing "
+            "it), as the build recorded it beside the file: the same from every worker; null "
+            "until attached, or for a file without its build's record."
+        },
     )
     progress = fields.Float(
         metadata={
