@@ -110,8 +110,9 @@ class RateLimitsSchema(ma.Schema):
     mode = fields.String(
         validate=validate.OneOf(["auto", "on", "off"]),
         metadata={
-            "description": "KALAH_LIMITS: auto (every caller but one on a loopback address of "
-            "a server without Redis), on (every caller) or off (none)."
+            "description": "KALAH_LIMITS: auto (every caller but one that connects from a "
+            "loopback address, with no X-Forwarded-For or Forwarded header, to a server "
+            "without Redis), on (every caller) or off (none)."
         },
     )
     applies = fields.Boolean(
