@@ -33,6 +33,7 @@ from .config import ENV_NAMES, MAX_BODY_BYTES, Settings, load_settings
 from .core.analyser import Analyser
 from .core.problems import ApiProblem
 from .errors import PROBLEM_JSON, problem_for
+from .forwarding import ForwardedFor
 from .games import routes as games_routes
 from .health import routes as health_routes
 from .keys import Authenticator, make_key_store
@@ -190,6 +191,8 @@ def _register_callers_and_limits(app: Flask, settings: Settings) -> None:
         from werkzeug.middleware.proxy_fix import ProxyFix
 
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.trusted_proxies)  # type: ignore[method-assign]
+    # Outside ProxyFix: X-Forwarded-For and Forwarded read alike (see api/forwarding.py).
+    app.wsgi_app = ForwardedFor(app.wsgi_app, settings.trusted_proxies)  # type: ignore[method-assign]
     auth = Authenticator(make_key_store(settings.state_url, timeout_s=settings.redis_timeout_s))
     app.extensions["kalah_auth"] = auth
 

@@ -36,8 +36,9 @@ TIERS = ("anonymous", "standard", "premium")
 """Rate-limit tiers, lowest first: anonymous callers (by IP) get the first."""
 
 LIMITS_MODES = ("auto", "on", "off")
-"""``KALAH_LIMITS``: ``auto`` limits every caller except those on a loopback address of a
-server without a state store (a person's own machine); ``on`` limits everyone, ``off`` no one."""
+"""``KALAH_LIMITS``: ``auto`` limits every caller except one connecting from a loopback address
+with no forwarding header to a server without a state store (a person's own machine; see
+:func:`api.ratelimit.charging.limits_apply`); ``on`` limits everyone, ``off`` no one."""
 
 
 def _default_workers() -> int:
@@ -100,6 +101,8 @@ class Settings:
     limit_standard: str = "1200/minute"
     limit_premium: str = "12000/minute"
     trusted_proxies: int = 0
+    """Proxy hops whose ``X-Forwarded-For`` / ``Forwarded`` entry names the client
+    (:mod:`api.forwarding`); ``kalah serve --behind-proxy`` makes an unset one 1."""
     cors_origins: str = "*"
     metrics_allow: str = "127.0.0.0/8,::1"
     """Networks that may read ``/metrics`` (comma-separated; ``*``: anyone)."""

@@ -141,10 +141,14 @@ MEANINGS: dict[str, str] = {
         "computed and answered, and Redis is tried again after 0.5 s."
     ),
     "KALAH_LIMITS": (
-        "Who is rate-limited: `auto` limits every caller except those on a loopback address "
-        "of a server without a state store (the README's first command on a person's own "
-        "machine); `on` limits everyone (`deploy/` sets it); `off` limits no one. "
-        "`GET /v1/rules` says which applies (`rate_limits.applies`). See docs/limits.md."
+        "Who is rate-limited: `auto` limits every caller except one that connects from a "
+        "loopback address, with no `X-Forwarded-For` or `Forwarded` header, to a server "
+        "without a state store (the README's first command on a person's own machine; a local "
+        "relay that adds no header, such as socat or `ssh -L`, looks the same, so exposing "
+        "the port needs `--behind-proxy` or `on`); `on` limits everyone (`deploy/` sets it; "
+        "`kalah serve --behind-proxy` makes `auto` `on`); `off` limits no one. `kalah serve` "
+        "prints who is exempt at start; `GET /v1/rules` says which applies "
+        "(`rate_limits.applies`). See docs/limits.md."
     ),
     "KALAH_LIMIT_ANONYMOUS": (
         "Rate limit of callers without an API key, per client IP, in cost units (see "
@@ -154,18 +158,20 @@ MEANINGS: dict[str, str] = {
     "KALAH_LIMIT_STANDARD": "Rate limit of each `standard` API key.",
     "KALAH_LIMIT_PREMIUM": "Rate limit of each `premium` API key.",
     "KALAH_TRUSTED_PROXIES": (
-        "Reverse proxies in front of the service whose `X-Forwarded-For` is trusted for the "
-        "client IP (0: use the peer address)."
+        "Proxy hops in front of the service: the client is the address this many hops back "
+        "in `X-Forwarded-For` or `Forwarded` (RFC 7239 `for=`), read alike; where a request "
+        "carries both and they differ at that hop, neither is trusted (0: use the peer "
+        "address). Unset, `kalah serve --behind-proxy` trusts 1."
     ),
     "KALAH_CORS_ORIGINS": (
         "Origins allowed to call the public endpoints from a browser, comma-separated."
     ),
     "KALAH_METRICS_ALLOW": (
         "Who may read `/metrics`: comma-separated addresses or networks (`*`: anyone); others "
-        "get a 403 problem. Every address a request came through must be inside: the peer and "
-        "each `X-Forwarded-For` entry. `deploy/k8s/api.yaml` allows the cluster's private "
-        "networks (Prometheus scrapes port 8000 directly); the shipped nginx answers `/metrics` "
-        "with a 404."
+        "get a 403 problem. Every address a request came through must be inside: the peer, "
+        "each `X-Forwarded-For` entry and each `Forwarded` `for=`. `deploy/k8s/api.yaml` "
+        "allows the cluster's private networks (Prometheus scrapes port 8000 directly); the "
+        "shipped nginx answers `/metrics` with a 404."
     ),
 }
 """What each variable of the settings table means, in the table's order."""

@@ -17,11 +17,15 @@ deployment already ships (compose and Kubernetes), so the safe choice is to insi
 from __future__ import annotations
 
 import ipaddress
+import os
 import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Mapping
 from types import FrameType
+
+from .config import Settings, load_settings
 
 CONFIG = "python:kalah_service.gunicorn_conf"
 """gunicorn's ``-c``: the configuration module of the installed package."""
@@ -93,18 +97,66 @@ def refusal(host: str) -> str:
     )
 
 
+def proxy_environment(environ: Mapping[str, str], behind_proxy: bool) -> dict[str, str]:
+    """The server's environment: with ``behind_proxy``, ``KALAH_LIMITS`` ``auto`` (or unset)
+    becomes ``on`` (behind a proxy every caller arrives from the proxy's address, so auto's
+    loopback exemption would exempt them all) and ``KALAH_TRUSTED_PROXIES`` unset becomes 1
+    (the proxy's hop names the client; otherwise every client shares the proxy's bucket).
+    An explicit ``KALAH_LIMITS=off`` or ``on`` and any ``KALAH_TRUSTED_PROXIES`` are kept."""
+    env = dict(environ)
+    if behind_proxy:
+        if env.get("KALAH_LIMITS", "").strip() in ("", "auto"):
+            env["KALAH_LIMITS"] = "on"
+        if env.get("KALAH_TRUSTED_PROXIES", "").strip() == "":
+            env["KALAH_TRUSTED_PROXIES"] = "1"
+    return env
+
+
+def exemption(settings: Settings) -> str:
+    """One line: who is exempt from the rate limits, and how a client is told apart."""
+    hops = settings.trusted_proxies
+    client = (
+        f"a client is the address {hops} proxy hop{'s' if hops > 1 else ''} back in "
+        "X-Forwarded-For or Forwarded (KALAH_TRUSTED_PROXIES)"
+        if hops
+        else "a client is its connection's address (KALAH_TRUSTED_PROXIES=0)"
+    )
+    if settings.limits == "off":
+        return "rate limits: off (KALAH_LIMITS=off): every caller is exempt"
+    if settings.limits == "on":
+        return f"rate limits: on: no caller is exempt; {client}"
+    if settings.state_url:
+        return f"rate limits: auto, with a state store: no caller is exempt; {client}"
+    return (
+        "rate limits: auto: exempt is any caller connecting from a loopback address without an "
+        "X-Forwarded-For or Forwarded header, which includes anything relaying to this port "
+        "without one (socat, ssh -L); expose it only with --behind-proxy or KALAH_LIMITS=on"
+    )
+
+
 def serve(host: str, port: int, workers: int | None, *, behind_proxy: bool = False) -> int:
     """Run gunicorn in the foreground until it stops; returns its exit status. ``workers``
     None means ``KALAH_WORKERS`` (default: the CPU count). An address other machines can
-    reach is refused (:data:`EXIT_REFUSED`, nothing is bound) unless ``behind_proxy``."""
+    reach is refused (:data:`EXIT_REFUSED`, nothing is bound) unless ``behind_proxy``, which
+    also turns the limits on and trusts one proxy hop unless told otherwise
+    (:func:`proxy_environment`). Prints, in one line, who is exempt from the limits."""
     if exposed(host) and not behind_proxy:
         print(refusal(host), file=sys.stderr, flush=True)
+        return EXIT_REFUSED
+    env = proxy_environment(os.environ, behind_proxy)
+    try:
+        settings = load_settings(environ=env)
+    except ValueError as error:  # every worker would fail on it: say so once, bind nothing
+        print(f"kalah serve: {error}", file=sys.stderr, flush=True)
         return EXIT_REFUSED
     print(
         f"Kalah API on http://{_bind_host(host)}:{port}/ (docs: /docs, spec: /openapi.json)",
         flush=True,
     )
-    process = subprocess.Popen(gunicorn_command(host, port, workers), preexec_fn=_stop_with_parent)
+    print(exemption(settings), flush=True)
+    process = subprocess.Popen(
+        gunicorn_command(host, port, workers), env=env, preexec_fn=_stop_with_parent
+    )
 
     def forward(signum: int, frame: FrameType | None) -> None:
         process.send_signal(signum)

@@ -252,6 +252,33 @@ default (see :func:`progress_path`): JSON, rewritten at most once a second, remo
 end; the server reports it in ``GET /v1/rules``."""
 
 
+BUILD_SUFFIX = ".build.json"
+"""Every build records how long it took beside its file, in ``<database path>.build.json``
+(see :func:`read_build_seconds`): each process that attaches the file reads the same
+duration, whichever of them ran or waited for the build."""
+
+
+def build_record_path(path: str | os.PathLike[str]) -> Path:
+    """Where the build of ``path`` records its duration (see BUILD_SUFFIX)."""
+    path = Path(path)
+    return path.with_name(path.name + BUILD_SUFFIX)
+
+
+def read_build_seconds(path: str | os.PathLike[str]) -> float | None:
+    """The seconds the build of the database ``path`` took (solving and writing), as that
+    build recorded them; None without a record, or with one that is not this file's (another
+    size: a file copied or rebuilt over it)."""
+    try:
+        record = json.loads(build_record_path(path).read_text(encoding="utf-8"))
+        size = Path(path).stat().st_size
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("file_bytes") != size:
+        return None
+    seconds = record.get("seconds")
+    return float(seconds) if isinstance(seconds, (int, float)) else None
+
+
 def progress_path(path: str | os.PathLike[str]) -> Path:
     """Where the build of ``path`` writes its progress (see PROGRESS_SUFFIX)."""
     path = Path(path)
@@ -402,6 +429,7 @@ def build(
     header = Header(key, seeds, total, builder.checksum())
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    record = build_record_path(path)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(header.pack())
@@ -409,14 +437,28 @@ def build(
             f.flush()
             os.fsync(f.fileno())
         os.chmod(temp, 0o644)
+        write_seconds = time.perf_counter() - started
+        # The record first: whoever sees the file (it waited for it) finds its record there.
+        _write_json(
+            record,
+            {
+                "seconds": round(solve_seconds + write_seconds, 1),
+                "solve_seconds": round(solve_seconds, 1),
+                "write_seconds": round(write_seconds, 1),
+                "threads": builder.threads,
+                "max_seeds": seeds,
+                "file_bytes": HEADER_SIZE + total,
+                "finished": time.time(),
+            },
+        )
         os.replace(temp, path)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
+        record.unlink(missing_ok=True)
         raise
     finally:
         if watch.progress_file is not None:
             watch.progress_file.unlink(missing_ok=True)
-    write_seconds = time.perf_counter() - started
     bar.close(
         f"{path}: {_count(total)} boards, {HEADER_SIZE + total:,} bytes, "
         f"{solve_seconds:.1f} s on {builder.threads} thread(s) + {write_seconds:.1f} s writing"

@@ -15,6 +15,7 @@ the server mirrors the board for the agent that sits North.
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import socket
 import threading
@@ -26,8 +27,18 @@ from .errors import KalahError
 from .position import Position, Side
 from .rules import MAX_START_SEEDS, Rules
 
+log = logging.getLogger("kalah.kgp")
+
 MAX_LINE = 16384
-"""The longest command the protocol allows, line end included."""
+"""The longest command the protocol allows, line end included. A transport drops a longer line
+whole (never splits it: its tail would be read as a command of its own)."""
+
+MAX_ID_DIGITS = 18
+"""The most digits of a command id or reference (a 64-bit counter fits)."""
+MAX_COUNT_DIGITS = 6
+"""The most digits of a number in a board literal (a board holds at most a few hundred
+seeds). Both bounds are checked before ``int`` reads the digits: Python refuses a string of
+more than 4,300 digits with a ValueError, and a hostile server could send one."""
 
 DEFAULT_TCP_PORT = 2671
 
@@ -64,6 +75,8 @@ def parse_command(line: str) -> Command:
     if match is None:
         raise KgpError("not a KGP command", text=line)
     ident, ref, name, rest = match.groups()
+    if len(ident or "") > MAX_ID_DIGITS or len(ref or "") > MAX_ID_DIGITS:
+        raise KgpError(f"an id or reference of more than {MAX_ID_DIGITS} digits", text=line)
     args: list[str] = []
     pos = 0
     rest = rest or ""
@@ -108,7 +121,10 @@ def parse_board(text: str) -> Position:
     match = _BOARD.match(text.strip())
     if match is None:
         raise KgpError("not a board literal <n,south_store,north_store,houses...>", text=text)
-    numbers = [int(part) for part in match.group(1).split(",")]
+    parts = [part.strip() for part in match.group(1).split(",")]
+    if any(len(part) > MAX_COUNT_DIGITS for part in parts):
+        raise KgpError(f"a number of more than {MAX_COUNT_DIGITS} digits", text=text)
+    numbers = [int(part) for part in parts]
     n = numbers[0]
     if n < 1 or len(numbers) != 3 + 2 * n:
         raise KgpError(f"a board of {n} houses a side needs {3 + 2 * n} numbers", text=text)
@@ -168,13 +184,23 @@ class TcpConnection:
             self._sock.sendall(line.encode() + b"\r\n")
 
     def receive(self) -> str | None:
-        try:
-            raw = self._reader.readline(MAX_LINE + 2)
-        except OSError:
-            return None
-        if not raw:
-            return None
-        return raw.decode(errors="replace").rstrip("\r\n")
+        while True:
+            try:
+                raw = self._reader.readline(MAX_LINE + 2)
+            except OSError:
+                return None
+            if not raw:
+                return None
+            if len(raw) > MAX_LINE + 1 and not raw.endswith(b"\n"):
+                # Over the limit: skip to the line's end, a bounded read at a time.
+                while raw and not raw.endswith(b"\n"):
+                    try:
+                        raw = self._reader.readline(MAX_LINE + 2)
+                    except OSError:
+                        return None
+                log.warning("dropped a line longer than %d characters", MAX_LINE)
+                continue
+            return raw.decode(errors="replace").rstrip("\r\n")
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -199,12 +225,19 @@ class WebSocketConnection:
             ws_connect(url, open_timeout=timeout, max_size=4 * MAX_LINE)
         )
         self._buffer = ""
+        self._skipping = False
+        """In a line over the limit: drop everything up to its end."""
         self._lines: list[str] = []
         self._lock = threading.Lock()
 
     def send(self, line: str) -> None:
         with self._lock:
-            self._ws.send(line + "\r\n")
+            try:
+                self._ws.send(line + "\r\n")
+            except OSError:
+                raise
+            except Exception as error:  # the library's ConnectionClosed: a closed socket
+                raise ConnectionError(str(error)) from error
 
     def receive(self) -> str | None:
         while not self._lines:
@@ -215,10 +248,18 @@ class WebSocketConnection:
             text = message.decode(errors="replace") if isinstance(message, bytes) else message
             self._buffer += text
             *done, self._buffer = self._buffer.split("\n")
-            self._lines.extend(part.rstrip("\r") for part in done)
+            for part in done:
+                if self._skipping:  # the end of a line over the limit
+                    self._skipping = False
+                elif len(part.rstrip("\r")) > MAX_LINE:
+                    log.warning("dropped a line longer than %d characters", MAX_LINE)
+                else:
+                    self._lines.append(part.rstrip("\r"))
             if len(self._buffer) > MAX_LINE:
-                self._lines.append(self._buffer)
+                if not self._skipping:
+                    log.warning("dropped a line longer than %d characters", MAX_LINE)
                 self._buffer = ""
+                self._skipping = True
         return self._lines.pop(0)
 
     def close(self) -> None:

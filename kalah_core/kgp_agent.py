@@ -48,7 +48,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import queue
 import threading
 import time
 from collections.abc import Callable
@@ -466,7 +465,10 @@ class _Line:
 
 
 class Thinker:
-    """The search thread: answers one state at a time on a warm table."""
+    """The search thread: answers one state at a time on a warm table. At most one state
+    waits: the agent plays one game at a time and the server asks about one position at a time,
+    so a newer state makes any waiting one stale (and a flood of states costs one slot, not a
+    queue). A send that fails (the connection closed) ends its job, never the thread."""
 
     def __init__(
         self, engine: Engine, time_per_move: float, result_db: bool, trap: bool = False
@@ -479,9 +481,14 @@ class Thinker:
         """Earlier games' results (see Experience), when the agent keeps them."""
         self.time_per_move = time_per_move
         self.result_db = result_db
-        self.jobs: queue.Queue[Job | None] = queue.Queue()
         self.current: Job | None = None
         self.lock = threading.Lock()
+        self._wake = threading.Condition(self.lock)
+        self._pending: Job | None = None
+        """The latest state not yet taken up (a newer one replaces it)."""
+        self._closing = False
+        self._quiet = False
+        """No pondering until the next state (after the server's goodbye, or a stop_all)."""
         self.on_start: Callable[[Job, Rules], None] = lambda job, rules: None
         self.on_done: Callable[[Job, Rules], None] = lambda job, rules: None
         self.thread = threading.Thread(target=self._run, name="kgp-thinker", daemon=True)
@@ -491,25 +498,39 @@ class Thinker:
         with self.lock:
             if self.current is not None:
                 self._halt(self.current)
-            self.jobs.put(job)  # under the lock: a ponder starting now sees it (_ponder)
+            if self._pending is not None:
+                log.debug("state %s superseded by state %s", self._pending.id, job.id)
+            # under the lock: a ponder starting now sees it (_ponder)
+            self._pending = job
+            self._quiet = False
+            self._wake.notify()
 
     def stop(self, ref: int | None) -> None:
-        """The server's ``stop`` for the state ``ref``."""
+        """The server's ``stop`` for the state ``ref`` (searched, or still waiting)."""
         with self.lock:
             if self.current is not None and self.current.id == ref:
                 self._halt(self.current)
+            if self._pending is not None and self._pending.id == ref:
+                self._pending = None
 
     def stop_all(self) -> None:
+        """Stop the search, drop the waiting state, and think no more until the next one."""
         with self.lock:
+            self._pending = None
+            self._quiet = True
             if self.current is not None:
                 self._halt(self.current)
 
     def close(self) -> None:
         self.stop_all()
-        self.jobs.put(None)
+        with self.lock:
+            self._closing = True
+            self._wake.notify()
         self.thread.join(timeout=60)
 
     def _halt(self, job: Job) -> None:
+        if job.stop.is_set():  # halted before: its re-interrupt is on its way (one timer)
+            return
         job.stop.set()
         self.engine.interrupt()
         self.shallow.interrupt()
@@ -527,24 +548,36 @@ class Thinker:
     def idle(self) -> bool:
         """No state is being answered or waiting (pondering is idle)."""
         current = self.current
-        return (current is None or current.ponder) and self.jobs.empty()
+        return (current is None or current.ponder) and self._pending is None
+
+    def _next(self, wait: bool) -> Job | None:
+        """The waiting state, now current (None: none, or closing); waits for one if
+        ``wait``."""
+        with self.lock:
+            while wait and self._pending is None and not self._closing:
+                self._wake.wait()
+            if self._closing:
+                return None
+            job, self._pending = self._pending, None
+            self.current = job
+            return job
 
     def _run(self) -> None:
         ponder: tuple[Position, Rules] | None = None
         while True:
             if ponder is not None:
-                try:
-                    job = self.jobs.get_nowait()
-                except queue.Empty:
-                    self._ponder(*ponder)
+                job = self._next(wait=False)
+                if job is None:
+                    if self._closing:
+                        return
+                    if not self._quiet:
+                        self._ponder(*ponder)
                     ponder = None
                     continue
             else:
-                job = self.jobs.get()
+                job = self._next(wait=True)
             if job is None:
                 return
-            with self.lock:
-                self.current = job
             rules: Rules | None = None
             try:
                 rules = kgp_rules(job.position)
@@ -573,7 +606,7 @@ class Thinker:
         from."""
         job = Job(None, position, lambda line: None, time.monotonic(), ponder=True)
         with self.lock:
-            if not self.jobs.empty():
+            if self._pending is not None or self._quiet or self._closing:
                 return
             self.current = job
         try:
@@ -594,15 +627,19 @@ class Thinker:
     def _send(self, job: Job, move: int, *, final: bool = False) -> None:
         if job.stop.is_set() or job.yielded or move not in legal_houses(job.position):
             return
-        if move != job.sent or final:
-            # The final move goes out again before ``yield``: go-kgp files a state under its id
-            # only after sending it, and answers a move that comes sooner "No state associated
-            # with id", dropping it.
-            job.send(format_command("move", move, ref=job.id))
-            job.sent = move
-        if final and not job.yielded:
-            job.send(format_command("yield", ref=job.id))
-            job.yielded = True
+        try:
+            if move != job.sent or final:
+                # The final move goes out again before ``yield``: go-kgp files a state under
+                # its id only after sending it, and answers a move that comes sooner "No state
+                # associated with id", dropping it.
+                job.send(format_command("move", move, ref=job.id))
+                job.sent = move
+            if final and not job.yielded:
+                job.send(format_command("yield", ref=job.id))
+                job.yielded = True
+        except OSError as error:  # the connection closed: nobody waits for this state now
+            log.warning("state %s: cannot send (%s); dropping it", job.id, error)
+            job.stop.set()
 
     def think(self, job: Job, rules: Rules) -> None:
         position = job.position
@@ -856,6 +893,8 @@ class Agent:
         self.done = threading.Event()
         self._conn: Connection | None = None
         self._records_lock = threading.Lock()
+        self._goodbye = False
+        """The server said goodbye on the current connection."""
 
     # The thinker's callbacks (in its thread, one state at a time).
     def _on_start(self, job: Job, rules: Rules) -> None:
@@ -953,55 +992,73 @@ class Agent:
 
     def _session(self, conn: Connection) -> bool:
         """Read one connection until it ends; True when the server ended it (``goodbye``)."""
-        goodbye = False
+        self._goodbye = False
         while True:
             line = conn.receive()
             if line is None:
-                return goodbye or self.done.is_set()
-            if not line.strip():
-                continue
+                return self._goodbye or self.done.is_set()
             try:
-                command = parse_command(line)
-            except KgpError as error:
-                log.warning("ignoring a malformed line: %s", error)
-                continue
-            name = command.name
-            if name == "ping" and self._last_game_over():
-                # go-kgp pings an idle agent only when its game is over, before scheduling
-                # the next one: with the games wanted played, leave without a pong (a pong
-                # would start a game that the server then records as given up).
-                self.tracker.finish()
-                self.done.set()
-                self._close()
+                ended = self.handle(conn, line)
+            except OSError as error:  # a send on a closed connection: as if it ended here
+                log.warning("connection lost while answering: %s", error)
+                return self._goodbye or self.done.is_set()
+            if ended:
                 return True
-            if name == "ping":
-                conn.send(format_command("pong", ref=command.id))
-            elif name == "kgp":
-                if not self._handshake(conn, command.args):
-                    return True
-            elif name == "state":
-                if not command.args:
-                    log.warning("state without a board: %r", line)
-                    continue
-                try:
-                    position = parse_board(command.args[0])
-                except KgpError as error:
-                    log.warning("ignoring a state: %s", error)
-                    continue
-                if not legal_houses(position):
-                    log.warning("state %s has no legal move", command.id)
-                    continue
-                self.thinker.submit(Job(command.id, position, conn.send, time.monotonic()))
-            elif name == "stop":
-                self.thinker.stop(command.ref)
-            elif name == "goodbye":
-                goodbye = True
-            elif name == "error":
-                log.warning("server error: %s", " ".join(command.args))
-            elif name in ("ok", "set"):
-                log.debug("server: %s", line)
-            else:
-                log.debug("ignoring %r", line)
+
+    def handle(self, conn: Connection, line: str) -> bool:
+        """Act on one line from the server; True when the session is over. A line that is not
+        a command, or whose arguments do not fit, is logged and ignored; only a failed send
+        (OSError) reaches the caller."""
+        if not line.strip():
+            return False
+        try:
+            command = parse_command(line)
+        except KgpError as error:
+            log.warning("ignoring a malformed line: %s", error)
+            return False
+        name = command.name
+        if name == "ping" and self._last_game_over():
+            # go-kgp pings an idle agent only when its game is over, before scheduling
+            # the next one: with the games wanted played, leave without a pong (a pong
+            # would start a game that the server then records as given up).
+            self.tracker.finish()
+            self.done.set()
+            self._close()
+            return True
+        if name == "ping":
+            conn.send(format_command("pong", ref=command.id))
+        elif name == "kgp":
+            if not self._handshake(conn, command.args):
+                return True
+        elif name == "state":
+            if self._goodbye:
+                log.warning("state %s after goodbye: ignored", command.id)
+                return False
+            if not command.args:
+                log.warning("state without a board: %r", line[:200])
+                return False
+            try:
+                position = parse_board(command.args[0])
+            except KgpError as error:
+                log.warning("ignoring a state: %s", error)
+                return False
+            if not legal_houses(position):
+                log.warning("state %s has no legal move", command.id)
+                return False
+            self.thinker.submit(Job(command.id, position, conn.send, time.monotonic()))
+        elif name == "stop":
+            self.thinker.stop(command.ref)
+        elif name == "goodbye":
+            # The server ends the session: searching on would answer nobody.
+            self._goodbye = True
+            self.thinker.stop_all()
+        elif name == "error":
+            log.warning("server error: %s", " ".join(command.args)[:200])
+        elif name in ("ok", "set"):
+            log.debug("server: %s", line[:200])
+        else:
+            log.debug("ignoring %r", line[:200])
+        return False
 
     def _handshake(self, conn: Connection, args: tuple[str, ...]) -> bool:
         major = args[0] if args else ""

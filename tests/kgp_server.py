@@ -424,3 +424,77 @@ def running(server: KgpTestServer) -> Iterator[KgpTestServer]:
         yield server
     finally:
         server.stop()
+
+
+class ScriptedServer:
+    """A hostile server for the agent's hardening tests: one connection on a free local port,
+    driven by the test line by line (raw bytes too), with the client's lines as they come.
+    Used as a context manager; :meth:`accept` waits for the agent to connect."""
+
+    def __init__(self) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"tcp://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._conn: socket.socket | None = None
+        self.incoming: queue.Queue[str | None] = queue.Queue()
+        self.seen: list[str] = []
+
+    def __enter__(self) -> ScriptedServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def accept(self, timeout: float = 60) -> None:
+        self._listener.settimeout(timeout)
+        conn, _ = self._listener.accept()
+        conn.settimeout(None)
+        self._conn = conn
+
+        def read() -> None:
+            with suppress(OSError), conn.makefile("rb") as reader:
+                for raw in reader:
+                    self.incoming.put(raw.decode(errors="replace").rstrip("\r\n"))
+            self.incoming.put(None)
+
+        threading.Thread(target=read, daemon=True).start()
+
+    def send_raw(self, data: bytes) -> None:
+        assert self._conn is not None
+        self._conn.sendall(data)
+
+    def send(self, line: str) -> None:
+        self.send_raw(line.encode() + b"\r\n")
+
+    def handshake(self) -> None:
+        """``kgp 1 0 1``, then the client's lines up to its ``mode freeplay``."""
+        self.accept()
+        self.send(format_command("kgp", 1, 0, 1))
+        self.expect("mode freeplay")
+
+    def expect(self, wanted: str, *, alive: Any = None, timeout: float = 120) -> list[str]:
+        """The client's lines up to and including ``wanted`` (read since the last call).
+        Fails when the connection closes first, when ``alive()`` turns false with no line
+        waiting (the client died), or as a guard against a hang after ``timeout``."""
+        lines: list[str] = []
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            try:
+                line = self.incoming.get(timeout=0.1)
+            except queue.Empty:
+                if alive is not None and not alive():
+                    raise AssertionError(f"the client ended before {wanted!r}: {lines}") from None
+                continue
+            if line is None:
+                raise AssertionError(f"the connection closed before {wanted!r}: {lines}")
+            lines.append(line)
+            self.seen.append(line)
+            if line == wanted:
+                return lines
+        raise AssertionError(f"no {wanted!r} within {timeout} s: {lines[-20:]}")
+
+    def close(self) -> None:
+        if self._conn is not None:
+            with suppress(OSError):
+                self._conn.shutdown(socket.SHUT_RDWR)
+            self._conn.close()
+        self._listener.close()

@@ -25,6 +25,7 @@ from kalah_core.egdb import (
     default_path,
     entry_count,
     progress_path,
+    read_build_seconds,
     read_header,
     rule_key,
 )
@@ -199,7 +200,9 @@ def test_file_round_trip(tmp_path: Path) -> None:
     stats = build(path, rules, 6, progress=False)
     assert stats.path == path and stats.entries == comb(14, 8)
     assert path.stat().st_size == stats.file_bytes == HEADER_SIZE + stats.entries
-    assert [p.name for p in path.parent.iterdir()] == ["db.egdb"]  # no temporary file left
+    # no temporary file left; the build's record beside the file
+    assert sorted(p.name for p in path.parent.iterdir()) == ["db.egdb", "db.egdb.build.json"]
+    assert read_build_seconds(path) == round(stats.seconds, 1)
     assert len(stats.level_seconds) == 7
     header = read_header(path)
     assert header.max_seeds == 6 and header.entries == stats.entries

@@ -3,6 +3,8 @@ and conformance against the KGP server of tests/kgp_server.py (over TCP and WebS
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import itertools
 import random
 import socket
@@ -10,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -18,12 +21,14 @@ import pytest
 from figures import measured
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kgp_server import KgpTestServer, running
+from kgp_server import KgpTestServer, ScriptedServer, running
+from strategies import positions
 
 from kalah_core import Game, Position, Rules, Side, deepbook, legal_moves, play
 from kalah_core.deepbook import key_position
 from kalah_core.egdb import EndgameDatabase, build
 from kalah_core.kgp import (
+    MAX_LINE,
     KgpError,
     board_literal,
     connect,
@@ -707,3 +712,270 @@ def test_the_agent_follows_a_deep_book_record_over_its_own_search() -> None:
     thinker.think(Job(2, start, sent.append, time.monotonic()), rules)
     thinker.close()
     assert sent[-2:] != [f"@2 move {worst}", "@2 yield"]
+
+
+# ----------------------------------------------------------------------------- a hostile server
+
+
+class _Running:
+    """The agent in a thread of this process; ``error`` is what ended ``run`` with a raise."""
+
+    def __init__(self, url: str, **options: object) -> None:
+        opts = AgentOptions(server=url, time_per_move=0.2, threads=1, tt_mb=16)
+        for key, value in options.items():
+            setattr(opts, key, value)
+        self.agent = Agent(opts, Engine(tt_mb=16, threads=1))
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.agent.run()
+        except BaseException as error:  # the test reports it
+            self.error = error
+
+    def alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def stop(self) -> None:
+        self.agent.stop()
+        self.thread.join(60)
+
+
+def _wait_for(condition: Callable[[], bool], what: str, guard_s: float = 60) -> None:
+    """Poll ``condition`` until it holds; ``guard_s`` only stops a hang (no timing is asserted)."""
+    end = time.monotonic() + guard_s
+    while not condition():
+        assert time.monotonic() < end, what
+        time.sleep(0.02)
+
+
+@pytest.mark.system  # a server on a socket, as the conformance tests
+def test_numbers_of_thousands_of_digits_are_ignored() -> None:
+    """Finding 47.5: a number of more than 4,300 digits (Python's int-string limit) in an id, a
+    reference or a board killed the agent with a traceback. Each such line is now ignored and
+    the agent answers what follows."""
+    digits = "9" * 5000
+    with ScriptedServer() as server:
+        running_agent = _Running(server.url)
+        server.handshake()
+        server.send(f"{digits} ping")
+        server.send(f"2@{digits} stop")
+        server.send(f"4 state <6,0,0,{digits},1,1,1,1,1,1,1,1,1,1,1>")
+        server.send(f"6 state <3,0,0,1,1,1,1,1,1>{digits}")
+        server.send("8 ping")
+        server.expect("@8 pong", alive=running_agent.alive)
+        server.send("10 state <3,0,0,1,1,1,1,1,1>")
+        lines = server.expect("@10 yield", alive=running_agent.alive)
+        assert any(line.startswith("@10 move ") for line in lines)
+        running_agent.stop()
+    assert running_agent.error is None
+
+
+@pytest.mark.system  # a server on a socket, as the conformance tests
+def test_an_over_long_line_is_dropped_whole() -> None:
+    """Finding 47.5: a line over the limit was split, and its tail read as a command of its own
+    (the agent answered a smuggled ``state``). The whole line is dropped now: the smuggled
+    ``ping`` gets no pong, the next line is read as usual."""
+    with ScriptedServer() as server:
+        running_agent = _Running(server.url)
+        server.handshake()
+        server.send_raw(b"x" * (MAX_LINE + 2) + b"5 ping\r\n")
+        server.send_raw(b"y" * (3 * MAX_LINE) + b" 7 state <3,0,0,1,1,1,1,1,1>\r\n")
+        server.send("8 ping")
+        lines = server.expect("@8 pong", alive=running_agent.alive)
+        assert "@5 pong" not in lines
+        server.send("10 state <3,0,0,1,1,1,1,1,1>")
+        lines = server.expect("@10 yield", alive=running_agent.alive)
+        running_agent.stop()
+    assert not any(line.startswith("@7 ") for line in server.seen)
+    assert running_agent.error is None
+
+
+@pytest.mark.system
+@pytest.mark.parametrize("websocket", [False, True], ids=["tcp", "websocket"])
+def test_a_transport_drops_an_over_long_line_whole(websocket: bool) -> None:
+    """Both transports: the line after an over-long one (sent in pieces, its tail a command) is
+    the first line the agent reads."""
+    pieces = ["x" * 10000, "x" * 10000, "5 ping\r\n6 ping\r\n"]
+    if websocket:
+        from websockets.sync.server import serve
+
+        def handler(ws: object) -> None:
+            for piece in pieces:
+                ws.send(piece)  # type: ignore[attr-defined]
+            with contextlib.suppress(Exception):  # the client's close ends it
+                ws.recv()  # type: ignore[attr-defined]
+
+        server = serve(handler, "127.0.0.1", 0)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        conn = connect(f"ws://127.0.0.1:{server.socket.getsockname()[1]}/socket")
+        try:
+            assert conn.receive() == "6 ping"
+        finally:
+            conn.close()
+            server.shutdown()
+    else:
+        with ScriptedServer() as scripted:
+            conn = connect(scripted.url)
+            scripted.accept()
+            for piece in pieces:
+                scripted.send_raw(piece.encode())
+            try:
+                assert conn.receive() == "6 ping"
+            finally:
+                conn.close()
+
+
+@pytest.mark.system  # a server on a socket, as the conformance tests
+def test_a_flood_of_states_keeps_one_and_goodbye_stops_the_search() -> None:
+    """Finding 47.5: every state waited in an unbounded queue (254 MB after a flood), each then
+    searched for its full time, for minutes after ``goodbye``. Now a newer state replaces a
+    waiting one, and ``goodbye`` stops the search: once the flood and the goodbye are read
+    (the pong after them says so), the thinker goes quiet with nothing waiting."""
+    board = "<6,0,0,4,4,4,4,4,4,4,4,4,4,4,4>"
+    flood = b"".join(f"{2 * i} state {board}\r\n".encode() for i in range(1, 20001))
+    with ScriptedServer() as server:
+        running_agent = _Running(server.url, time_per_move=5.0)
+        server.handshake()
+        server.send_raw(flood + b"goodbye\r\n50001 ping\r\n")
+        server.expect("@50001 pong", alive=running_agent.alive)
+        thinker = running_agent.agent.thinker
+        _wait_for(
+            lambda: thinker.current is None and thinker.idle(),
+            "the thinker still searches stale states after goodbye",
+        )
+        server.send("50003 ping")
+        after = server.expect("@50003 pong", alive=running_agent.alive)
+        running_agent.stop()
+    # What the thinker sent once goodbye was read: at most the end of the state it was in.
+    answered = {line.split()[0] for line in after if line.startswith("@") and " move " in line}
+    assert len(answered) <= 1, f"{len(answered)} stale states answered after goodbye"
+    assert running_agent.error is None
+
+
+def test_only_the_latest_waiting_state_is_answered() -> None:
+    """States 4, 6 and 8 come while state 2 is being answered: 4 and 6 are stale when the
+    thinker is free again, and only 8 is answered."""
+    thinker = Thinker(Engine(tt_mb=16), time_per_move=0.2, result_db=False)
+    hold, held = threading.Event(), threading.Event()
+
+    def on_start(job: Job, rules: Rules) -> None:
+        if job.id == 2:
+            held.set()
+            assert hold.wait(60)
+
+    thinker.on_start = on_start
+    sent: list[str] = []
+    start = parse_board("<6,0,0,4,4,4,4,4,4,4,4,4,4,4,4>")
+    thinker.submit(Job(2, start, sent.append, time.monotonic()))
+    assert held.wait(60)  # the thinker is inside state 2's search
+    for ident in (4, 6, 8):
+        thinker.submit(Job(ident, start, sent.append, time.monotonic()))
+    hold.set()
+    _wait_for(lambda: "@8 yield" in sent, "state 8 was not answered")
+    thinker.close()
+    assert not any(line.startswith(("@4 ", "@6 ")) for line in sent)
+
+
+def test_a_closed_socket_never_kills_the_thinker() -> None:
+    """Finding 47.5: a BrokenPipeError in a send killed the thinker thread (its fallback move
+    failed the same way inside the handler), and no later state was answered."""
+    thinker = Thinker(Engine(tt_mb=16), time_per_move=0.2, result_db=False)
+    start = parse_board("<6,0,0,4,4,4,4,4,4,4,4,4,4,4,4>")
+    failed: list[str] = []
+
+    def broken(line: str) -> None:
+        failed.append(line)
+        raise BrokenPipeError(32, "Broken pipe")
+
+    thinker.submit(Job(2, start, broken, time.monotonic()))
+    _wait_for(lambda: bool(failed) and thinker.idle(), "state 2 was not tried")
+    sent: list[str] = []
+    thinker.submit(Job(4, start, sent.append, time.monotonic()))
+    _wait_for(
+        lambda: "@4 yield" in sent or not thinker.thread.is_alive(), "state 4 was not answered"
+    )
+    assert thinker.thread.is_alive()
+    thinker.close()
+
+
+class _StubConnection:
+    """A connection whose lines are given and whose ``pong`` fails as on a closed socket."""
+
+    def __init__(self, lines: list[str], broken: bool) -> None:
+        self.lines = lines
+        self.broken = broken
+        self.sent: list[str] = []
+
+    def send(self, line: str) -> None:
+        if self.broken and "pong" in line:
+            raise BrokenPipeError(32, "Broken pipe")
+        self.sent.append(line)
+
+    def receive(self) -> str | None:
+        return self.lines.pop(0) if self.lines else None
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_closed_socket_never_kills_the_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pong on a connection the server closed (BrokenPipeError) ended ``kalah kgp`` with a
+    traceback; now the connection counts as dropped and the agent reconnects."""
+    first = _StubConnection(["kgp 1 0 1", "2 ping", "4 ping"], broken=True)
+    second = _StubConnection(["kgp 1 0 1", "6 ping", "goodbye"], broken=False)
+    stubs = [first, second]
+    monkeypatch.setattr("kalah_core.kgp_agent.connect", lambda url: stubs.pop(0))
+    monkeypatch.setattr("kalah_core.kgp_agent.RECONNECT_DELAYS", (0.0,))
+    agent = Agent(AgentOptions(server="tcp://stub", tt_mb=1), Engine(tt_mb=1))
+    agent.run()
+    assert "@6 pong" in second.sent and not stubs
+
+
+@functools.cache
+def _fuzz_agent() -> Agent:
+    """One agent for every example (its thinker searches the states it is sent)."""
+    return Agent(AgentOptions(server="tcp://stub", time_per_move=0.05, tt_mb=1), Engine(tt_mb=1))
+
+
+def _board_line(position: Position) -> str:
+    return f"2 state {board_literal(position)}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.text(max_size=300),
+        positions().map(_board_line),
+        st.builds(
+            lambda name, args: " ".join([name, *args]),
+            st.sampled_from(
+                ["ping", "state", "stop", "goodbye", "kgp", "error", "set", "7@3 stop", "9" * 4400]
+            ),
+            st.lists(
+                st.one_of(
+                    st.from_regex(r"<[0-9, ]{0,60}>", fullmatch=True),
+                    st.from_regex(r"[0-9]{1,30}", fullmatch=True),
+                    st.integers(4000, 5000).map(lambda n: "9" * n),  # Python's int limit: 4,300
+                    st.text(max_size=20),
+                ),
+                max_size=4,
+            ),
+        ),
+    )
+)
+def test_the_agents_line_parser_takes_any_line(line: str) -> None:
+    """Any line, and a state of any position the API declares (1-12 houses, 0-600 seeds): the
+    parser raises nothing but KgpError, and the agent's handling of the line raises nothing."""
+    try:
+        command = parse_command(line)
+    except KgpError:
+        command = None
+    if command is not None and command.name == "state" and command.args:
+        with contextlib.suppress(KgpError):
+            parse_board(command.args[0])
+    agent = _fuzz_agent()
+    agent._session(_StubConnection([line], broken=False))  # reads the line, then the end
+    assert agent.thinker.thread.is_alive()

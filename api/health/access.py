@@ -2,11 +2,14 @@
 
 The metrics tell request rates, cache sizes and error counts: nothing for the public. A
 request is allowed when every address it came through is inside the allowed networks: the
-peer that connected to gunicorn and each address of ``X-Forwarded-For``. So a public client
-behind the shipped nginx (whose peer is loopback) is refused by its forwarded address, and a
-forged ``X-Forwarded-For: 127.0.0.1`` does not help a remote peer. In Kubernetes, Prometheus
-scrapes gunicorn's port directly from inside the cluster (``deploy/k8s/api.yaml`` allows the
-private networks), and the shipped nginx answers ``/metrics`` with a 404 in any case.
+peer that connected to gunicorn, each address of ``X-Forwarded-For`` and each ``for=`` of
+``Forwarded`` (:func:`api.forwarding.hops`). So a public client behind the shipped nginx (whose
+peer is loopback) is refused by its forwarded address, and a forged ``X-Forwarded-For`` or
+``Forwarded`` naming 127.0.0.1 does not help a remote peer. A relay that forwards no header
+(socat, ``ssh -L``) is indistinguishable from a local caller: see docs/deploy.md. In
+Kubernetes, Prometheus scrapes gunicorn's port directly from inside the cluster
+(``deploy/k8s/api.yaml`` allows the private networks), and the shipped nginx answers
+``/metrics`` with a 404 in any case.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from flask import Response
 
 from ..config import Network, parse_networks
 from ..errors import problem_response
+from ..forwarding import hops
 
 
 def _inside(address: str, networks: Iterable[Network]) -> bool:
@@ -31,20 +35,11 @@ def _inside(address: str, networks: Iterable[Network]) -> bool:
     return any(parsed in network for network in networks)
 
 
-def addresses(environ: Mapping[str, Any]) -> list[str]:
-    """Every address a request came through: the peer (as gunicorn saw it, before any
-    ``ProxyFix``) and each entry of ``X-Forwarded-For``."""
-    original = environ.get("werkzeug.proxy_fix.orig") or {}
-    peer = original.get("REMOTE_ADDR", environ.get("REMOTE_ADDR")) or ""
-    forwarded = original.get("HTTP_X_FORWARDED_FOR", environ.get("HTTP_X_FORWARDED_FOR")) or ""
-    return [peer, *(part for part in forwarded.split(",") if part.strip())]
-
-
 def metrics_allowed(environ: Mapping[str, Any], allow: str) -> bool:
     networks = parse_networks(allow)
     if networks is None:
         return True
-    return all(_inside(address, networks) for address in addresses(environ))
+    return all(_inside(address, networks) for address in hops(environ))
 
 
 def metrics_refusal() -> Response:

@@ -46,6 +46,7 @@ from kalah_core.databases import cache_dir
 from ..bounds import stop_reading
 from ..config import Settings
 from ..core.problems import ApiProblem
+from ..forwarding import forwarded, hops
 from ..keys import Authenticator, require_key
 from .buckets import Admitted, Buckets
 from .costs import base_cost, body_cost, job_cost, search_cost
@@ -66,15 +67,17 @@ def _settings() -> Settings:
 
 def limits_apply(settings: Settings) -> bool:
     """Whether the current request's caller is rate limited: ``KALAH_LIMITS`` ``on``, or
-    ``auto`` unless the server runs embedded (no state store) and the caller is on a
-    loopback address with no forwarding header (a person on their own machine; a request
-    through a reverse proxy on that machine is limited)."""
+    ``auto`` unless the server runs embedded (no state store) and the caller connected from a
+    loopback address with no ``X-Forwarded-For`` or ``Forwarded`` header, even an empty one
+    (a person on their own machine; a request through a reverse proxy on that machine is
+    limited). A relay that adds no header (socat, ``ssh -L``) looks like that person: exposing
+    the port needs ``--behind-proxy`` or ``KALAH_LIMITS=on`` (docs/deploy.md)."""
     if settings.limits != "auto":
         return settings.limits == "on"
     if settings.state_url:
         return True
-    forwarded = request.headers.get("X-Forwarded-For") or request.headers.get("Forwarded")
-    return forwarded is not None or not _loopback(request.remote_addr)
+    environ = request.environ
+    return forwarded(environ) or not _loopback(hops(environ)[0])
 
 
 def _loopback(address: str | None) -> bool:

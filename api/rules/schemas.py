@@ -110,8 +110,9 @@ class RateLimitsSchema(ma.Schema):
     mode = fields.String(
         validate=validate.OneOf(["auto", "on", "off"]),
         metadata={
-            "description": "KALAH_LIMITS: auto (every caller but one on a loopback address of "
-            "a server without Redis), on (every caller) or off (none)."
+            "description": "KALAH_LIMITS: auto (every caller but one that connects from a "
+            "loopback address, with no X-Forwarded-For or Forwarded header, to a server "
+            "without Redis), on (every caller) or off (none)."
         },
     )
     applies = fields.Boolean(
@@ -143,7 +144,12 @@ class DatabaseBuildSchema(ma.Schema):
         metadata={"description": "queued, building, attached or failed."},
     )
     seconds = fields.Float(
-        allow_none=True, metadata={"description": "How long it took to build and attach."}
+        allow_none=True,
+        metadata={
+            "description": "How long the attached database's build took (solving and writing "
+            "it), as the build recorded it beside the file: the same from every worker; null "
+            "until attached, or for a file without its build's record."
+        },
     )
     progress = fields.Float(
         metadata={

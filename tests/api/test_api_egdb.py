@@ -266,3 +266,28 @@ def test_a_build_attached_by_the_folder_watcher_is_reported_attached_at_once(
     status = service.status()
     assert [db["rules"] for db in status["attached"]] == [str(item.key)]
     assert status["builds"][0]["state"] == "attached"
+
+
+def test_every_worker_reports_the_builds_own_duration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 47: ``/v1/rules`` reported a build's seconds from whichever worker answered
+    (1,121.6, 632.6 or null for one 1,605 s build): each worker timed its own part, the one
+    that built from before its wait for the lock, another its wait, one that found the file
+    nothing. The build records its duration beside its file; every worker reports that."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    folder = tmp_path / "kalah"
+    recorded = {}
+    for item in plan(4):  # built by another process of the machine before these start
+        rules = Rules.preset(item.presets[0])
+        stats = egdb.build(egdb.default_path(rules, 4, folder), rules, 4, progress=False)
+        recorded[str(item.key)] = round(stats.seconds, 1)
+    # Two services stand for two worker processes of one machine.
+    for service in (DatabaseService("auto", 4), DatabaseService("auto", 4)):
+        builds = service.status()["builds"]
+        assert {b["state"] for b in builds} == {"attached"}
+        assert {b["rules"]: b["seconds"] for b in builds} == recorded
+    # A file without its build's record (copied in, or built before records) says null.
+    for item in plan(4):
+        egdb.build_record_path(egdb.default_path(Rules.preset(item.presets[0]), 4, folder)).unlink()
+    assert {b["seconds"] for b in DatabaseService("auto", 4).status()["builds"]} == {None}

@@ -6,10 +6,13 @@ real gunicorn while 20 sockets trickle, and /livez is probed through it."""
 
 from __future__ import annotations
 
+import http.client
 import json
+import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -20,6 +23,7 @@ import pytest
 import requests
 from conftest import ROOT, Gunicorn, RedisServer, free_port
 from figures import measured
+from harness import http_status, wait_for
 
 pytestmark = pytest.mark.system
 
@@ -256,3 +260,77 @@ def test_40_sockets_trickling_headers_through_the_proxy(proxied: tuple[Nginx, Gu
             thread.join(30)
     measured(f"40 sockets trickling headers through nginx: {len(statuses)} /livez probes")
     assert statuses and set(statuses) == {200} and sent[0] >= 80
+
+
+def _get_from(source: str, port: int, path: str) -> tuple[int, dict[str, object]]:
+    """GET ``path`` on 127.0.0.1:``port`` from the local address ``source`` (127.0.0.0/8 is
+    all this machine's: each source is a different client to nginx)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60, source_address=(source, 0))
+    try:
+        conn.request("GET", path)
+        answer = conn.getresponse()
+        return answer.status, json.loads(answer.read() or b"{}")
+    finally:
+        conn.close()
+
+
+def test_kalah_serve_behind_proxy_limits_each_client_by_the_proxys_hop(tmp_path: Path) -> None:
+    """Finding 47.4: behind the shipped nginx, ``kalah serve --behind-proxy`` (KALAH_LIMITS
+    left at auto, no KALAH_TRUSTED_PROXIES) counted every client against nginx's own address,
+    one bucket for all, and a relay to gunicorn's port without a forwarding header (socat,
+    ssh -L) was not limited at all. Now the flag turns the limits on and trusts one hop: two
+    clients of nginx have a bucket each, the header-less relay is limited, and the start line
+    says so."""
+    port = free_port()
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("KALAH_LIMITS", "KALAH_TRUSTED_PROXIES", "KALAH_REDIS_URL")
+    }
+    env.update(
+        {
+            "KALAH_EGDB_PATH": "off",
+            "KALAH_LIMIT_ANONYMOUS": "1/minute",
+            "XDG_CACHE_HOME": str(tmp_path / "cache"),
+            "KALAH_CACHE_DIR": str(tmp_path / "answers"),
+            "PROMETHEUS_MULTIPROC_DIR": str(tmp_path),
+        }
+    )
+    out = (tmp_path / "serve.log").open("wb")
+    serve = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from kalah_core.cli import main; sys.exit(main())",
+            "serve",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+            "--behind-proxy",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        wait_for(lambda: http_status(f"http://127.0.0.1:{port}/livez") == 200, 120, "serve")
+        nginx = Nginx(port)
+        try:
+            first = _get_from("127.0.0.2", nginx.port, "/v1/rules")
+            again = _get_from("127.0.0.2", nginx.port, "/v1/rules")
+            other = _get_from("127.0.0.3", nginx.port, "/v1/rules")
+        finally:
+            nginx.close()
+        relayed = _get_from("127.0.0.1", port, "/v1/rules")  # no forwarding header
+    finally:
+        serve.terminate()
+        serve.wait(30)
+        out.close()
+    log = (tmp_path / "serve.log").read_text(errors="replace")
+    assert first[0] == 200 and first[1]["rate_limits"]["applies"] is True  # type: ignore[index]
+    assert again[0] == 429
+    assert other[0] == 200, "the second client of nginx shares the first one's bucket"
+    assert relayed[0] == 200 and relayed[1]["rate_limits"]["applies"] is True  # type: ignore[index]
+    assert "rate limits: on: no caller is exempt; a client is the address 1 proxy hop" in log
