@@ -152,11 +152,11 @@ def _total(path: Path, key: str) -> int | None:
 
 
 def wait_until(condition: Any, what: str) -> None:
-    """Wait for ``condition`` (pytest-timeout ends a wait that never ends; no time judged)."""
-    event = threading.Event()
+    """Wait for ``condition``, named ``what``: no time is judged; a wait that never ends is
+    failed by pytest-timeout (pyproject.toml), with the stacks."""
+    pause = threading.Event()
     while not condition():
-        event.wait(0.05)
-    assert condition(), what
+        pause.wait(0.05)
 
 
 def test_a_corrupt_job_store_is_a_503(tmp_path: Path) -> None:
