@@ -10,8 +10,11 @@ safe to store (there is no dictionary to try against it). In Redis:
 Without Redis the store lives in the process (the embedded default and tests): keys made by
 ``kalah keys create`` need ``KALAH_REDIS_URL``. A verified key is remembered for
 :data:`VERIFIED_TTL_S` in each worker (one Redis read per key and worker every few seconds;
-a revocation takes effect within that time). If Redis cannot be reached the key cannot be
-checked: the caller is served at the anonymous tier by IP rather than refused or failed.
+a revocation takes effect within that time). If the store fails (Redis down or answering
+errors, a record that cannot be read) the key cannot be checked: on public routes the caller
+is served at the anonymous tier by IP rather than refused or failed; a route that needs a key
+(:func:`require_key`) is a 503 problem with ``Retry-After``, never a 401 telling a key holder
+to send the key it sent (docs/deploy.md, "Store faults").
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import secrets
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -141,7 +145,10 @@ class RedisKeyStore(KeyStore):
             raise KeyStoreUnavailable(str(error)) from error
         if not raw:
             return None
-        return KeyInfo(raw[b"id"].decode(), raw[b"tier"].decode(), int(raw[b"created"]))
+        try:
+            return KeyInfo(raw[b"id"].decode(), raw[b"tier"].decode(), int(raw[b"created"]))
+        except (KeyError, ValueError) as error:  # a damaged record: neither valid nor revoked
+            raise KeyStoreUnavailable(f"the key's record cannot be read: {error!r}") from error
 
     def revoke(self, key_or_id: str) -> bool:
         stored = cast(bytes | None, self.client.get(ID_PREFIX + key_or_id))
@@ -165,15 +172,17 @@ class Authenticator:
     """After the store failed, keys are not looked up for this long (each try could cost a
     whole Redis timeout on a partitioned network)."""
 
-    def __init__(self, store: KeyStore) -> None:
+    def __init__(self, store: KeyStore, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.store = store
+        self.clock = clock
+        """Monotonic seconds: the memory of verified keys and the back-off run on it."""
         self._verified: dict[str, tuple[KeyInfo, float]] = {}
         self._lock = threading.Lock()
         self._down_until = 0.0
 
     def _verify(self, key: str) -> KeyInfo | None:
         key_digest = digest(key)
-        now = time.monotonic()
+        now = self.clock()
         with self._lock:
             known = self._verified.get(key_digest)
         if known is not None and known[1] > now:
@@ -221,6 +230,7 @@ class Authenticator:
             info = self._verify(key)
         except KeyStoreUnavailable as error:
             log.warning("key store unreachable (%s): serving the caller as anonymous", error)
+            g.kalah_key_unchecked = True  # a route that needs the key says 503, not 401
             return anonymous
         if info is None:
             raise _unauthorized("unknown or revoked API key")
@@ -243,6 +253,12 @@ def current_caller() -> Caller:
 def require_key() -> Caller:
     """For endpoints only key holders may use (batch jobs): a 401 problem without a key."""
     caller = current_caller()
+    if caller.key_id is None and g.get("kalah_key_unchecked"):
+        raise ApiProblem(
+            "not-ready",
+            "the API key cannot be checked now (the key store is failing); try again later",
+            headers={"Retry-After": str(max(1, round(Authenticator.BACKOFF_S)))},
+        )
     if caller.key_id is None:
         raise ApiProblem(
             "key-required",

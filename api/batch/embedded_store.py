@@ -160,6 +160,9 @@ class EmbeddedJobStore:
         """Never: the server's own processes run these jobs."""
         return None
 
+    def probe(self) -> None:
+        self.store.set("probe", time.time(), expire=60)
+
     def unfinished(self) -> int:
         leases: dict[str, Any] = self.store.get(LEASES, {})
         queue: list[list[Any]] = self.store.get(QUEUE, [])

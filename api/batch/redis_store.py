@@ -537,6 +537,9 @@ class RedisJobStore:
     def unfinished(self) -> int:
         return int(self.redis.scard(ACTIVE))
 
+    def probe(self) -> None:
+        self.redis.set(f"{PREFIX}:probe", 0, ex=60)  # a write: an OOM Redis still pings
+
     # -- the runners -----------------------------------------------------------------------
 
     def take(self, worker: str) -> Lease | None:

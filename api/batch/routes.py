@@ -14,8 +14,6 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-import diskcache
-import redis
 from flask import Response, current_app, json, request, url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint  # type: ignore[import-untyped]
@@ -40,7 +38,7 @@ from .schemas import (
     JobSchema,
     JobStatusAnswerSchema,
 )
-from .store import MAX_UNFINISHED_JOBS, UNFINISHED, JobStatus, JobStore
+from .store import MAX_UNFINISHED_JOBS, STORE_ERRORS, UNFINISHED, JobStatus, JobStore
 
 blp = Blueprint(
     "batch",
@@ -107,11 +105,11 @@ def _jobs() -> JobStore:
 
 @contextlib.contextmanager
 def _store_errors() -> Iterator[None]:
-    """The job store failing (unreachable, timing out, full, locked) is a 503 problem with
-    Retry-After, never a 500."""
+    """The job store failing (unreachable, answering errors, timing out, full, locked, corrupt)
+    is a 503 problem with Retry-After, never a 500."""
     try:
         yield
-    except (redis.RedisError, diskcache.Timeout) as error:
+    except STORE_ERRORS as error:
         log.warning("the job store failed: %s: %s", type(error).__name__, error)
         raise ApiProblem(
             "not-ready",
@@ -171,7 +169,7 @@ def _stalled(store: JobStore) -> str | None:
     """Why the job cannot advance now (no batch worker alive), or None."""
     try:
         return store.stalled()
-    except redis.RedisError as error:  # the answer's other fields came through: say so
+    except STORE_ERRORS as error:  # the answer's other fields came through: say so
         log.warning("could not count the batch workers: %s", error)
         return None
 
@@ -261,7 +259,7 @@ def _ndjson(
     for start in range(offset + len(first), end, STREAM_PAGE):
         try:
             page = store.results(job_id, start, min(STREAM_PAGE, end - start))
-        except (redis.RedisError, diskcache.Timeout) as error:  # the status line was sent
+        except STORE_ERRORS as error:  # the status line was sent
             log.warning("job %s: streaming its results stopped: %s", job_id, error)
             return
         if not page:

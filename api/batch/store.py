@@ -16,13 +16,27 @@ Two stores implement :class:`JobStore`:
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+import diskcache
+import redis
 
 from kalah_core.tasks import Task
 
 from ..core.request import AnalysisRequest
 from .items import Batch
+
+STORE_ERRORS: tuple[type[Exception], ...] = (
+    redis.RedisError,
+    OSError,
+    diskcache.Timeout,
+    sqlite3.Error,
+)
+"""What a job store raises when it fails: Redis down or answering errors, a lock held too long,
+a full disk (``sqlite3.OperationalError``), a corrupt file (``sqlite3.DatabaseError``). The API
+answers each with a 503 problem (docs/deploy.md, "Store faults"), never a 500."""
 
 MAX_ATTEMPTS = 3
 """A chunk whose runner died this many times fails its job."""
@@ -128,6 +142,11 @@ class JobStore(Protocol):
 
     def unfinished(self) -> int:
         """How many jobs have chunks not yet finished."""
+        ...
+
+    def probe(self) -> None:
+        """Write to the store (``/readyz``): raises one of :data:`STORE_ERRORS` when that
+        fails (a full disk still reads)."""
         ...
 
     # -- the runners -----------------------------------------------------------------------

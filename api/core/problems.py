@@ -119,7 +119,9 @@ PROBLEMS: dict[str, ProblemType] = {
             "not-ready",
             503,
             "Service not ready",
-            "A dependency (Redis, the engine) is not available.",
+            "A dependency is not available: the engine, or a store that fails (the state "
+            "Redis, the job store, the rate limits' counters); Retry-After says when to try "
+            "again.",
         ),
         ProblemType(
             "busy",

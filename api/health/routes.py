@@ -1,12 +1,14 @@
 # mypy: disable-error-code="untyped-decorator"
 """``/livez``, ``/readyz`` and ``/metrics``.
 
-``/readyz`` depends on what must work: the engine, and the state store when there is one
-(API keys, jobs and rate limits live there: without it every key holder gets 503s). The
-answer cache may forget and is optional: when it is down answers are still computed, so it
-only degrades readiness, as batch jobs without a worker do (a 200 whose ``status`` is
-``degraded``); taking every replica out of a load balancer for it (issue 33, finding 6) would
-turn a slower service into none. Details never show paths, addresses or exception text (the
+``/readyz`` depends on what must work: the engine, the state store when there is one (API
+keys, jobs and rate limits live there: without it every key holder gets 503s), the job store
+and the rate limits' counters (each probed with a write: a full disk still reads; while either
+fails their routes are 503s). The answer cache may forget and is optional: when it fails
+answers are still computed, served and charged, so it only degrades readiness, as batch jobs
+without a worker do (a 200 whose ``status`` is ``degraded``); taking every replica out of a
+load balancer for it (issue 33, finding 6) would turn a slower service into none. The policy
+is docs/deploy.md's "Store faults". Details never show paths, addresses or exception text (the
 server log has them); ``/metrics`` is served only to ``KALAH_METRICS_ALLOW`` (loopback by
 default: :mod:`api.health.access`).
 """
@@ -22,9 +24,10 @@ from flask.views import MethodView
 from flask_smorest import Blueprint  # type: ignore[import-untyped]
 
 from .. import metrics
-from ..batch.store import JobStore
+from ..batch.store import STORE_ERRORS, JobStore
 from ..core.problems import PROBLEMS, TYPE_PREFIX
 from ..errors import problem_response
+from ..ratelimit.buckets import Buckets
 from ..schemas.answers import ProblemSchema
 from ..state import make_state_client
 from .access import metrics_allowed, metrics_refusal
@@ -75,17 +78,20 @@ class Ready(MethodView):
         cache_ok, cache_detail = analyser.cache.ping()
         engine_ok, engine_detail = analyser.self_test()
         state_ok, state_detail = _state_check()
-        jobs_ok, jobs_detail = _jobs_check()
+        store_ok, jobs_ok, jobs_detail = _jobs_check()
+        limits_ok, limits_detail = _limits_check()
         checks = {
             "cache": {"ok": cache_ok, "detail": cache_detail},
             "engine": {"ok": engine_ok, "detail": engine_detail},
             "state": {"ok": state_ok, "detail": state_detail},
             "jobs": {"ok": jobs_ok, "detail": jobs_detail},
+            "limits": {"ok": limits_ok, "detail": limits_detail},
         }
-        if engine_ok and state_ok:
+        required = {"engine": engine_ok, "state": state_ok, "jobs": store_ok, "limits": limits_ok}
+        if all(required.values()):
             status = "ready" if cache_ok and jobs_ok else "degraded"
             return {"status": status, "backend": analyser.cache.backend, "checks": checks}
-        failed = ", ".join(name for name in ("engine", "state") if not checks[name]["ok"])
+        failed = ", ".join(name for name, ok in required.items() if not ok)
         problem = PROBLEMS["not-ready"]
         return problem_response(
             503,
@@ -115,21 +121,35 @@ def _state_check() -> tuple[bool, str]:
     return True, "the state store answers"
 
 
-def _jobs_check() -> tuple[bool, str]:
-    """Whether batch jobs can run now: a worker alive (Redis), or this server's processes.
-    No worker only degrades readiness (analyses are served; a new job is refused with a 503)."""
+def _jobs_check() -> tuple[bool, bool, str]:
+    """(the job store works, batch jobs can run now, why). A store that fails a write is not
+    ready (every job route is a 503); no worker alive only degrades readiness (analyses are
+    served; a new job is refused with a 503)."""
     store: JobStore = current_app.extensions["kalah_jobs"]
     try:
+        store.probe()
         workers = store.workers()
         stalled = store.stalled()
         if stalled is not None:
-            return False, f"{stalled}; {store.unfinished()} unfinished jobs"
-    except (redis.RedisError, OSError) as error:
-        log.warning("readyz: the job queue is unreachable: %s: %s", type(error).__name__, error)
-        return False, "the job queue is unreachable (the server log has the error)"
+            return True, False, f"{stalled}; {store.unfinished()} unfinished jobs"
+    except STORE_ERRORS as error:
+        log.warning("readyz: the job store failed: %s: %s", type(error).__name__, error)
+        return False, False, "the job store is failing (the server log has the error)"
     if workers is None:
-        return True, "jobs run by this server's processes (embedded store)"
-    return True, f"{workers} batch workers alive"
+        return True, True, "jobs run by this server's processes (embedded store)"
+    return True, True, f"{workers} batch workers alive"
+
+
+def _limits_check() -> tuple[bool, str]:
+    """Whether the rate limits' counters take a write (while they fail, limited requests are
+    503s); with limits off they are not used."""
+    if current_app.extensions["kalah"].settings.limits == "off":
+        return True, "rate limits off"
+    buckets: Buckets = current_app.extensions["kalah_limits"]
+    failure = buckets.probe()
+    if failure is not None:
+        return False, "the rate limits' store is failing (the server log has the error)"
+    return True, "the rate limits' store answers"
 
 
 @blp.route("/metrics")

@@ -24,8 +24,9 @@ class ChecksSchema(ma.Schema):
     cache = fields.Nested(
         CheckSchema,
         metadata={
-            "description": "The answer cache (its Redis reachable, or the embedded store); "
-            "when it fails the service is degraded, not unready."
+            "description": "The answer cache (its Redis, or the embedded store, takes a "
+            "write); when it fails answers are still served and charged: the service is "
+            "degraded, not unready."
         },
     )
     engine = fields.Nested(
@@ -42,7 +43,15 @@ class ChecksSchema(ma.Schema):
         CheckSchema,
         metadata={
             "description": "Whether batch jobs can run: a `kalah worker` reported within 10 s "
-            "(with Redis), or the server's own processes run them (embedded store)."
+            "(with Redis), or the server's own processes run them (embedded store). A job "
+            "store that fails a write is a 503 (not ready); no worker alive only degrades."
+        },
+    )
+    limits = fields.Nested(
+        CheckSchema,
+        metadata={
+            "description": "The rate limits' counters take a write (the state store's Redis, "
+            "or the embedded file); a 503 when they fail, as limited requests then are."
         },
     )
 
@@ -54,7 +63,8 @@ class ReadySchema(ma.Schema):
         metadata={
             "description": "'ready', or 'degraded' when analyses are served but the answer "
             "cache is down or batch jobs cannot run (checks.cache and checks.jobs say why); "
-            "when not ready (engine or state store) the answer is a 503 problem."
+            "when not ready (the engine, the state store, the job store or the rate limits' "
+            "store) the answer is a 503 problem."
         },
     )
     backend = fields.String(

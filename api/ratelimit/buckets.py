@@ -10,8 +10,14 @@ A caller spending fast is synced before it is admitted (see :meth:`Buckets.admit
 worker's charges are seen up to ``SYNC_S`` late only while they are small against what is
 left. A reservation (:meth:`Buckets.reserve`: a search's budget, a large body, a job) is added
 to the shared counters at once and atomically, and taken back if it overdraws a bucket, so
-concurrent requests on any worker cannot overdraw a bucket by their reservations. Counters
-that cannot be reached leave each worker counting alone until they are back.
+concurrent requests on any worker cannot overdraw a bucket by their reservations.
+
+Counters that fail (Redis down or answering errors, a full disk, a corrupt file) are a fault
+of the service, not a reason to stop counting: a limited request is then refused with
+:class:`CountersFailing` (a 503 with Retry-After, :mod:`.charging`) until the counters answer
+again, tried at most every :data:`RETRY_S` (by the next request, the sync thread or
+``/readyz``); charges made meanwhile stay pending and are added once they are back. The sync
+thread survives any error.
 """
 
 from __future__ import annotations
@@ -35,6 +41,11 @@ SYNC_S = 0.1
 
 RETRY_S = 0.5
 """After a failed sync, how long a worker counts alone before it tries the counters again."""
+
+
+class CountersFailing(Exception):
+    """The shared counters failed and have not answered since: no limited request may run."""
+
 
 _EXITING = threading.Event()
 atexit.register(_EXITING.set)  # sync threads stop, and stay quiet, once the process exits
@@ -72,6 +83,10 @@ class Buckets:
         self._buckets: dict[str, _Bucket] = {}
         self._thread_pid = 0
         self._down_until = 0.0
+        self.failure: str | None = None
+        """Why the counters last failed (the exception's type), or None while they answer."""
+        self.failures = 0
+        """How many tries of the counters failed (since this process started)."""
 
     @staticmethod
     def key(identity: str, item: RateLimitItem) -> str:
@@ -98,6 +113,9 @@ class Buckets:
         eighth of its remainder per worker, and near its end every admission is checked in
         the counters."""
         self._start_syncing()
+        if self.failure is not None:
+            self.sync()  # tries the counters again once the back-off has passed
+            self.check()
         with self._lock:
             buckets = [self._bucket(identity, item) for item in items]
             # A bucket new to this worker (its first request here, or a worker respawned) is
@@ -107,6 +125,7 @@ class Buckets:
             )
         if stale:
             self.sync()
+            self.check()
         with self._lock:
             for item in items:
                 bucket = self._bucket(identity, item)
@@ -122,7 +141,10 @@ class Buckets:
         first bucket that cannot hold them. With shared counters the check and the addition
         are one atomic step there, so every worker sees the units at once, and never units
         that are then taken back."""
-        if self._counters is None or time.monotonic() < self._down_until:
+        if self._counters is not None and self.failure is not None:
+            self.sync()
+            self.check()
+        if self._counters is None:
             with self._lock:
                 for item in items:
                     bucket = self._bucket(identity, item)
@@ -143,9 +165,9 @@ class Buckets:
         try:
             refused, totals = self._counters.reserve(limits, units)
         except self._counters.errors as error:
-            log.warning("rate limits: the counters are unreachable, counting per worker: %s", error)
-            self._down_until = time.monotonic() + RETRY_S
-            return self.reserve(identity, items, units)
+            self._failed(error)
+            raise CountersFailing(self.failure) from None
+        self._recovered()
         now = time.time()
         with self._lock:
             for item, (total, left_s) in zip(items, totals, strict=True):
@@ -178,8 +200,46 @@ class Buckets:
                     target=_sync_forever, args=(weakref.ref(self),), name="rl-sync", daemon=True
                 ).start()
 
+    def check(self) -> None:
+        """Raise :class:`CountersFailing` while the counters are failing."""
+        failure = self.failure
+        if failure is not None:
+            raise CountersFailing(failure)
+
+    def _failed(self, error: BaseException) -> None:
+        if self.failure is None and not _EXITING.is_set():
+            log.warning(
+                "rate limits: the counters failed (%s: %s): limited requests are refused "
+                "(503) until they answer again",
+                type(error).__name__,
+                error,
+            )
+        self.failure = type(error).__name__
+        self.failures += 1
+        self._down_until = time.monotonic() + RETRY_S
+
+    def _recovered(self) -> None:
+        if self.failure is not None:
+            log.warning("rate limits: the counters answer again")
+            self.failure = None
+            self._down_until = 0.0
+
+    def probe(self) -> str | None:
+        """Write to the counters now (``/readyz``): None when that worked, else why not."""
+        if self._counters is None:
+            return None
+        with self._sync_lock:
+            try:
+                self._counters.probe()
+            except self._counters.errors as error:
+                self._failed(error)
+                return self.failure
+            self._recovered()
+        return None
+
     def sync(self) -> None:
-        """Add this worker's pending charges to the counters and read back every total."""
+        """Add this worker's pending charges to the counters and read back every total;
+        while they are failing, try them again once the back-off has passed."""
         if self._counters is None or time.monotonic() < self._down_until:
             return
         with self._sync_lock:
@@ -192,9 +252,12 @@ class Buckets:
                 sent = [(key, bucket, bucket.pending) for key, bucket in self._buckets.items()]
                 for _, bucket, units in sent:
                     bucket.pending -= units
-            if not sent:
-                return
             try:
+                if not sent:
+                    if self.failure is not None:  # nothing to add: is it back?
+                        self._counters.probe()
+                        self._recovered()
+                    return
                 totals = self._counters.add(
                     [(key, units, bucket.seconds) for key, bucket, units in sent]
                 )
@@ -202,13 +265,9 @@ class Buckets:
                 with self._lock:
                     for _, bucket, units in sent:
                         bucket.pending += units
-                if self._down_until == 0.0 and not _EXITING.is_set():
-                    log.warning("rate limits: counters unreachable, counting per worker: %s", error)
-                self._down_until = time.monotonic() + RETRY_S
+                self._failed(error)
                 return
-            if self._down_until:
-                log.warning("rate limits: counters reachable again")
-                self._down_until = 0.0
+            self._recovered()
             now = time.time()
             with self._lock:
                 for (_, bucket, _units), (total, left_s) in zip(sent, totals, strict=True):
@@ -224,5 +283,8 @@ def _sync_forever(ref: weakref.ref[Buckets]) -> None:
         buckets = ref()
         if buckets is None:
             return
-        buckets.sync()
+        try:
+            buckets.sync()
+        except Exception:  # a bug, not the counters' (those are caught): the thread goes on
+            log.exception("rate limits: syncing the counters failed")
         del buckets

@@ -25,6 +25,11 @@ A request's life:
    service failed (5xx) pays nothing. The ``RateLimit-*`` headers of a 429 give the figures the
    refusal was decided on, so concurrent refusals agree with their details.
 
+A limited request while the shared counters fail (Redis down or answering errors, a full disk,
+a corrupt file) is a 503 ``not-ready`` problem with ``Retry-After``, charged nothing: limits
+that cannot be counted are not silently lifted, and a store fault is never a 500
+(docs/deploy.md, "Store faults").
+
 Answers carry ``RateLimit-Limit``, ``RateLimit-Remaining``, ``RateLimit-Reset`` (Unix time) and
 ``Kalah-Cost``; a spent bucket is a 429 problem with ``Retry-After``.
 """
@@ -35,6 +40,8 @@ import ipaddress
 import json
 import math
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,7 +55,7 @@ from ..config import Settings
 from ..core.problems import ApiProblem
 from ..forwarding import forwarded, hops
 from ..keys import Authenticator, require_key
-from .buckets import Admitted, Buckets
+from .buckets import RETRY_S, Admitted, Buckets, CountersFailing
 from .costs import base_cost, body_cost, job_cost, search_cost
 from .counters import Counters, EmbeddedCounters, RedisCounters
 
@@ -114,6 +121,19 @@ def _refuse(refusal: Refusal, detail: str) -> ApiProblem:
     )
 
 
+@contextmanager
+def _counted() -> Iterator[None]:
+    """Counters that fail are a 503 problem with Retry-After (nothing is charged)."""
+    try:
+        yield
+    except CountersFailing:
+        raise ApiProblem(
+            "not-ready",
+            "the rate limits cannot be counted now (their store is failing); try again later",
+            headers={"Retry-After": str(max(1, math.ceil(RETRY_S)))},
+        ) from None
+
+
 def request_cost() -> int:
     """What the current request costs so far: its base cost, its body and its charges."""
     return base_cost(request.endpoint) + int(g.get("kalah_body", 0)) + int(g.get("kalah_charge", 0))
@@ -148,7 +168,8 @@ def reserve(units: int) -> None:
     if "kalah_reserved" not in g:  # the first reservation holds the request's base cost too
         units += base_cost(request.endpoint)
     buckets = _buckets()
-    refused = buckets.reserve(window.identity, window.items, units)
+    with _counted():
+        refused = buckets.reserve(window.identity, window.items, units)
     if refused is not None:
         reset, left = buckets.window(window.identity, refused)
         left = max(left, 0)
@@ -178,7 +199,9 @@ def ensure_budget(units: int) -> None:
     if window is None:
         return
     buckets = _buckets()
-    buckets.sync()
+    with _counted():
+        buckets.sync()
+        buckets.check()
     for item in window.items:
         reset, left = buckets.window(window.identity, item)
         # What this request reserved is counted in the bucket already.
@@ -299,7 +322,12 @@ def init_rate_limits(app: Flask, settings: Settings, auth: Authenticator) -> Buc
             return
         window = Admitted(caller.identity, items_of(caller.tier))
         g.kalah_window = window
-        refused = buckets.admit(window.identity, window.items, base_cost(request.endpoint))
+        try:
+            with _counted():
+                refused = buckets.admit(window.identity, window.items, base_cost(request.endpoint))
+        except ApiProblem:
+            stop_reading()  # refused before its body is read
+            raise
         if unauthorized is not None and refused is None:
             raise unauthorized
         if refused is not None:

@@ -9,6 +9,10 @@ expires at the window's end). Two backends:
 - :class:`EmbeddedCounters`, a SQLite file beside the embedded answer store (shared by every
   process of the machine: gunicorn's workers, and a worker respawned after a crash, which
   finds its callers' buckets as they were).
+
+A backend that fails (Redis down or answering errors, a full disk, a corrupt file) raises one
+of its :attr:`Counters.errors`; :mod:`.buckets` then refuses limited requests with a 503 until
+the counters answer again (docs/deploy.md, "Store faults").
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import redis
@@ -39,7 +43,11 @@ class Counters:
     """The interface of the shared counters."""
 
     errors: tuple[type[BaseException], ...] = ()
-    """What the backend raises when it cannot be reached (each worker then counts alone)."""
+    """What the backend raises when it fails (limited requests are then refused, a 503)."""
+
+    def probe(self) -> None:
+        """Write to the counters (``/readyz``): raises one of :attr:`errors` when that fails."""
+        raise NotImplementedError
 
     def add(self, windows: Sequence[Window]) -> Totals:
         """Add each window's units (a negative number takes units back) and return each
@@ -79,13 +87,16 @@ return out
 class RedisCounters(Counters):
     """Counters in Redis: one round trip for any number of windows."""
 
-    errors = (redis.RedisError,)
+    errors = (redis.RedisError, OSError)
 
     def __init__(self, url: str, *, timeout_s: float) -> None:
         self.client = redis.Redis.from_url(
             url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
         )
         self._reserve = self.client.register_script(_RESERVE)
+
+    def probe(self) -> None:
+        self.client.set(f"{KEY_PREFIX}:probe", 0, ex=60)  # a write: an OOM Redis still pings
 
     def reserve(self, limits: Sequence[Limit], units: int) -> tuple[int | None, Totals]:
         args: list[int] = [units]
@@ -133,7 +144,9 @@ class EmbeddedCounters(Counters):
     """Counters in a SQLite file (WAL): each :meth:`add` is one transaction, so concurrent
     reservations from every process are counted exactly once."""
 
-    errors = (sqlite3.OperationalError,)
+    errors = (sqlite3.Error, OSError)
+    """A lock held too long or a full disk (``OperationalError``), a corrupt file
+    (``DatabaseError``), a folder that cannot be made."""
 
     BUSY_TIMEOUT_S = 5.0
 
@@ -159,6 +172,10 @@ class EmbeddedCounters(Counters):
             connection.execute(_SCHEMA)
             opened = self._connection = (os.getpid(), connection)
         return opened[1]
+
+    def probe(self) -> None:
+        with self._transaction() as connection:
+            connection.execute(_ADD, (f"{KEY_PREFIX}:probe", 0, time.time(), 60)).fetchone()
 
     def add(self, windows: Sequence[Window]) -> Totals:
         now = time.time()
@@ -196,14 +213,29 @@ class EmbeddedCounters(Counters):
         """One write transaction (every process waits its turn: SQLite's write lock)."""
         now = time.time()
         with self._lock:
-            connection = self._connect()
-            connection.execute("BEGIN IMMEDIATE")
+            try:
+                connection = self._connect()
+                connection.execute("BEGIN IMMEDIATE")
+            except self.errors:
+                self._drop()
+                raise
             try:
                 yield connection
                 if now - self._last_sweep > 60:  # windows that ended long ago
                     connection.execute("DELETE FROM windows WHERE ends < ?", (now - 3600,))
                     self._last_sweep = now
                 connection.execute("COMMIT")
-            except BaseException:
-                connection.execute("ROLLBACK")
+            except BaseException as error:
+                with suppress(sqlite3.Error):  # none left to roll back (a failed COMMIT ends it)
+                    connection.execute("ROLLBACK")
+                if isinstance(error, self.errors):
+                    self._drop()
                 raise
+
+    def _drop(self) -> None:
+        """Forget a connection that failed: the next transaction opens the file afresh (a
+        repaired or replaced file is used again)."""
+        opened, self._connection = self._connection, None
+        if opened is not None and opened[0] == os.getpid():
+            with suppress(sqlite3.Error):
+                opened[1].close()

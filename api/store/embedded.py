@@ -15,6 +15,9 @@ all of which we would have to write.
   renewed lease, under the single-flight of :class:`~.base.AnswerStore` (as with Redis).
 - An in-process LRU of exact answers sits in front (immutable, so never stale).
 - The store is opened per process, after gunicorn forks (SQLite handles do not survive one).
+- The cache is optional (docs/deploy.md, "Store faults"): a store that fails (a full disk, a
+  corrupt file, a lock held too long) is a miss and a skipped write, never an error of the
+  request; ``ping`` (``/readyz``) then says so, and reopens the store for the next try.
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ from .walbound import BoundedCache, WalBound
 
 log = logging.getLogger("kalah_service.embedded")
 
+PROBE_KEY = "kalah:v1:probe"
+"""What ``ping`` writes to learn whether the store takes writes."""
+
 SQLITE_TIMEOUT_S = 5
 """How long a writer waits for SQLite's lock before diskcache gives up (a miss then)."""
 
@@ -42,7 +48,9 @@ class EmbeddedStore(AnswerStore):
 
     backend = "embedded"
 
-    errors = (diskcache.Timeout, sqlite3.OperationalError)
+    errors = (diskcache.Timeout, sqlite3.Error, OSError)
+    """A lock held too long, a full disk (``OperationalError``), a corrupt file
+    (``DatabaseError``), a folder that cannot be made: each a miss."""
 
     def __init__(
         self, directory: str | os.PathLike[str], *, size_mb: int, ttl_s: float, lru_size: int
@@ -77,6 +85,13 @@ class EmbeddedStore(AnswerStore):
         entry = self._memory.get(keys.exact)
         if entry is not None:
             return entry, "memory"
+        try:
+            return self._lookup(keys)
+        except self.errors as error:
+            self.failed(error)
+            return None, "embedded"
+
+    def _lookup(self, keys: Keys) -> tuple[Entry | None, str]:
         store = self.store
         raw: Any = store.get(keys.exact)
         if raw is not None:
@@ -87,9 +102,16 @@ class EmbeddedStore(AnswerStore):
         return (Entry.decode(raw) if raw is not None else None), "embedded"
 
     def put(self, keys: Keys, entry: Entry) -> None:
-        store = self.store
         if entry.exact:
             self._memory.put(keys.exact, entry, None)
+        try:
+            self._put(keys, entry)
+        except self.errors as error:  # the answer is served all the same, uncached
+            self.failed(error)
+
+    def _put(self, keys: Keys, entry: Entry) -> None:
+        store = self.store
+        if entry.exact:
             store.set(keys.exact, entry.encode())
             return
         with store.transact():  # replace a live heuristic entry only by a deeper one
@@ -99,15 +121,24 @@ class EmbeddedStore(AnswerStore):
             store.set(keys.limits, entry.encode(), expire=self.ttl_s)
 
     def ping(self) -> tuple[bool, str]:
+        """Whether the store can be read and written now (a write probe: a full disk still
+        reads)."""
         try:
-            count = len(self.store)
+            store = self.store
+            store.set(PROBE_KEY, b"1", expire=60)
+            count = len(store)
         except Exception as error:  # reported by /readyz (without the path), never raised
             log.warning("embedded store %s unusable: %s", self.directory, error)
+            self._store = None  # a repaired or replaced file is opened afresh
             return False, "embedded store unusable (the server log has the error)"
         return True, f"embedded store: {count} entries"
 
     def size(self) -> int | None:
-        return len(self.store)
+        try:
+            return len(self.store)
+        except self.errors as error:
+            self.failed(error)
+            return None
 
     # -- locks -----------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from .. import metrics
-from .base import AnswerStore, Entry, Keys, Lru
+from .base import PREFIX, AnswerStore, Entry, Keys, Lru
 
 log = logging.getLogger("kalah_service.store")
 
@@ -131,11 +131,13 @@ class RedisStore(AnswerStore):
             self.failed(error)
 
     def ping(self) -> tuple[bool, str]:
+        """Whether Redis takes a write now (one that answers errors, e.g. out of memory, still
+        answers a PING)."""
         try:
-            self.client.ping()
+            self.client.set(f"{PREFIX}:probe", b"1", ex=60)
         except self.errors as error:
             self.failed(error)
-            return False, "redis unreachable (the server log has the error)"
+            return False, "redis unreachable or failing (the server log has the error)"
         self._down_until = 0.0
         self._recovered()
         return True, "redis reachable"

@@ -144,8 +144,15 @@ def test_a_dead_lock_holder_does_not_block(redis_app: Flask, redis_server: Redis
 
 
 def test_redis_down_then_back(own_redis: RedisServer) -> None:
+    # The cache alone: its Redis holds the rate limits too, and limited requests are 503s
+    # while they cannot be counted (tests/api/test_api_limits.py).
     app = create_app(
-        {"TESTING": True, "KALAH_REDIS_URL": own_redis.url, "KALAH_REDIS_TIMEOUT_S": 0.2}
+        {
+            "TESTING": True,
+            "KALAH_REDIS_URL": own_redis.url,
+            "KALAH_REDIS_TIMEOUT_S": 0.2,
+            "KALAH_LIMITS": "off",
+        }
     )
     client = app.test_client()
     assert client.get("/readyz").status_code == 200
@@ -184,7 +191,7 @@ def test_redis_down_then_back(own_redis: RedisServer) -> None:
 
 def test_redis_recovers_without_a_health_check(own_redis: RedisServer) -> None:
     """Requests alone reconnect (after the short back-off): no permanent failure state."""
-    app = create_app({"TESTING": True, "KALAH_REDIS_URL": own_redis.url})
+    app = create_app({"TESTING": True, "KALAH_REDIS_URL": own_redis.url, "KALAH_LIMITS": "off"})
     own_redis.stop()
     assert analyse(app, f"position=start&{SMALL}").status_code == 200
     own_redis.start()

@@ -159,6 +159,10 @@ def test_redis_restart_worker_recycling_and_a_killed_worker_under_load(
     # takes is not judged here (pytest-timeout ends a service that never gets ready).
     while requests.get(base + "/readyz", timeout=5).status_code != 200:
         time.sleep(0.2)
+    # And limited requests are served again by every worker (each retries its counters).
+    served = 0
+    while served < 20:
+        served = served + 1 if requests.get(base + "/v1/rules", timeout=5).ok else 0
     log = server.log.read_text(errors="replace")
     recycled = log.count("Autorestarting worker")
     replaced = len(server.worker_pids() - first_workers)
@@ -172,7 +176,9 @@ def test_redis_restart_worker_recycling_and_a_killed_worker_under_load(
     )
     assert tally.failures == [], tally.failures[:5]
     assert tally.wrong == [], tally.wrong[:5]
-    assert set(tally.statuses) == {200}, tally.statuses
+    # While Redis is down the rate limits (kept there) cannot be counted: a limited request is
+    # then a 503 with Retry-After (docs/deploy.md, "Store faults"), never a 500.
+    assert set(tally.statuses) <= {200, 503}, tally.statuses
     assert tally.count > 300  # 100 before the outage, 100 after it, 100 after the kill
     assert 503 in {s for _, s in readiness}
     assert recycled >= 1 and replaced >= 2
