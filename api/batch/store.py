@@ -21,15 +21,19 @@ from typing import Any, Protocol
 
 from kalah_core.tasks import Task
 
+from ..core.problems import ApiProblem
 from ..core.request import AnalysisRequest
 from .items import Batch
 
 MAX_ATTEMPTS = 3
-"""A chunk whose runner died this many times fails its job."""
+"""A chunk whose runner died this many times in a row gives the task in hand (its first
+unanswered one: answers are stored as they come) a problem and goes on with the others: an
+item that kills its process fails alone."""
 
 STATUSES = ("queued", "running", "finished", "failed", "cancelled")
-"""A job's status: no chunk started; started; every result there; a chunk lost its runner
-:data:`MAX_ATTEMPTS` times; cancelled by its owner (the results so far stay readable)."""
+"""A job's status: no chunk started; started; every result there; a chunk could not be run
+(malformed, or engine work lost :data:`MAX_ATTEMPTS` times); cancelled by its owner (the
+results so far stay readable)."""
 
 UNFINISHED = ("queued", "running")
 
@@ -76,6 +80,15 @@ class Completed:
     search_ms: float = 0.0
     whole: bool = True
     """False when the runner stopped early (the job was cancelled, the lease lost)."""
+
+
+def lost_problem(attempts: int) -> ApiProblem:
+    """The problem of a task whose analysis ended its runner ``attempts`` times in a row."""
+    return ApiProblem(
+        "internal-error",
+        f"analysing this position stopped its batch worker {attempts} times; the batch's "
+        "other items are not affected",
+    )
 
 
 def stalled_reason(workers: int | None, stale_s: float) -> str | None:
