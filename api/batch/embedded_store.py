@@ -287,8 +287,8 @@ class EmbeddedJobStore:
             if meta is None:
                 return False
             running = meta["status"] in UNFINISHED
-            if running and not done.whole:
-                return False  # a partial chunk: its lease stays, it will be taken again
+            if done.more or (running and not done.whole):
+                return False  # a partial chunk: its lease stays (more follow, or taken again)
             leases: dict[str, list[Any]] = store.get(LEASES, {})
             leases.pop(f"{job_id}:{n}", None)
             store.set(LEASES, leases)

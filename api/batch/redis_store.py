@@ -212,7 +212,8 @@ return 1
 # (engine work) keeps each task's first answer and pushes its index there, and counts its
 # progress by whole chunks.
 # KEYS: meta, done, results, chunk_items, active, leases, tokens, items, attempts, feed, chunk
-# ARGV: chunk, job id, ttl, entry, whole (1/0), search ms, then task index and answer pairs
+# ARGV: chunk, job id, ttl, entry, whole (1; 0 stopped early; 2 more follow: the lease stays
+# whatever the job's state), search ms, then task index and answer pairs
 _COMPLETE = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local feed = redis.call('HGET', KEYS[1], 'feed') == '1'
@@ -237,7 +238,9 @@ end
 redis.call('HINCRBYFLOAT', KEYS[1], 'search_ms', ARGV[6])
 local status = redis.call('HGET', KEYS[1], 'status')
 local result
-if status ~= 'queued' and status ~= 'running' then
+if ARGV[5] == '2' then
+  result = 3
+elseif status ~= 'queued' and status ~= 'running' then
   result = 2
 elseif ARGV[5] ~= '1' then
   result = 3
@@ -659,7 +662,7 @@ class RedisJobStore:
             lease.job_id,
             self.ttl_s,
             job.entry(lease.chunk),
-            int(done.whole),
+            2 if done.more else int(done.whole),
             f"{done.search_ms:.3f}",
         ]
         for task, body in done.answers:

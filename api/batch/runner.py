@@ -131,7 +131,7 @@ def run_chunk(
         if stopping.is_set():
             stop.set()
 
-    pending = Completed(whole=False)
+    pending = Completed(whole=False, more=True)
     count = 0
     with renewing(renew, f"chunk {lease.chunk} of job {lease.job_id}", HEARTBEAT_S):
         for (index, _), answered in zip(
@@ -149,10 +149,10 @@ def run_chunk(
                 break
             try:
                 store.complete(lease, pending)
-                pending = Completed(whole=False)
+                pending = Completed(whole=False, more=True)
             except Exception as error:  # kept for the next completion
                 log.warning("storing a result of job %s failed: %s", lease.job_id, error)
-    pending.whole = count == len(lease.tasks)
+    pending.whole, pending.more = count == len(lease.tasks), False
     return pending
 
 

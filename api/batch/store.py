@@ -80,6 +80,10 @@ class Completed:
     search_ms: float = 0.0
     whole: bool = True
     """False when the runner stopped early (the job was cancelled, the lease lost)."""
+    more: bool = False
+    """True for answers stored while the chunk runs on (more follow): the lease stays, even
+    for a job that is over, until the runner hands back the rest (its in-hand search is
+    charged before, so a chunk without a lease has charged everything)."""
 
 
 def lost_problem(attempts: int) -> ApiProblem:
