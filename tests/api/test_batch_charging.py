@@ -42,6 +42,7 @@ from kalah_service.core.request import AnalysisRequest
 from kalah_service.ratelimit.buckets import Buckets
 from kalah_service.ratelimit.charging import charge_later
 from kalah_service.ratelimit.costs import search_cost
+from kalah_service.store import make_store
 
 pytestmark = pytest.mark.system  # real Redis, runner threads, a worker process
 
@@ -220,7 +221,10 @@ def test_a_cancelled_job_is_charged_every_search_it_ran(service: Service, ledger
 
 
 def test_an_item_raising_in_the_engine_fails_alone_and_every_search_is_charged(
-    service: Service, ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+    service: Service,
+    ledger: Ledger,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Deliver 3 and 4: one item's search runs, then raises (a bug in the engine). Its slot
     gets a problem, the other items their answers, and every search is charged (before:
@@ -255,6 +259,8 @@ def test_an_item_raising_in_the_engine_fails_alone_and_every_search_is_charged(
     assert all(r["position"] for i, r in enumerate(results) if i != 2), results
     assert len(ledger.searches) == 6, "each item searched once: no chunk run again"
     assert ledger.charged(service.identity) == ledger.units() > 0
+    # 47.6: the log says what happened to the item, not that a worker was lost.
+    assert "a bug in the engine" in caplog.text and "lost its worker" not in caplog.text
 
 
 def test_a_256_seed_item_fails_at_most_alone(service: Service) -> None:
@@ -374,3 +380,56 @@ def test_an_item_that_kills_its_worker_fails_alone(
     assert results[5]["type"] == "/problems/internal-error", results[5]
     assert "3 times" in results[5]["detail"]
     assert all("position" in r for i, r in enumerate(results) if i != 5), results
+
+
+@pytest.mark.parametrize("where", ["embedded", "redis"])
+def test_a_malformed_chunk_fails_its_job_and_is_logged_as_malformed(
+    where: str, tmp_path: Path, redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """47.6: a chunk that cannot be read was logged as "job store unavailable" (and, on the
+    embedded store, retried forever). Now its job fails saying so, logged as malformed, and
+    the runner goes on to the next job."""
+    settings = load_settings(
+        {"KALAH_REDIS_URL": "", "KALAH_CACHE_DIR": str(tmp_path / "answers")}, environ={}
+    )
+    store: JobStore
+    if where == "redis":
+        redis_server.flush()
+        store = RedisJobStore(redis_server.url, ttl_s=600)
+    else:
+        store = EmbeddedJobStore(tmp_path / "jobs", ttl_s=600)
+    broken = store.create(parse_batch(settings, small_positions(3), SMALL), 8, owner="a")
+    good = store.create(parse_batch(settings, small_positions(5), SMALL), 8, owner="b")
+    bad_tasks = [{"t": 0, "n": 1, "position": "not a position"}]
+    if isinstance(store, RedisJobStore):
+        store.redis.set(f"kalah:v1:job:{broken.id}:chunk:0", json.dumps(bad_tasks))
+    else:
+        store.store.set(f"job:{broken.id}:chunk:0", {"tasks": bad_tasks, "slots": 1})
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=runner.serve,
+        args=(store, Analyser(settings, make_store(settings, max_connections=4))),
+        kwargs={"worker": "w", "stop": stop, "burst": True},
+        daemon=True,
+    )
+    thread.start()
+    try:
+        wait_until(
+            lambda: all(
+                (status := store.status(job.id)) is not None
+                and status.status not in ("queued", "running")
+                for job in (broken, good)
+            ),
+            "both jobs ended",
+        )
+    finally:
+        stop.set()
+        thread.join(DEADLINE_S)
+    status = store.status(broken.id)
+    assert status is not None and (status.status, status.error) == (
+        "failed",
+        "chunk 0 is malformed",
+    ), status
+    finished = store.status(good.id)
+    assert finished is not None and finished.status == "finished", finished
+    assert "malformed" in caplog.text and "job store unavailable" not in caplog.text

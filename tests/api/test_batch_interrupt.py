@@ -26,7 +26,12 @@ DEADLINE_S = 180.0
 COUNT = 60
 
 
-def test_one_ctrl_c_stops_a_local_batch_and_writes_what_is_finished(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [2, 1])
+def test_one_ctrl_c_stops_a_local_batch_and_writes_what_is_finished(
+    workers: int, tmp_path: Path
+) -> None:
+    """On a pool of processes (which hung) and in the command's own process (which printed
+    a traceback): one SIGINT, exit status 130, the finished lines written, the rest null."""
     source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     lines = [
         json.dumps(
@@ -48,7 +53,7 @@ def test_one_ctrl_c_stops_a_local_batch_and_writes_what_is_finished(tmp_path: Pa
     }
     command = [sys.executable, "-m", "kalah_core.cli", "batch", str(source), "-o", str(out)]
     process = subprocess.Popen(
-        [*command, "--workers", "2", "--time-ms", "400"],
+        [*command, "--workers", str(workers), "--time-ms", "400"],
         cwd=ROOT,
         env=env,
         stderr=subprocess.PIPE,
