@@ -21,6 +21,7 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from kalah_core.cli import (
+    EXIT_INTERRUPTED,
     EXIT_OK,
     POSITION_HELP,
     Commands,
@@ -214,7 +215,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
     from tqdm import tqdm  # type: ignore[import-untyped]
 
-    from .batch.local import parse_local, read_items, run_local, write_jsonl
+    from .batch.local import Interrupted, parse_local, read_items, run_local, write_jsonl
     from .batch.remote import run_remote
     from .core.problems import ApiProblem
 
@@ -226,6 +227,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         if getattr(args, name) is not None
     }
     items = read_items(args.input)
+    interrupted: Interrupted | None = None
     started = time.perf_counter()
     try:
         if args.server:
@@ -236,9 +238,12 @@ def cmd_batch(args: argparse.Namespace) -> int:
             distinct = None
         else:
             batch = parse_local(items, rules, limits)
-            with tqdm(total=len(batch.tasks), unit="pos", disable=args.quiet) as bar:
-                lines = run_local(batch, args.workers, progress=bar.update)
             distinct = len(batch.tasks)
+            with tqdm(total=len(batch.tasks), unit="pos", disable=args.quiet) as bar:
+                try:
+                    lines = run_local(batch, args.workers, progress=bar.update)
+                except Interrupted as stopped:  # Ctrl-C: what is finished is still written
+                    lines, interrupted = stopped.lines, stopped
     except ApiProblem as problem:
         raise KalahError(f"{problem.field}: {problem.detail}") from None
     seconds = time.perf_counter() - started
@@ -272,6 +277,14 @@ def cmd_batch(args: argparse.Namespace) -> int:
             json.dumps(summary) if args.json else text,
             file=sys.stderr if args.output == "-" else sys.stdout,
         )
+    if interrupted is not None:
+        print(
+            f"interrupted (Ctrl-C): {interrupted.finished} of {interrupted.total} distinct "
+            f"positions were analysed and written to {args.output}; the line of each other "
+            "position is null",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
     return EXIT_OK
 
 
@@ -281,6 +294,8 @@ def _batch_counts(lines: Sequence[bytes]) -> dict[str, int]:
     counts = {"exact": 0, "estimated": 0, "cached": 0, "errors": 0}
     for line in lines:
         result = json.loads(line)
+        if result is None:  # not analysed: the batch was interrupted
+            continue
         if "status" in result and "title" in result:
             counts["errors"] += 1
             continue

@@ -9,8 +9,9 @@ Every server process runs one runner thread (:func:`api.batch.runner.start_in_se
 this store: it takes the next chunk under a lease (twice the chunk's budget plus 10 s),
 analyses its tasks with the process's analyser (the engine lock lets interactive requests in
 between tasks) and stores them in one transaction that counts the chunk once. A chunk whose
-lease lapses (its process died) is taken again first, at most
-:data:`~api.batch.store.MAX_ATTEMPTS` times.
+lease lapses (its process died) is taken again first, without the tasks answered already;
+lost :data:`~api.batch.store.MAX_ATTEMPTS` times in a row, the task in hand gets a problem and
+the chunk goes on.
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ from typing import Any
 
 import diskcache
 
-from ..core.answer import as_cached
+from ..core.answer import as_cached, dumps
+from ..core.problems import problem_object
 from ..core.request import AnalysisRequest
 from ..store.walbound import BoundedCache, WalBound
 from .items import Batch
-from .store import MAX_ATTEMPTS, UNFINISHED, Completed, JobStatus, Lease
+from .store import MAX_ATTEMPTS, UNFINISHED, Completed, JobStatus, Lease, lost_problem
 
 log = logging.getLogger("kalah_service.batch.embedded")
 
@@ -43,6 +45,9 @@ is bounded, which without it grows with every write of several processes."""
 LEASES = "leases"
 """{"<job>:<chunk>": [expires (unix time), attempts, token]} of chunks being run."""
 IDLE_POLL_S = 0.2
+LEASE_GRACE_S = 10.0
+"""A chunk's lease is twice its budget plus this (it is not renewed): then its runner is
+taken for dead."""
 
 
 class EmbeddedJobStore:
@@ -171,7 +176,11 @@ class EmbeddedJobStore:
     # -- running chunks (every server process) -----------------------------------------------
 
     def take(self, worker: str) -> Lease | None:
-        """The next chunk to run, leased to ``worker``; a lapsed lease is taken again first."""
+        """The next chunk to run, leased to ``worker``; a lapsed lease is taken again first,
+        without the tasks already answered. A chunk that lost its runner
+        :data:`~api.batch.store.MAX_ATTEMPTS` times (an item that kills its process) gives
+        its first unanswered task a problem and goes on with the others; a malformed chunk
+        fails its job."""
         store = self.store
         if not self.pending():  # a read: no write lock while idle
             return None
@@ -184,29 +193,82 @@ class EmbeddedJobStore:
                     job_id, n = name.rsplit(":", 1)
                     del leases[name]
                     if attempts >= MAX_ATTEMPTS:
-                        self._fail(job_id, f"chunk {n} lost its worker {attempts} times")
+                        attempts = self._poisoned(job_id, int(n), attempts)
                     else:
                         log.warning("job %s: chunk %s lost its worker; taken again", job_id, n)
-                        queue.insert(0, [job_id, int(n), attempts])
+                    queue.insert(0, [job_id, int(n), attempts])
             while queue:
                 job_id, n, *before = queue.pop(0)
                 chunk: dict[str, Any] | None = store.get(f"job:{job_id}:chunk:{n}")
                 meta: dict[str, Any] | None = store.get(f"job:{job_id}:meta")
                 if chunk is None or meta is None or meta["status"] not in UNFINISHED:
                     continue
-                budget_s = sum(t["limits"]["time_ms"] for t in chunk["tasks"]) / 1000
+                try:
+                    tasks = [(t["t"], AnalysisRequest.from_json(t)) for t in chunk["tasks"]]
+                    budget_s = sum(t["limits"]["time_ms"] for t in chunk["tasks"]) / 1000
+                except Exception as error:  # not the store failing: this chunk is unreadable
+                    log.error("job %s: chunk %s is malformed (%r); the job fails", job_id, n, error)
+                    self._fail(job_id, f"chunk {n} is malformed")
+                    continue
                 attempt = (before[0] if before else 0) + 1
-                leases[f"{job_id}:{n}"] = [now + 2 * budget_s + 10, attempt, worker]
+                if attempt > 1 or before:  # taken over: the answers stored so far stand
+                    tasks = [(t, r) for t, r in tasks if f"job:{job_id}:result:{t}" not in store]
+                leases[f"{job_id}:{n}"] = [now + 2 * budget_s + LEASE_GRACE_S, attempt, worker]
                 if meta["status"] == "queued":
                     meta["status"] = "running"
                     store.set(f"job:{job_id}:meta", meta, expire=self.ttl_s)
                 store.set(QUEUE, queue)
                 store.set(LEASES, leases)
-                tasks = [(t["t"], AnalysisRequest.from_json(t)) for t in chunk["tasks"]]
                 return Lease(job_id, int(n), worker, tasks, meta.get("payer", ""), attempt)
             store.set(QUEUE, queue)
             store.set(LEASES, leases)
         return None
+
+    def _poisoned(self, job_id: str, n: int, attempts: int) -> int:
+        """Chunk ``n`` lost its runner ``attempts`` times: its first unanswered task (the one
+        in hand each time, answers being stored as they come) gets a problem, and the chunk
+        goes on with its other tasks; the attempts to count from (0)."""
+        store = self.store
+        chunk: dict[str, Any] | None = store.get(f"job:{job_id}:chunk:{n}")
+        if chunk is None:
+            return 0
+        for task in chunk["tasks"]:
+            if f"job:{job_id}:result:{task['t']}" not in store:
+                log.error(
+                    "job %s: chunk %d lost its worker %d times on task %s; the task gets a "
+                    "problem, the chunk goes on",
+                    job_id,
+                    n,
+                    attempts,
+                    task["t"],
+                )
+                body = dumps(problem_object(lost_problem(attempts)))
+                self._store_answers(job_id, chunk, [(task["t"], body)], 0.0)
+                break
+        return 0
+
+    def _store_answers(
+        self,
+        job_id: str,
+        chunk: dict[str, Any],
+        answers: list[tuple[int, bytes]],
+        search_ms: float,
+    ) -> dict[str, Any] | None:
+        """Store answers (in a transaction of the caller's): progress counts the slots of
+        each task answered for the first time, and the search they ran is recorded."""
+        store, ttl = self.store, self.ttl_s
+        meta: dict[str, Any] | None = store.get(f"job:{job_id}:meta")
+        if meta is None:
+            return None
+        slots = {t["t"]: t.get("n", 1) for t in chunk["tasks"]}
+        for task, body in answers:
+            key = f"job:{job_id}:result:{task}"
+            if key not in store:
+                meta["done"] += slots.get(task, 1)
+            store.set(key, body, expire=ttl)
+        meta["search_ms"] = meta.get("search_ms", 0.0) + search_ms
+        store.set(f"job:{job_id}:meta", meta, expire=ttl)
+        return meta
 
     def renew(self, lease: Lease) -> bool:
         """Whether to go on: the job is still queued or running (the lease is long enough for
@@ -215,27 +277,27 @@ class EmbeddedJobStore:
         return meta is not None and meta["status"] in UNFINISHED
 
     def complete(self, lease: Lease, done: Completed) -> bool:
-        """Store a chunk's answers and count it, once; True if this call counted it."""
+        """Store a chunk's answers (whatever the job's state: the results so far stay
+        readable, and progress counts them) and count the chunk, once; True if this call
+        counted it."""
         job_id, n = lease.job_id, lease.chunk
         store, ttl = self.store, self.ttl_s
         with store.transact():
-            meta: dict[str, Any] | None = store.get(f"job:{job_id}:meta")
             chunk: dict[str, Any] | None = store.get(f"job:{job_id}:chunk:{n}")
-            if meta is None or chunk is None:
+            if chunk is None:
                 return False
-            for task, body in done.answers:
-                store.set(f"job:{job_id}:result:{task}", body, expire=ttl)
+            meta = self._store_answers(job_id, chunk, done.answers, done.search_ms)
+            if meta is None:
+                return False
             running = meta["status"] in UNFINISHED
-            if running and not done.whole:
-                return False  # a partial chunk: its lease stays, it will be taken again
+            if done.more or (running and not done.whole):
+                return False  # a partial chunk: its lease stays (more follow, or taken again)
             leases: dict[str, list[Any]] = store.get(LEASES, {})
             leases.pop(f"{job_id}:{n}", None)
             store.set(LEASES, leases)
             if not running or n in meta["finished"]:
                 return False
             meta["finished"].append(n)
-            meta["done"] += chunk["slots"]
-            meta["search_ms"] = meta.get("search_ms", 0.0) + done.search_ms
             if len(meta["finished"]) == meta["chunks"]:
                 meta["status"] = "finished"
             store.set(f"job:{job_id}:meta", meta, expire=ttl)

@@ -66,7 +66,7 @@ class Batch:
         per_task = Counter(slot.task for slot in self.slots if slot.task is not None)
         return [
             Chunk(
-                [{"t": k, **tasks[k].to_json()} for k in part],
+                [{"t": k, "n": per_task[k], **tasks[k].to_json()} for k in part],
                 sum(per_task[k] for k in part),
             )
             for part in (order[i : i + chunk_size] for i in range(0, len(order), chunk_size))
@@ -75,8 +75,9 @@ class Batch:
 
 @dataclass(frozen=True)
 class Chunk:
-    """A job's unit of work: its tasks as JSON (each with its index ``t``) and how many of
-    the batch's slots they answer."""
+    """A job's unit of work: its tasks as JSON (each with its index ``t`` and the number
+    ``n`` of the batch's slots it answers: a job's progress counts each task's slots as its
+    answer is stored) and how many of the batch's slots they answer."""
 
     tasks: list[dict[str, Any]]
     slots: int

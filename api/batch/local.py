@@ -14,6 +14,7 @@ import csv
 import dataclasses
 import json
 import multiprocessing
+import signal
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -134,39 +135,70 @@ def parse_local(
     return parse_batch(settings, items, rules, limits)
 
 
-def _answer_some(tasks: list[dict[str, Any]]) -> list[bytes]:
-    """One pool process's share: its tasks' answers, through the one batch loop."""
+def _ignore_sigint() -> None:
+    """A pool process leaves Ctrl-C to its parent, which stops the pool itself: a child
+    killed by the terminal's SIGINT mid-task would leave ``imap`` waiting for it forever."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _answer_some(piece: tuple[int, list[dict[str, Any]]]) -> tuple[int, list[bytes]]:
+    """One pool process's share (its first position in the run, its tasks): the tasks'
+    answers, through the one batch loop."""
+    start, tasks = piece
     requests = [AnalysisRequest.from_json(task) for task in tasks]
-    return [answered.body for answered in answer_all(default_analyser(), requests)]
+    return start, [answered.body for answered in answer_all(default_analyser(), requests)]
+
+
+class Interrupted(Exception):
+    """Ctrl-C stopped a local batch: ``lines`` has every slot, ``null`` for one whose task
+    was not finished; ``finished`` tasks of ``total`` were."""
+
+    def __init__(self, lines: list[bytes], finished: int, total: int) -> None:
+        super().__init__(f"interrupted after {finished} of {total} positions")
+        self.lines = lines
+        self.finished = finished
+        self.total = total
 
 
 def run_local(batch: Batch, workers: int, progress: Progress | None = None) -> list[bytes]:
     """Every slot's answer in input order, the distinct tasks spread over ``workers``
-    processes (grouped by rules, so each process's table serves one rule set at a time)."""
+    processes (grouped by rules, so each process's table serves one rule set at a time).
+    Ctrl-C stops the processes at once and raises :class:`Interrupted` with the answers
+    finished so far."""
     order = sorted(range(len(batch.tasks)), key=lambda k: batch.tasks[k].key)
     payload = [batch.tasks[k].to_json() for k in order]
-    size = max(1, min(32, len(payload) // (workers * 8) or 1))
-    pieces = [payload[i : i + size] for i in range(0, len(payload), size)]
-    answers: list[bytes] = [b""] * len(batch.tasks)
+    size = max(1, min(32, len(payload) // (workers * 8) or 1)) if workers > 1 else 1
+    pieces = [(i, payload[i : i + size]) for i in range(0, len(payload), size)]
+    answers: list[bytes | None] = [None] * len(batch.tasks)
     # spawn, not fork: a process with threads (a server, a test run) may be inside SQLite or
     # another lock when it forks, and the child would wait on that lock forever.
-    pool = multiprocessing.get_context("spawn").Pool(workers) if workers > 1 else None
-    results: Iterator[list[bytes]] = (
-        map(_answer_some, pieces) if pool is None else pool.imap(_answer_some, pieces)
+    pool = (
+        multiprocessing.get_context("spawn").Pool(workers, initializer=_ignore_sigint)
+        if workers > 1
+        else None
     )
+    # Unordered: a piece finished is kept at once, so an interrupt loses none of them.
+    results: Iterator[tuple[int, list[bytes]]] = (
+        map(_answer_some, pieces) if pool is None else pool.imap_unordered(_answer_some, pieces)
+    )
+    finished = 0
     try:
-        done = 0
-        for piece in results:
-            for body in piece:
-                answers[order[done]] = body
-                done += 1
+        for start, piece in results:
+            for offset, body in enumerate(piece):
+                answers[order[start + offset]] = body
+            finished += len(piece)
             if progress is not None:
                 progress(len(piece))
-    finally:
+    except KeyboardInterrupt:
         if pool is not None:
-            pool.close()
+            pool.terminate()  # the searches in hand are dropped, not waited for
             pool.join()
-    return batch.assemble(answers)
+        lines = batch.assemble([b"null" if body is None else body for body in answers])
+        raise Interrupted(lines, finished, len(batch.tasks)) from None
+    if pool is not None:
+        pool.close()
+        pool.join()
+    return batch.assemble([body or b"null" for body in answers])
 
 
 def write_jsonl(lines: Sequence[bytes], out: IO[bytes]) -> None:

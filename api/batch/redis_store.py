@@ -16,7 +16,9 @@ The queue is this store's own, in Redis, with no queue library over it:
   sorted set of expiry times on Redis's clock) to its runner, which renews it every
   :data:`HEARTBEAT_S`. :meth:`~RedisJobStore.take` gives a chunk whose lease lapsed (its
   runner died) before any waiting one, so the next runner to ask takes it over; a chunk taken
-  :data:`~api.batch.store.MAX_ATTEMPTS` times and lost each time fails the job. There is no
+  :data:`~api.batch.store.MAX_ATTEMPTS` times and lost each time gives the task in hand (its
+  first unanswered one: answers are stored as they come) a problem and goes on with the
+  others (engine work fails its job instead). There is no
   reaper and no ticket to lose: a chunk is in exactly one place (an owner's list, or leased)
   and moves atomically (one script).
 - Waking up: idle runners block on :data:`BELL` (``BLPOP``, :data:`WAIT_S` at a time, on a
@@ -51,10 +53,19 @@ import redis
 from kalah_core.tasks import Task, chunks
 
 from ..config import Settings
-from ..core.answer import as_cached
+from ..core.answer import as_cached, dumps
+from ..core.problems import problem_object
 from ..core.request import AnalysisRequest
 from .items import Batch
-from .store import MAX_ATTEMPTS, UNFINISHED, Completed, JobStatus, Lease, stalled_reason
+from .store import (
+    MAX_ATTEMPTS,
+    UNFINISHED,
+    Completed,
+    JobStatus,
+    Lease,
+    lost_problem,
+    stalled_reason,
+)
 
 log = logging.getLogger("kalah_service.batch")
 
@@ -95,8 +106,11 @@ local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 
 # The next chunk to run, leased: a lapsed lease first, else the next owner's next chunk
 # (rotating the ring). Chunks of jobs gone, finished, failed or cancelled are dropped on the
-# way. Returns {entry, attempt, chunk JSON, payer}, or false.
-# KEYS: ring, leases, tokens, active; ARGV: fair prefix, job prefix, token, lease ms, attempts.
+# way. A chunk of analyses taken more than the attempts gives its first unanswered task the
+# problem (ARGV[6]) and goes on; engine work fails its job. Returns {entry, attempt, chunk
+# JSON, payer, the task given the problem or ''}, or false.
+# KEYS: ring, leases, tokens, active; ARGV: fair prefix, job prefix, token, lease ms, attempts,
+# problem JSON.
 _TAKE = (
     _NOW
     + """
@@ -135,6 +149,25 @@ for _ = 1, 1000 do
     redis.call('HDEL', KEYS[3], entry)
   else
     local attempt = redis.call('HINCRBY', base .. 'attempts', n, 1)
+    local poisoned = ''
+    if attempt > tonumber(ARGV[5]) and redis.call('HGET', meta, 'feed') ~= '1' then
+      -- Analyses are stored as they come: the first unanswered task was in hand each time
+      -- the chunk lost its runner. It gets a problem; the chunk goes on with the others.
+      local ok, tasks = pcall(cjson.decode, body)
+      if ok and type(tasks) == 'table' then
+        for _, t in ipairs(tasks) do
+          local task = type(t) == 'table' and t.t ~= nil and tostring(t.t) or nil
+          if task and redis.call('HEXISTS', base .. 'results', task) == 0 then
+            redis.call('HSET', base .. 'results', task, ARGV[6])
+            redis.call('HINCRBY', meta, 'done', tonumber(t.n) or 1)
+            poisoned = task
+            break
+          end
+        end
+      end
+      attempt = 1
+      redis.call('HSET', base .. 'attempts', n, 1)
+    end
     if attempt > tonumber(ARGV[5]) then
       redis.call('HSET', meta, 'status', 'failed',
         'error', 'chunk ' .. n .. ' lost its worker ' .. (attempt - 1) .. ' times')
@@ -145,7 +178,7 @@ for _ = 1, 1000 do
       redis.call('ZADD', KEYS[2], ms + tonumber(ARGV[4]), entry)
       redis.call('HSET', KEYS[3], entry, ARGV[3])
       if status == 'queued' then redis.call('HSET', meta, 'status', 'running') end
-      return {entry, attempt, body, redis.call('HGET', meta, 'payer') or ''}
+      return {entry, attempt, body, redis.call('HGET', meta, 'payer') or '', poisoned}
     end
   end
 end
@@ -173,32 +206,48 @@ return 1
 )
 
 # Store a chunk's answers (whatever the job's state, while it exists: the results so far stay
-# readable) and count the chunk once. Returns 1 counted, 0 counted before, 2 the job is over
-# (cancelled, failed), 3 a partial chunk of a running job (not counted, lease kept), -1 gone.
-# A job with a feed (engine work) keeps each task's first answer and pushes its index there.
-# KEYS: meta, done, results, chunk_items, active, leases, tokens, items, attempts, feed
-# ARGV: chunk, job id, ttl, entry, whole (1/0), search ms, then task index and answer pairs
+# readable, and progress counts each task's slots when its answer is first stored) and count
+# the chunk once. Returns 1 counted, 0 counted before, 2 the job is over (cancelled, failed),
+# 3 a partial chunk of a running job (not counted, lease kept), -1 gone. A job with a feed
+# (engine work) keeps each task's first answer and pushes its index there, and counts its
+# progress by whole chunks.
+# KEYS: meta, done, results, chunk_items, active, leases, tokens, items, attempts, feed, chunk
+# ARGV: chunk, job id, ttl, entry, whole (1; 0 stopped early; 2 more follow: the lease stays
+# whatever the job's state), search ms, then task index and answer pairs
 _COMPLETE = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local feed = redis.call('HGET', KEYS[1], 'feed') == '1'
+local slots = {}
+if not feed then
+  local ok, tasks = pcall(cjson.decode, redis.call('GET', KEYS[11]) or '[]')
+  if ok and type(tasks) == 'table' then
+    for _, t in ipairs(tasks) do
+      if type(t) == 'table' and t.t ~= nil then slots[tostring(t.t)] = tonumber(t.n) or 1 end
+    end
+  end
+end
 for i = 7, #ARGV, 2 do
   if not feed then
-    redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1])
+    if redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1]) == 1 then
+      redis.call('HINCRBY', KEYS[1], 'done', slots[ARGV[i]] or 1)
+    end
   elseif redis.call('HSETNX', KEYS[3], ARGV[i], ARGV[i + 1]) == 1 then
     redis.call('RPUSH', KEYS[10], ARGV[i])
   end
 end
+redis.call('HINCRBYFLOAT', KEYS[1], 'search_ms', ARGV[6])
 local status = redis.call('HGET', KEYS[1], 'status')
 local result
-if status ~= 'queued' and status ~= 'running' then
+if ARGV[5] == '2' then
+  result = 3
+elseif status ~= 'queued' and status ~= 'running' then
   result = 2
 elseif ARGV[5] ~= '1' then
   result = 3
 elseif redis.call('SADD', KEYS[2], ARGV[1]) == 0 then
   result = 0
 else
-  redis.call('HINCRBY', KEYS[1], 'done', redis.call('HGET', KEYS[4], ARGV[1]))
-  redis.call('HINCRBYFLOAT', KEYS[1], 'search_ms', ARGV[6])
+  if feed then redis.call('HINCRBY', KEYS[1], 'done', redis.call('HGET', KEYS[4], ARGV[1])) end
   if redis.call('SCARD', KEYS[2]) == tonumber(redis.call('HGET', KEYS[1], 'chunks')) then
     redis.call('HSET', KEYS[1], 'status', 'finished')
     redis.call('SREM', KEYS[5], ARGV[2])
@@ -543,27 +592,63 @@ class RedisJobStore:
     # -- the runners -----------------------------------------------------------------------
 
     def take(self, worker: str) -> Lease | None:
-        taken = cast(
-            list[bytes] | None,
-            self._take(
-                keys=[RING, LEASES, TOKENS, ACTIVE],
-                args=[FAIR_PREFIX, PREFIX, worker, LEASE_MS, MAX_ATTEMPTS],
-            ),
-        )
-        if not taken:
-            return None
-        entry, attempt, body, payer = taken
-        job_id, _, n = entry.decode().partition(":")
+        """The next chunk (see :data:`_TAKE`); taken over, without the tasks answered already.
+        A malformed chunk fails its job (logged as such) and the next one is taken."""
+        problem = dumps(problem_object(lost_problem(MAX_ATTEMPTS))).decode()
+        while True:
+            taken = cast(
+                list[bytes] | None,
+                self._take(
+                    keys=[RING, LEASES, TOKENS, ACTIVE],
+                    args=[FAIR_PREFIX, PREFIX, worker, LEASE_MS, MAX_ATTEMPTS, problem],
+                ),
+            )
+            if not taken:
+                return None
+            entry, attempt, body, payer, poisoned = taken
+            job_id, _, n = entry.decode().partition(":")
+            if poisoned:
+                log.error(
+                    "job %s: chunk %s lost its worker %d times on task %s; the task gets a "
+                    "problem, the chunk goes on",
+                    job_id,
+                    n,
+                    MAX_ATTEMPTS,
+                    poisoned.decode(),
+                )
+            try:
+                return self._lease(job_id, int(n), worker, int(attempt), body, payer.decode())
+            except redis.RedisError:
+                raise
+            except Exception as error:  # not the store failing: this chunk is unreadable
+                log.error("job %s: chunk %s is malformed (%r); the job fails", job_id, n, error)
+                self._fail(job_id, entry, f"chunk {n} is malformed")
+
+    def _lease(
+        self, job_id: str, n: int, worker: str, attempt: int, body: bytes, payer: str
+    ) -> Lease:
         chunk = json.loads(body)
+        results = JobKeys(job_id).results
         if isinstance(chunk, dict):  # engine work: the items not answered yet
             items = [(int(i), item) for i, item in chunk["items"]]
-            if int(attempt) > 1 and items:
-                answered = self.redis.hmget(JobKeys(job_id).results, [i for i, _ in items])
+            if attempt > 1 and items:
+                answered = self.redis.hmget(results, [i for i, _ in items])
                 items = [x for x, a in zip(items, answered, strict=True) if a is None]
             work = Task.from_json(chunk["work"])
-            return Lease(job_id, int(n), worker, [], "", int(attempt), work, items)
-        tasks = [(item["t"], AnalysisRequest.from_json(item)) for item in chunk]
-        return Lease(job_id, int(n), worker, tasks, payer.decode(), int(attempt))
+            return Lease(job_id, n, worker, [], "", attempt, work, items)
+        tasks = [(int(item["t"]), AnalysisRequest.from_json(item)) for item in chunk]
+        if tasks:  # taken over (or first taken): the answers stored so far stand
+            answered = self.redis.hmget(results, [t for t, _ in tasks])
+            tasks = [x for x, a in zip(tasks, answered, strict=True) if a is None]
+        return Lease(job_id, n, worker, tasks, payer, attempt)
+
+    def _fail(self, job_id: str, entry: bytes, error: str) -> None:
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.hset(JobKeys(job_id).meta, mapping={"status": "failed", "error": error})
+        pipe.srem(ACTIVE, job_id)
+        pipe.zrem(LEASES, entry)
+        pipe.hdel(TOKENS, entry)
+        pipe.execute()
 
     def renew(self, lease: Lease) -> bool:
         job = JobKeys(lease.job_id)
@@ -580,7 +665,7 @@ class RedisJobStore:
             lease.job_id,
             self.ttl_s,
             job.entry(lease.chunk),
-            int(done.whole),
+            2 if done.more else int(done.whole),
             f"{done.search_ms:.3f}",
         ]
         for task, body in done.answers:
@@ -596,6 +681,7 @@ class RedisJobStore:
             job.items,
             job.attempts,
             job.feed,
+            job.chunk(lease.chunk),
         ]
         return bool(self._complete(keys=keys, args=args) == 1)
 

@@ -207,7 +207,7 @@ class Batch(MethodView):
         `KALAH_MAX_TIME_MS` are answered inline; a larger batch is a job (202, `Location:
         /v1/jobs/{id}`) run by `kalah worker` processes, or without Redis by the server's own
         processes. A job costs 1 unit per started 100 items when posted, then the search its
-        chunks actually run, charged as each chunk finishes; the bucket must hold the first
+        chunks actually run, charged as each search ends; the bucket must hold the first
         chunk's budget. A caller may have 4 jobs queued or running at once (a 429 beyond);
         with no batch worker alive a job is refused with a 503, charged nothing."""
         settings = _analyser().settings
@@ -291,10 +291,17 @@ class Job(MethodView):
                 max=BATCH_PAGE_MAX,
             )
         wanted = request.accept_mimetypes.best_match(["application/json", NDJSON])
+        # An offset past the last slot is an empty page, read from no store: the stores'
+        # own ranges differ (Redis's are 64-bit), the answer does not.
+        past_end = offset >= status.total
         if wanted == NDJSON:
             end = min(status.total, offset + (status.total if limit is None else limit))
             with _store_errors():  # the first page before the status line: a 503 still
-                first = store.results(job_id, offset, min(STREAM_PAGE, max(0, end - offset)))
+                first = (
+                    []
+                    if past_end
+                    else store.results(job_id, offset, min(STREAM_PAGE, max(0, end - offset)))
+                )
             return Response(
                 _ndjson(first, store, job_id, offset, end),
                 mimetype=NDJSON,
@@ -305,7 +312,7 @@ class Job(MethodView):
             )
         limit = DEFAULT_PAGE if limit is None else limit
         with _store_errors():
-            page = store.results(job_id, offset, limit)
+            page = [] if past_end else store.results(job_id, offset, limit)
             head = {**_job_json(status, store), "offset": offset, "limit": limit}
         following = offset + limit
         next_url = (
@@ -325,8 +332,9 @@ class Job(MethodView):
     @document_problems(blp, CANCEL_ERRORS)
     def delete(self, job_id: str) -> Response:
         """Cancel a job of this caller: its waiting chunks are dropped, its running ones stop
-        after their current search, nothing more is charged, and the results so far stay
-        readable (`GET`) until the job expires. A finished or failed job stays as it is."""
+        after their current search (charged, like every search the job ran), nothing more is
+        run, and the results so far stay readable (`GET`, counted in `progress.done`) until
+        the job expires. A finished or failed job stays as it is."""
         store = _jobs()
         _own_job(store, job_id)
         with _store_errors():

@@ -3,23 +3,27 @@
 - :func:`answer_one` is the only place a batch analyses an item: the ``/v1/analysis`` code
   path (:meth:`Analyser.analyse`: the same cache and the same answer), an error becoming the
   item's problem object (as :meth:`Analyser.analyse_item`, keeping the search time, which a
-  job's runner charges to the job's payer).
+  job's runner charges to the job's payer). Any error, a bug in the engine too, is that one
+  item's problem: a bad item fails alone.
 - :func:`answer_all` runs it over a list of tasks; inline batches, ``kalah batch`` (in each of
   its processes) and the job runners below all call it.
 - :func:`run_work` runs a chunk of engine work instead (:mod:`kalah_core.tasks`: a book
   build's boards, see :mod:`.work`), storing each item's result as it comes.
 - :func:`serve` is the job runners' loop over any :class:`~api.batch.store.JobStore`: take a
   chunk, answer it while renewing its lease (stopping early when the job is cancelled),
-  complete it, charge its search to the job's payer; wait on the store when there is nothing
-  to do. Any error of the store (Redis unreachable, timing out, full, a locked diskcache) is
-  logged and waited out with a growing pause, never fatal: ``kalah worker`` runs it in its
-  main thread, every server process without Redis in a thread of its own
-  (:func:`start_in_server`).
+  storing each answer and charging its search to the job's payer as it comes (so a chunk
+  cancelled, failed or lost is charged for every search it ran, a runner killed by an item
+  loses only that item, and ``progress`` counts every readable result), then complete it;
+  wait on the store when there is nothing to do. Any error of the store (Redis unreachable,
+  timing out, full, a locked diskcache) is logged and waited out with a growing pause, never
+  fatal: ``kalah worker`` runs it in its main thread, every server process without Redis in a
+  thread of its own (:func:`start_in_server`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -67,11 +71,23 @@ class Answered:
 
 
 def answer_one(analyser: Analyser, task: AnalysisRequest) -> Answered:
-    """The answer to one batch item, or its problem object."""
+    """The answer to one batch item, or its problem object: whatever the item does (a bad
+    input, or a bug raising inside the engine), it fails alone."""
+    started = time.perf_counter()
     try:
         answer = analyser.analyse(task)
     except (ApiProblem, KalahError) as error:
         return Answered(dumps(problem_object(error)))
+    except Exception as error:  # a bug: this item's problem, not its batch's or its chunk's
+        # What it ran, at most its budget (as a search that returns is charged).
+        spent_ms = min((time.perf_counter() - started) * 1000, task.limits.time_ms)
+        log.exception("analysing %s failed", task.position.compact_or_repr())
+        problem = ApiProblem(
+            "internal-error",
+            f"analysing this position failed ({type(error).__name__}); the batch's other "
+            "items are not affected",
+        )
+        return Answered(dumps(problem_object(problem)), spent_ms)
     return Answered(answer.body(), answer.search_ms)
 
 
@@ -92,10 +108,19 @@ Bill = Callable[[str, float], None]
 
 
 def run_chunk(
-    store: JobStore, analyser: Analyser, lease: Lease, stopping: threading.Event
+    store: JobStore,
+    analyser: Analyser,
+    lease: Lease,
+    stopping: threading.Event,
+    charge: Callable[[float], None] | None = None,
 ) -> Completed:
     """Answer a leased chunk, renewing its lease; stops early (a partial chunk) when the store
-    says so (the job was cancelled, the lease lost) or the runner is stopping hard."""
+    says so (the job was cancelled, the lease lost) or the runner is stopping hard.
+
+    Each search is charged (``charge``) as soon as it ran and each answer stored as it comes
+    (a partial completion), whatever becomes of the chunk: cancelled, lost or failed, it has
+    paid for every search it ran and its results so far are readable and counted. What is
+    returned is what is still to be stored (the last answer, or one whose storing failed)."""
     if lease.work is not None:
         return run_work(store, lease, stopping)
     stop = threading.Event()
@@ -106,16 +131,29 @@ def run_chunk(
         if stopping.is_set():
             stop.set()
 
-    done = Completed()
-    indices = [index for index, _ in lease.tasks]
+    pending = Completed(whole=False, more=True)
+    count = 0
     with renewing(renew, f"chunk {lease.chunk} of job {lease.job_id}", HEARTBEAT_S):
-        for index, answered in zip(
-            indices, answer_all(analyser, [task for _, task in lease.tasks], stop), strict=False
+        for (index, _), answered in zip(
+            lease.tasks, answer_all(analyser, [task for _, task in lease.tasks], stop), strict=False
         ):
-            done.answers.append((index, answered.body))
-            done.search_ms += answered.search_ms
-    done.whole = len(done.answers) == len(lease.tasks)
-    return done
+            count += 1
+            if charge is not None and answered.search_ms > 0:
+                try:
+                    charge(answered.search_ms)
+                except Exception:  # the charge is lost, the job is not
+                    log.exception("charging a search of job %s failed", lease.job_id)
+            pending.answers.append((index, answered.body))
+            pending.search_ms += answered.search_ms
+            if count == len(lease.tasks) or stop.is_set():
+                break
+            try:
+                store.complete(lease, pending)
+                pending = Completed(whole=False, more=True)
+            except Exception as error:  # kept for the next completion
+                log.warning("storing a result of job %s failed: %s", lease.job_id, error)
+    pending.whole, pending.more = count == len(lease.tasks), False
+    return pending
 
 
 def run_work(store: JobStore, lease: Lease, stopping: threading.Event) -> Completed:
@@ -180,22 +218,19 @@ def serve(
                     pause = PAUSE_S
                     continue
             if done is None:
+                charge = functools.partial(bill, lease.payer) if bill and lease.payer else None
                 try:
-                    done = run_chunk(store, analyser, lease, hard)
-                except Exception:  # not the store's: a chunk this runner cannot run
-                    # Let its lease lapse: another take counts an attempt, and a chunk that
-                    # fails every time fails its job (MAX_ATTEMPTS) instead of looping here.
+                    done = run_chunk(store, analyser, lease, hard, charge)
+                except Exception:  # not an item's (each its own problem): a chunk not runnable
+                    # Let its lease lapse: another take counts an attempt, and after
+                    # MAX_ATTEMPTS the task in hand gets a problem instead of looping here.
                     log.exception("chunk %d of job %s failed", lease.chunk, lease.job_id)
                     lease = None
                     continue
             # Retried until it goes through (a full or unreachable store): the answers are
-            # kept, and a chunk counts once however often it is completed.
-            counted = store.complete(lease, done)
-            if counted and bill is not None and lease.payer and done.search_ms > 0:
-                try:
-                    bill(lease.payer, done.search_ms)
-                except Exception:  # the charge is lost, the job is not
-                    log.exception("charging job %s's chunk failed", lease.job_id)
+            # kept, and a chunk counts once however often it is completed. Its searches were
+            # charged as they ran.
+            store.complete(lease, done)
             lease = done = None
             pause = PAUSE_S
             busy = time.monotonic()

@@ -86,7 +86,7 @@ class JobStatusSchema(ma.Schema):
         validate=validate.OneOf(list(STATUSES)),
         metadata={
             "description": "queued (no chunk started), running, finished (every result is "
-            "there), failed (a chunk lost its worker 3 times; see error) or cancelled (by its "
+            "there), failed (a chunk could not be read; see error) or cancelled (by its "
             "owner, DELETE: the results so far stay readable)."
         },
     )

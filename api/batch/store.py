@@ -25,6 +25,7 @@ import redis
 
 from kalah_core.tasks import Task
 
+from ..core.problems import ApiProblem
 from ..core.request import AnalysisRequest
 from .items import Batch
 
@@ -39,11 +40,14 @@ a full disk (``sqlite3.OperationalError``), a corrupt file (``sqlite3.DatabaseEr
 answers each with a 503 problem (docs/deploy.md, "Store faults"), never a 500."""
 
 MAX_ATTEMPTS = 3
-"""A chunk whose runner died this many times fails its job."""
+"""A chunk whose runner died this many times in a row gives the task in hand (its first
+unanswered one: answers are stored as they come) a problem and goes on with the others: an
+item that kills its process fails alone."""
 
 STATUSES = ("queued", "running", "finished", "failed", "cancelled")
-"""A job's status: no chunk started; started; every result there; a chunk lost its runner
-:data:`MAX_ATTEMPTS` times; cancelled by its owner (the results so far stay readable)."""
+"""A job's status: no chunk started; started; every result there; a chunk could not be run
+(malformed, or engine work lost :data:`MAX_ATTEMPTS` times); cancelled by its owner (the
+results so far stay readable)."""
 
 UNFINISHED = ("queued", "running")
 
@@ -90,6 +94,19 @@ class Completed:
     search_ms: float = 0.0
     whole: bool = True
     """False when the runner stopped early (the job was cancelled, the lease lost)."""
+    more: bool = False
+    """True for answers stored while the chunk runs on (more follow): the lease stays, even
+    for a job that is over, until the runner hands back the rest (its in-hand search is
+    charged before, so a chunk without a lease has charged everything)."""
+
+
+def lost_problem(attempts: int) -> ApiProblem:
+    """The problem of a task whose analysis ended its runner ``attempts`` times in a row."""
+    return ApiProblem(
+        "internal-error",
+        f"analysing this position stopped its batch worker {attempts} times; the batch's "
+        "other items are not affected",
+    )
 
 
 def stalled_reason(workers: int | None, stale_s: float) -> str | None:

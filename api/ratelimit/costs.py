@@ -11,9 +11,10 @@
   cached answer runs none, an uncached one at the default 1 s budget costs up to 10 more.
 - A batch run as a job costs 1 unit per started :data:`ITEMS_PER_UNIT` items when it is
   posted (:func:`job_cost`), and then the search its chunks actually ran, charged as each
-  chunk finishes (:func:`api.ratelimit.charging.charge_later`): not its whole budget up front,
-  which made a 10,000-item job at 1 s (about 110,000 units) impossible with a standard key.
-  The bucket must hold the first chunk's budget when the job is posted.
+  search ends, whatever becomes of its chunk (:func:`api.ratelimit.charging.charge_later`):
+  not its whole budget up front, which made a 10,000-item job at 1 s (about 110,000 units)
+  impossible with a standard key. The bucket must hold the first chunk's budget when the job
+  is posted.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ refunded); a body above {FREE_BODY_BYTES // 1024} KiB costs 1 unit per started
 bucket cannot hold it) and kept even when the request is then refused; a batch run as a job
 needs an API key (with Redis), costs 1 unit per started {ITEMS_PER_UNIT} items when posted
 (the bucket must also hold its first chunk's search budget), and then the search its chunks
-actually ran, charged as each chunk finishes; a caller may have 4 jobs queued or running at
+actually ran, charged as each search ends; a caller may have 4 jobs queued or running at
 once. Answers carry
 `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`
 (Unix time of the window's end) and `Kalah-Cost` (what this request cost); a spent bucket is a

@@ -17,7 +17,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from kalah_service import create_app
-from kalah_service.batch import redis_store, runner
+from kalah_service.batch import runner
 from kalah_service.batch.items import parse_batch
 from kalah_service.batch.redis_store import LEASES, JobKeys, RedisJobStore
 from kalah_service.batch.store import MAX_ATTEMPTS, MAX_UNFINISHED_JOBS, Completed
@@ -264,34 +264,47 @@ def test_job_lifecycle_paging_and_ndjson(redis_app: Flask, redis_server: Any) ->
     assert client.get("/v1/jobs/" + "f" * 32).status_code == 404
 
 
-def test_a_lapsed_lease_is_taken_again_first_and_fails_the_job_after_max_attempts(
+def test_a_lapsed_lease_is_taken_again_first_and_its_item_in_hand_fails_alone(
     redis_server: Any,
 ) -> None:
+    """A chunk whose lease lapsed is taken again first, without the tasks answered already;
+    lost MAX_ATTEMPTS times in a row, its task in hand (the first unanswered one) gets a
+    problem and the chunk goes on with the others (issue 47: it failed the whole job)."""
     redis_server.flush()
     settings = load_settings({"KALAH_REDIS_URL": redis_server.url}, environ={})
     store = RedisJobStore(redis_server.url, ttl_s=600)
-    batch = parse_batch(settings, small_positions(3), SMALL, {"time_ms": 100})
-    job = store.create(batch, chunk_size=2, owner="k1")  # two chunks
+    batch = parse_batch(settings, small_positions(5), SMALL, {"time_ms": 100})
+    job = store.create(batch, chunk_size=3, owner="k1")  # two chunks
     keys = JobKeys(job.id)
     lease = store.take("dead-worker")
     assert lease is not None and (lease.job_id, lease.chunk, lease.attempt) == (job.id, 0, 1)
     assert store.renew(lease), "a live lease is renewed"
+    first, in_hand, last = (index for index, _ in lease.tasks)
+    assert not store.complete(lease, Completed([(first, b'{"x":1}')], whole=False, more=True))
     second = store.take("w2")
     assert second is not None and second.chunk == 1, "a leased chunk is left alone"
     assert store.take("w3") is None, "nothing else waits"
     for attempt in range(2, MAX_ATTEMPTS + 2):
         store.redis.zadd(LEASES, {keys.entry(0): 0})  # the worker died: its lease lapsed
         again = store.take(f"worker-{attempt}")
+        assert again is not None and again.chunk == 0
+        assert not store.renew(lease), "the dead worker's lease went to another"
         if attempt <= MAX_ATTEMPTS:
-            assert again is not None and (again.chunk, again.attempt) == (0, attempt)
-            assert not store.renew(lease), "the dead worker's lease went to another"
+            assert again.attempt == attempt
+            assert [t for t, _ in again.tasks] == [in_hand, last], "the answered one skipped"
         else:
-            assert again is None, "a chunk lost MAX_ATTEMPTS times fails its job"
+            assert again.attempt == 1, "the chunk goes on"
+            assert [t for t, _ in again.tasks] == [last], "without its poisoned task"
+        lease = again
     status = store.status(job.id)
-    assert status is not None and status.status == "failed"
-    assert status.error == f"chunk 0 lost its worker {MAX_ATTEMPTS} times"
-    assert not store.renew(second), "a failed job runs no more chunks"
-    assert not store.complete(second, Completed([(2, b"{}")], 5.0))
+    assert status is not None and (status.status, status.done) == ("running", 2)
+    problem = json.loads(store.results(job.id, in_hand, 1)[0])
+    assert problem["type"] == "/problems/internal-error"
+    assert f"{MAX_ATTEMPTS} times" in problem["detail"]
+    assert store.complete(lease, Completed([(last, b'{"x":3}')]))
+    assert store.complete(second, Completed([(t, b"{}") for t, _ in second.tasks]))
+    status = store.status(job.id)
+    assert status is not None and (status.status, status.done) == ("finished", 5)
 
 
 def test_a_chunk_run_twice_counts_once(redis_server: Any) -> None:
@@ -359,14 +372,14 @@ def test_a_caller_has_at_most_a_few_jobs_unfinished(redis_app: Flask) -> None:
     assert post(client, body).status_code == 202
 
 
-def test_a_chunk_that_cannot_run_fails_its_job_instead_of_looping(
-    redis_server: Any, monkeypatch: pytest.MonkeyPatch
+def test_items_whose_analysis_raises_get_problems_and_the_runner_goes_on(
+    redis_server: Any,
 ) -> None:
     """A runner whose analysis raises something that is neither a problem nor the store's
-    lets the chunk's lease lapse: taken again, it fails again, and after MAX_ATTEMPTS the job
-    fails with a reason; the runner itself goes on (and, in a burst, stops when idle)."""
+    gives each such item a problem (issue 47: the chunk's lease lapsed, it was taken again,
+    and after MAX_ATTEMPTS the job failed); the runner itself goes on (and, in a burst, stops
+    when idle)."""
     redis_server.flush()
-    monkeypatch.setattr(redis_store, "LEASE_MS", 200)
     settings = load_settings({"KALAH_REDIS_URL": redis_server.url}, environ={})
     store = RedisJobStore(redis_server.url, ttl_s=600)
     job = store.create(parse_batch(settings, small_positions(3), SMALL), 10, owner="k1")
@@ -377,5 +390,6 @@ def test_a_chunk_that_cannot_run_fails_its_job_instead_of_looping(
 
     runner.serve(store, Broken(), worker="w", stop=threading.Event(), burst=True)  # type: ignore[arg-type]
     status = store.status(job.id)
-    assert status is not None and status.status == "failed", status
-    assert status.error == f"chunk 0 lost its worker {MAX_ATTEMPTS} times"
+    assert status is not None and (status.status, status.done) == ("finished", 3), status
+    for body in store.results(job.id, 0, 3):
+        assert json.loads(body)["type"] == "/problems/internal-error"
