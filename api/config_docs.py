@@ -52,6 +52,19 @@ MEANINGS: dict[str, str] = {
         "this + 30 s."
     ),
     "KALAH_MAX_NODES": ("Largest node budget a request may ask for."),
+    "KALAH_STREAM_MAX_TIME_MS": (
+        "Largest search budget of a live analysis (`/v1/analysis` asked for `text/event-stream` "
+        "or `application/x-ndjson`, see [api.md](api.md)): longer than a one-shot's, since its "
+        "caller watches it deepen and may stop it at any time; above it the answer is a 422 "
+        "naming `time_ms`. A stream holds an engine only while it runs, is charged the time it "
+        "ran, and ends when its client goes away. gunicorn's `gthread` workers keep answering "
+        "their heartbeat while a stream runs, so the worker timeout does not cut it."
+    ),
+    "KALAH_STREAM_HEARTBEAT_MS": (
+        "How long a live analysis stays silent before it sends a heartbeat (an SSE comment "
+        "line, a blank NDJSON line), so that proxies keep a quiet stream open (nginx closes an "
+        "upstream silent for 60 s)."
+    ),
     "KALAH_EGDB_PATH": (
         "Where the server and every command (`kalah solve`, `analyse`, `batch`, `egdb build`) "
         "find endgame databases: `auto` (the cache folder, `$XDG_CACHE_HOME/kalah`, i.e. "

@@ -12,9 +12,10 @@ from flask.views import MethodView
 from flask_smorest import Blueprint  # type: ignore[import-untyped]
 from marshmallow import RAISE
 
+from ..core.live import stream_settings
 from ..core.request import AnalysisRequest
 from ..errors import document_problems
-from ..web import analyser, answer_response
+from ..web import analyser, answer_response, live_response, live_type
 from .schemas import (
     AnalysisQuerySchema,
     AnalysisRequestSchema,
@@ -86,6 +87,10 @@ class Analysis(MethodView):
         may be overridden by its own parameter (`&houses=4&capture=always`). Exact answers
         are served with a strong ETag and `Cache-Control: public, max-age=31536000, immutable`.
         """
+        live = live_type()
+        if live is not None:
+            settings = stream_settings(analyser().settings)
+            return live_response(AnalysisRequest.from_query(settings, args), live)
         answer = analyser().analyse(AnalysisRequest.from_query(analyser().settings, args))
         return answer_response(answer, conditional=True)
 
@@ -95,6 +100,10 @@ class Analysis(MethodView):
     def post(self, data: dict[str, Any]) -> Response:
         """Analyse a position given in the body: JSON form or compact notation, rules as a
         preset or an object of options, and search limits."""
+        live = live_type()
+        if live is not None:
+            settings = stream_settings(analyser().settings)
+            return live_response(AnalysisRequest.from_body(settings, data), live)
         answer = analyser().analyse(AnalysisRequest.from_body(analyser().settings, data))
         return answer_response(answer, conditional=False)
 
