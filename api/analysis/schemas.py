@@ -178,3 +178,42 @@ class BestMoveAnswerSchema(ma.Schema):
     exact = fields.Boolean(metadata={"description": "Whether value is proven."})
     lower = fields.Integer(metadata={"description": "Proven lower bound of the value."})
     upper = fields.Integer(metadata={"description": "Proven upper bound of the value."})
+
+
+@answer()
+class AnalysisProgressSchema(ma.Schema):
+    """An event of a live analysis while its search runs (``Accept: text/event-stream`` or
+    ``application/x-ndjson``): what the search has so far."""
+
+    final = fields.Boolean(metadata={"description": "Always false: the search runs."})
+    depth = fields.Integer(metadata={"description": "Sowings of the last complete deepening."})
+    nodes = fields.Integer(metadata={"description": "Nodes searched so far."})
+    time_ms = fields.Float(metadata={"description": "Milliseconds since the search started."})
+    value = fields.Integer(metadata={"description": "The estimate so far, within the bounds."})
+    exact = fields.Boolean(metadata={"description": "Whether the bounds have met."})
+    lower = fields.Integer(metadata={"description": "The root's proven lower bound so far."})
+    upper = fields.Integer(metadata={"description": "The root's proven upper bound so far."})
+    moves = fields.List(
+        fields.Nested(MoveValueSchema),
+        metadata={"description": "Every legal move's estimate and proven bounds, best first."},
+    )
+    pv = fields.List(
+        fields.List(move_field()),
+        metadata={"description": "The line the search holds now, grouped by turns."},
+    )
+
+
+@answer("answer", "problem")
+class AnalysisFinalSchema(ma.Schema):
+    """The last event of a live analysis: the answer (or why there is none)."""
+
+    final = fields.Boolean(metadata={"description": "Always true: the last event."})
+    answer = fields.Nested(
+        AnalysisSchema,
+        metadata={
+            "description": "The answer: exactly the one-shot answer's body for the same request."
+        },
+    )
+    problem = fields.Dict(
+        metadata={"description": "Instead of answer: the problem that stopped the search."}
+    )

@@ -137,6 +137,7 @@ def test_a_stream_budget_above_its_maximum_is_a_422_naming_the_field(tmp_path: P
     streamed.close()
 
 
+@pytest.mark.timeout(300)  # a search not stopped would run an hour
 def test_dropped_streams_leave_no_engine_searching(tmp_path: Path) -> None:
     """20 streams of a search that would run an hour, dropped after their first event:
     closing each stops its search and gives its engine back before close returns."""
