@@ -112,6 +112,7 @@ class Engine:
         self._mtdf_running = False
         self._reached = 0  # the depth of the last complete deepening, for snapshot()
         self._rules: Rules | None = None  # the running analysis's, for snapshot()
+        self._restricted = False  # the running analysis has some root moves only
         self.on_deepened: Callable[[Snapshot], None] | None = None
         """Called on the analysis's thread with its snapshot after each complete deepening:
         a live view (the API's streams) sees every one, however fast they come."""
@@ -176,6 +177,8 @@ class Engine:
         if not lines or progress is None or rules is None:
             return None
         lower, upper, nodes = progress
+        if self._restricted:  # the root's bounds are the whole position's
+            lower, upper = max(ln.lower for ln in lines), max(ln.upper for ln in lines)
         bounds = [(ln.lower, ln.upper) for ln in lines]
         live = self._live
         if self._mtdf_running and live is not None and live in lines:
@@ -226,6 +229,7 @@ class Engine:
         depth: int | None = None,
         pv_limit: int = 64,
         prove: Prove = "all",
+        moves: Sequence[Move] | None = None,
     ) -> Analysis:
         """Analyse ``position`` under ``rules``. With no ``depth``: solve exactly within the
         budget (unbounded when neither ``time_ms`` nor ``nodes`` is given), falling back to
@@ -233,13 +237,23 @@ class Engine:
         heuristic search that deep only (exact if no leaf needed the evaluation).
         ``prove`` says how much to prove: ``"all"`` the exact value of every move; ``"optimal"``
         the value and every optimal move, the others only bounded (cheaper); ``"value"`` the
-        value and one optimal move (cheapest: what a best-move query needs)."""
+        value and one optimal move (cheapest: what a best-move query needs).
+        ``moves``: only these root moves (legal ones: as chess engines' ``searchmoves``); the
+        value is then the best of theirs, searched move by move (no book answers it)."""
         position.validate(rules)
-        if self.book is not None and depth is None:
+        restricted = moves is not None
+        if restricted:
+            prove = "all"  # each move's own value: a root search would prove the others'
+        if self.book is not None and depth is None and not restricted:
             hit: Analysis | None = self.book.analysis(position, rules, pv_limit)
             if hit is not None:
                 return hit
-        if self.deep_book is not None and depth is None and _short(time_ms, nodes):
+        if (
+            self.deep_book is not None
+            and depth is None
+            and _short(time_ms, nodes)
+            and not restricted
+        ):
             hit = self.deep_book.analysis(position, rules, pv_limit)
             if hit is not None:
                 return hit
@@ -276,7 +290,14 @@ class Engine:
         first = next(rounds)
         first_ms, first_nodes = first[0]
         s.begin(position, rules, first_ms, max(1, first_nodes) if nodes else 0)
-        lines = [self._line(position, rules, move) for move in legal_moves(position, rules)]
+        lines = [
+            self._line(position, rules, move)
+            for move in legal_moves(position, rules)
+            if moves is None or move in moves
+        ]
+        if not lines:
+            raise ValueError("moves: none of them is a legal move of the position")
+        self._restricted = restricted
         self._rules = rules
         self._lines = lines
         if depth is not None:
@@ -319,6 +340,8 @@ class Engine:
         self._settle(position, rules, lines, root, time_ms, nodes)
         if self.deep_book is not None and depth is None:
             root = self._with_deep_book(self.deep_book, position, rules, lines, root)
+        if restricted:  # the root's bounds are the whole position's: its moves' say it all
+            root = (-INFINITE, INFINITE)
         # Equal estimates: the move with more of its value proven first.
         self._lines = []
         lines.sort(key=lambda ln: (-ln.value, not ln.exact, -ln.lower, _order(ln.result.move)))
@@ -333,7 +356,7 @@ class Engine:
         pv = self._pv(
             position, rules, lines[0], exact, pv_limit if exact else min(pv_limit, reached)
         )
-        moves = [
+        values = [
             MoveValue(
                 ln.result.move,
                 ln.value,
@@ -352,7 +375,7 @@ class Engine:
             lower,
             upper,
             best,
-            moves,
+            values,
             pv,
             None if exact else reached,
             int(s.nodes),

@@ -10,10 +10,17 @@ from ..schemas.answers import BoardSchema, RulesOptionsSchema
 from ..schemas.fields import answer, move_field, position_field, rules_field
 from ..schemas.requests import DEPTH_DOC, NODES_DOC, TIME_DOC, LimitsSchema, PositionQuerySchema
 
+MOVES_DOC = (
+    "Only these moves of the position (as chess engines' searchmoves): the value is the "
+    "best of theirs and `moves` lists only them; each must be legal (a 422 naming the field "
+    "otherwise)."
+)
+
 
 class AnalysisRequestSchema(ma.Schema):
     position = position_field(required=True)
     rules = rules_field()
+    moves = fields.List(move_field(), metadata={"description": MOVES_DOC})
     limits = fields.Nested(
         LimitsSchema,
         load_default=dict,
@@ -26,6 +33,9 @@ class AnalysisRequestSchema(ma.Schema):
 
 class AnalysisQuerySchema(PositionQuerySchema):
     time_ms = fields.Integer(metadata={"description": TIME_DOC, "minimum": 1})
+    moves = fields.String(
+        metadata={"description": MOVES_DOC + " Comma-separated: `moves=1,4` or `moves=swap`."}
+    )
     depth = fields.Integer(metadata={"description": DEPTH_DOC, "minimum": 1, "maximum": MAX_DEPTH})
     nodes = fields.Integer(metadata={"description": NODES_DOC, "minimum": 1})
 

@@ -116,6 +116,7 @@ class Live:
                     depth=limits.depth,
                     nodes=limits.nodes,
                     pv_limit=MAX_PV_SOWINGS,
+                    moves=request.moves,
                 )
             finally:
                 engine.on_deepened = None
