@@ -230,8 +230,8 @@ def fixed_limits() -> str:
         f"results from `GET /v1/jobs/{{id}}` (NDJSON: any number), search depth up to "
         f"{config.MAX_DEPTH}, at most {config.MAX_MOVES} moves per `POST /v1/play`; the "
         f"engine's own bounds apply to positions (at most {MAX_SEEDS} seeds, 1–{MAX_HOUSES} "
-        f"houses, compact notation up to {MAX_NOTATION_LENGTH} characters) and seed-000 games "
-        f"(up to {MAX_GAME_LENGTH} characters); an answer's PV is at most "
+        f"houses, compact notation up to {MAX_NOTATION_LENGTH} characters) and games in the "
+        f"Finnish notation (up to {MAX_GAME_LENGTH} characters); an answer's PV is at most "
         f"{config.MAX_PV_SOWINGS} sowings. `GET /v1/rules` reports the limits in force."
     )
     return textwrap.fill(text, 92, break_long_words=False, break_on_hyphens=False) + "\n"

@@ -29,7 +29,7 @@ __all__ = ["ENGINE_VERSION", "MAX_THREADS", "Analysis", "Engine", "MoveValue", "
 
 Prove = Literal["all", "optimal", "value"]
 
-ENGINE_VERSION = "kalah-core-0.1.0/search-6"
+ENGINE_VERSION = "kalah-core-0.1.0/search-7"
 """Changes whenever a search change could change an answer; part of every cache key."""
 
 
@@ -352,7 +352,9 @@ class Engine:
         if exact:
             best = [ln.result.move for ln in lines if ln.exact and ln.value == value]
         else:
-            best = [lines[0].result.move]
+            # Ties as for an exact answer: estimates are whole seeds, so every move whose
+            # estimate equals the best one's is listed (best first, as ``moves``).
+            best = [ln.result.move for ln in lines if ln.value == lines[0].value]
         pv = self._pv(
             position, rules, lines[0], exact, pv_limit if exact else min(pv_limit, reached)
         )

@@ -123,7 +123,10 @@ class AnalysisSchema(ma.Schema):
     )
     best_moves = fields.List(
         move_field(),
-        metadata={"description": "Every optimal move (proven when exact, estimated otherwise)."},
+        metadata={
+            "description": "Every optimal move: proven when exact; for an estimate, every move "
+            "whose estimate equals the best one's (estimates are whole seeds), best first."
+        },
     )
     moves = fields.List(
         fields.Nested(MoveValueSchema),

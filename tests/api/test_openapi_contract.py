@@ -121,7 +121,7 @@ def main(base_url: str) -> None:
     neither = analyse_game.sync(client=client, body=GameRequest(rules="kalaha"))
     assert isinstance(neither, Problem) and neither.status == 422, neither
 
-    image = get_board_image.sync(client=client, position="start", rules="kalaha", move="3")
+    image = get_board_image.sync(client=client, position="start", rules="kalaha", move=3)
     assert isinstance(image, File), image
     svg: bytes = image.payload.read()
     print("image", svg[:4].decode(), len(svg))

@@ -35,7 +35,7 @@ export function analyse(params, { timeMs, signal } = {}) {
   return send(`/v1/analysis?${query}`, { signal });
 }
 
-/** POST /v1/play: `moves` (houses or "swap") or a seed-000 `game` from `position`. */
+/** POST /v1/play: `moves` (houses or "swap") or a Finnish-notation `game` from `position`. */
 export function play(rules, position, { moves, game } = {}) {
   const body = { rules, position };
   if (game !== undefined) body.game = game;

@@ -337,7 +337,7 @@ function onKey(event) {
     s: () => playIfLegal("swap"),
     n: () => nextMistake(),
   };
-  // Houses 1..9 by their digit, 10..12 by their letter in the seed-000 notation (a, b, c).
+  // Houses 1..9 by their digit, 10..12 by their letter in the Finnish notation (a, b, c).
   if (/^[1-9]$/.test(key)) actions[key] = () => playIfLegal(Number(key));
   if (/^[a-c]$/.test(key)) actions[key] = () => playIfLegal(key.charCodeAt(0) - 87);
   if (!actions[key]) return;

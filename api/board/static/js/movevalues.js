@@ -69,7 +69,7 @@ export function searchSummary(answer) {
   );
 }
 
-/** The principal variation in seed-000 rounds (South left of "-", North right). */
+/** The principal variation in Finnish-notation rounds (South left of "-", North right). */
 export function pvText(answer) {
   const rounds = [];
   let side = answer.to_move;
