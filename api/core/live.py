@@ -122,7 +122,11 @@ class Live:
                 engine.on_deepened = None
 
         self._started = time.perf_counter()
-        self._search = pool.background(budget_ms, run)
+        try:
+            self._search = pool.background(budget_ms, run)
+        except BaseException:
+            self._held.close()  # the engine goes back: no search started
+            raise
 
     def events(self) -> Iterator[bytes | None]:
         """Each event's JSON, None for a heartbeat; the answer last."""

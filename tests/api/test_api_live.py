@@ -194,3 +194,18 @@ def test_a_dropped_stream_is_refunded_what_it_did_not_run(tmp_path: Path) -> Non
 def test_a_bad_request_is_still_a_problem(client: Any, accept: str) -> None:
     response = client.get("/v1/analysis?position=nonsense", headers={"Accept": accept})
     assert response.status_code == 422 and response.get_json()["field"] == "position"
+
+
+@pytest.mark.timeout(300)  # waits for a heartbeat, never for a time
+def test_a_quiet_stream_sends_heartbeats(tmp_path: Path) -> None:
+    """While the proof runs nothing new is shown for seconds: a blank NDJSON line, and an
+    SSE comment, keep proxies from closing the stream."""
+    app = make_app(tmp_path, "heartbeat", KALAH_STREAM_HEARTBEAT_MS=10)
+    for headers, beat in ((NDJSON, b"\n"), (SSE, b": heartbeat\n\n")):
+        response = app.test_client().get(LONG, headers=headers, buffered=False)
+        for chunk in response.response:
+            if chunk == beat:
+                break
+            assert chunk.strip(), chunk  # events until then
+        response.close()
+    assert app.extensions["kalah"].engines().busy == 0
