@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import sys
@@ -35,6 +36,7 @@ from kalah_core.position import Position
 
 if TYPE_CHECKING:
     from .core.answer import Answer
+    from .core.request import AnalysisRequest
 
 
 def _missing_server_requirements() -> list[str]:
@@ -65,9 +67,11 @@ if _MISSING:
 # --------------------------------------------------------------------- analysis
 
 
-def _analysis_answer(args: argparse.Namespace) -> tuple[Position, Answer]:
-    """The API's own analysis code path (limits checked against the server configuration)."""
+def _analysis_request(args: argparse.Namespace, *, live: bool = False) -> AnalysisRequest:
+    """The request of an analysis command, its limits checked against the server
+    configuration (a live one's against the stream's longest budget)."""
     from .core.analyser import default_analyser
+    from .core.live import stream_settings
     from .core.problems import ApiProblem
     from .core.request import AnalysisRequest
 
@@ -75,32 +79,124 @@ def _analysis_answer(args: argparse.Namespace) -> tuple[Position, Answer]:
     os.environ.setdefault("KALAH_EGDB_SEEDS", "0")
     rules = rules_from_args(args)
     position = position_from_arg(args.position, rules)
-    analyser = default_analyser()
+    settings = default_analyser().settings
+    if live:
+        settings = stream_settings(settings)
     limits = {"time_ms": args.time_ms, "depth": args.depth}
     try:
-        request = AnalysisRequest.of(analyser.settings, position, rules, limits)
-        answer = analyser.analyse(request)
+        return AnalysisRequest.of(settings, position, rules, limits)
     except ApiProblem as problem:
         raise KalahError(problem.detail) from None
-    return position, answer
 
 
-def cmd_analyse(args: argparse.Namespace) -> int:
-    """Analyse a position as ``POST /v1/analysis`` does."""
-    position, analysis = _analysis_answer(args)
-    answer = analysis.json()
-    text = "\n".join(
+def _analysis_answer(args: argparse.Namespace) -> tuple[Position, Answer]:
+    """The API's own analysis code path (limits checked against the server configuration)."""
+    from .core.analyser import default_analyser
+    from .core.problems import ApiProblem
+
+    request = _analysis_request(args)
+    try:
+        answer = default_analyser().analyse(request)
+    except ApiProblem as problem:
+        raise KalahError(problem.detail) from None
+    return request.position, answer
+
+
+def _source(answer: dict[str, Any], position: Position) -> str:
+    """Where an answer came from: the cache, the opening book, the deep book, an endgame
+    database (an exact answer of a position the database attached for its rules covers),
+    or a search."""
+    from kalah_core.rules import Rules
+
+    from . import egdb
+    from .core.analyser import default_analyser
+
+    book = answer.get("book")
+    if answer.get("cached"):
+        return "cache"
+    if book is not None:
+        return "deep book" if book.get("kind") == "deep" else "book"
+    settings = default_analyser().settings
+    databases = egdb.service(settings.egdb_path, settings.egdb_seeds)
+    seeds = sum(position.south) + sum(position.north)
+    if answer["exact"] and seeds <= databases.max_seeds(Rules.from_json(answer["rules"])):
+        return "database"
+    return "search"
+
+
+def _bounds(item: dict[str, Any]) -> str:
+    return f"[{item['lower']:+d}, {item['upper']:+d}]"
+
+
+def _analysis_text(position: Position, answer: dict[str, Any], source: str | None) -> str:
+    """The text of an answer (``source`` given) or of a live event: the value with its bounds,
+    depth and origin, every move's value and bounds, the line."""
+    kind = "exact" if answer["exact"] else "heuristic"
+    depth = "proven" if answer["exact"] else f"depth {answer['depth']}"
+    head = (
+        f"{position.to_move.value.capitalize()} to move in {position.compact()}: value "
+        f"{answer['value']:+d} ({kind}), bounds {_bounds(answer)}, {depth}"
+    )
+    if source is not None:
+        head += f", source: {source}"
+    else:
+        head += f", {answer['nodes']:,} nodes, {answer['time_ms'] / 1000:.1f} s"
+    return "\n".join(
         [
-            f"{position.to_move.value.capitalize()} to move in {position.compact()}: value "
-            f"{answer['value']:+d} ({'exact' if answer['exact'] else 'heuristic'})",
+            head,
             *(
-                f"  {m['move']!s:>4}  {m['value']:+4d}  {'exact' if m['exact'] else 'estimate'}"
+                f"  {m['move']!s:>4}  {m['value']:+4d}  {_bounds(m):>11}  "
+                + ("exact" if m["exact"] else "estimate")
                 for m in answer["moves"]
             ),
             "pv: " + "  ".join("".join(str(x) for x in turn) for turn in answer["pv"]),
         ]
     )
-    emit(args, text, answer)
+
+
+def cmd_analyse(args: argparse.Namespace) -> int:
+    """Analyse a position as ``POST /v1/analysis`` does (``--watch``: as it deepens, as a
+    live ``/v1/analysis`` streams it)."""
+    if args.watch:
+        return _watch(args)
+    position, analysis = _analysis_answer(args)
+    answer = analysis.json()
+    emit(args, _analysis_text(position, answer, _source(answer, position)), answer)
+    return EXIT_OK
+
+
+def _watch(args: argparse.Namespace) -> int:
+    """``kalah analyse --watch``: each event of the live analysis, as one block redrawn in
+    place on a terminal (one block after another elsewhere), or as NDJSON under ``--json``;
+    the answer last. Ctrl-C stops the search (the block shows what it had)."""
+    from .core.analyser import default_analyser
+    from .core.live import Live
+
+    request = _analysis_request(args, live=True)
+    live = Live(default_analyser(), request, alive=lambda: True, heartbeat_s=math.inf)
+    live.start(lambda budget_ms: lambda spent_ms: None)  # nothing is charged on the terminal
+    terminal = sys.stdout.isatty() and not args.json
+    shown = 0  # lines of the block on the terminal
+    for event in live.events():
+        if event is None:
+            continue
+        if args.json:
+            print(event.decode(), flush=True)
+            continue
+        data = json.loads(event)
+        if data["final"]:
+            answer = data.get("answer")
+            if answer is None:
+                raise KalahError(data["problem"]["detail"])
+            text = _analysis_text(request.position, answer, _source(answer, request.position))
+        else:
+            text = _analysis_text(request.position, data, None)
+        if terminal and shown:
+            sys.stdout.write(f"\x1b[{shown}F\x1b[J")  # up to the block's start, clear below
+        elif shown:
+            print()
+        print(text, flush=True)
+        shown = text.count("\n") + 1
     return EXIT_OK
 
 
@@ -113,16 +209,25 @@ def cmd_best_move(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _add_analysis_command(commands: Commands, name: str, func: Any, text: str) -> None:
+def _add_analysis_command(
+    commands: Commands, name: str, func: Any, text: str
+) -> argparse.ArgumentParser:
     sub = add_command(commands, name, func, text)
     sub.add_argument("position", metavar="POSITION", help=POSITION_HELP)
     sub.add_argument("--time-ms", type=int, default=None, metavar="MS", help="time budget")
     sub.add_argument("--depth", type=int, default=None, metavar="D", help="heuristic depth")
+    return sub
 
 
 def add_analyse(commands: Commands) -> None:
     text = "analyse a position as the API does (limits from KALAH_*)"
-    _add_analysis_command(commands, "analyse", cmd_analyse, text)
+    sub = _add_analysis_command(commands, "analyse", cmd_analyse, text)
+    sub.add_argument(
+        "--watch",
+        action="store_true",
+        help="show the analysis as it deepens (one block redrawn on a terminal; NDJSON "
+        "events with --json, the answer last), up to KALAH_STREAM_MAX_TIME_MS",
+    )
 
 
 def add_best_move(commands: Commands) -> None:

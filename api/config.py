@@ -62,6 +62,12 @@ class Settings:
     default_time_ms: int = 1000
     max_time_ms: int = 10000
     max_nodes: int = 1_000_000_000
+    stream_max_time_ms: int = 60_000
+    """The longest budget of a live analysis (``Accept: text/event-stream`` or
+    ``application/x-ndjson``): longer than a one-shot's, since its caller sees it deepen."""
+    stream_heartbeat_ms: int = 10_000
+    """How long a live analysis stays silent before it sends a heartbeat (an SSE comment, a
+    blank NDJSON line), so that proxies do not close a quiet stream."""
     egdb_path: str | None = None
     egdb_seeds: int | None = None
     """Size of the databases built in the background in ``auto`` mode (0: build none; None:
@@ -131,6 +137,8 @@ _VARIABLES: dict[str, tuple[str, type, Any, float | None, float | None]] = {
     "KALAH_DEFAULT_TIME_MS": ("default_time_ms", int, 1000, 1, None),
     "KALAH_MAX_TIME_MS": ("max_time_ms", int, 10000, 1, 600_000),
     "KALAH_MAX_NODES": ("max_nodes", int, 1_000_000_000, 1, None),
+    "KALAH_STREAM_MAX_TIME_MS": ("stream_max_time_ms", int, 60_000, 1, 3_600_000),
+    "KALAH_STREAM_HEARTBEAT_MS": ("stream_heartbeat_ms", int, 10_000, 10, 600_000),
     "KALAH_EGDB_PATH": ("egdb_path", str, None, None, None),
     "KALAH_EGDB_SEEDS": ("egdb_seeds", AutoInt, None, 0, 30),
     "KALAH_WORKERS": ("workers", int, None, 1, 1024),

@@ -52,6 +52,19 @@ MEANINGS: dict[str, str] = {
         "this + 30 s."
     ),
     "KALAH_MAX_NODES": ("Largest node budget a request may ask for."),
+    "KALAH_STREAM_MAX_TIME_MS": (
+        "Largest search budget of a live analysis (`/v1/analysis` asked for `text/event-stream` "
+        "or `application/x-ndjson`, see [api.md](api.md)): longer than a one-shot's, since its "
+        "caller watches it deepen and may stop it at any time; above it the answer is a 422 "
+        "naming `time_ms`. A stream holds an engine only while it runs, is charged the time it "
+        "ran, and ends when its client goes away. gunicorn's `gthread` workers keep answering "
+        "their heartbeat while a stream runs, so the worker timeout does not cut it."
+    ),
+    "KALAH_STREAM_HEARTBEAT_MS": (
+        "How long a live analysis stays silent before it sends a heartbeat (an SSE comment "
+        "line, a blank NDJSON line), so that proxies keep a quiet stream open (nginx closes an "
+        "upstream silent for 60 s)."
+    ),
     "KALAH_EGDB_PATH": (
         "Where the server and every command (`kalah solve`, `analyse`, `batch`, `egdb build`) "
         "find endgame databases: `auto` (the cache folder, `$XDG_CACHE_HOME/kalah`, i.e. "
@@ -223,8 +236,8 @@ def fixed_limits() -> str:
         f"results from `GET /v1/jobs/{{id}}` (NDJSON: any number), search depth up to "
         f"{config.MAX_DEPTH}, at most {config.MAX_MOVES} moves per `POST /v1/play`; the "
         f"engine's own bounds apply to positions (at most {MAX_SEEDS} seeds, 1–{MAX_HOUSES} "
-        f"houses, compact notation up to {MAX_NOTATION_LENGTH} characters) and seed-000 games "
-        f"(up to {MAX_GAME_LENGTH} characters); an answer's PV is at most "
+        f"houses, compact notation up to {MAX_NOTATION_LENGTH} characters) and games in the "
+        f"Finnish notation (up to {MAX_GAME_LENGTH} characters); an answer's PV is at most "
         f"{config.MAX_PV_SOWINGS} sowings. `GET /v1/rules` reports the limits in force."
     )
     return textwrap.fill(text, 92, break_long_words=False, break_on_hyphens=False) + "\n"

@@ -13,6 +13,7 @@ from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     generate_latest,
 )
@@ -54,6 +55,12 @@ ANSWERS = Counter(
     "kalah_analysis_answers",
     "Analyses answered, exact or heuristic, cached or computed",
     ["kind", "cached"],
+)
+
+ENGINES_BUSY = Gauge(
+    "kalah_engines_busy",
+    "Engines searching now (one-shot searches and live streams), summed over live workers",
+    multiprocess_mode="livesum",
 )
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from .position import Position
 from .results import Analysis, MoveValue
 from .rules import Rules
-from .solver import ENGINE_VERSION
+from .solver import ENGINE_VERSION, Snapshot
 
 PERSPECTIVE = "side_to_move"
 
@@ -49,6 +49,25 @@ def analysis_json(
         "limits": {name: (limits or {}).get(name) for name in ("time_ms", "depth", "nodes")},
         "engine": ENGINE_VERSION,
         "book": analysis.extra.get("book"),
+    }
+
+
+def snapshot_json(snapshot: Snapshot, time_ms: float) -> dict[str, Any]:
+    """One event of a live analysis (the API's streams, ``kalah analyse --json --watch``):
+    ``final`` false, the depth of the last complete deepening, the nodes and the time so far,
+    the root's estimate and proven bounds, every move as in an answer, and the line the
+    table holds."""
+    return {
+        "final": False,
+        "depth": snapshot.depth,
+        "nodes": snapshot.nodes,
+        "time_ms": round(time_ms, 1),
+        "value": snapshot.value,
+        "exact": snapshot.lower == snapshot.upper,
+        "lower": snapshot.lower,
+        "upper": snapshot.upper,
+        "moves": [move_value_json(m) for m in snapshot.moves],
+        "pv": [list(turn) for turn in snapshot.pv],
     }
 
 

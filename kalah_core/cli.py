@@ -67,7 +67,7 @@ Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 COMMANDS_GROUP = "kalah.commands"
 
 RULES_DOC = "docs/rules.md"
-"""The rules in the project's words (presets, options, the seed-000 notation)."""
+"""The rules in the project's words (presets, options, the Finnish notation)."""
 
 POSITION_HELP = (
     "'start', the compact notation (e.g. 444444-0-444444-0-s) or the JSON form "

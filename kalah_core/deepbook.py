@@ -256,7 +256,7 @@ class DeepBook:
         if exact:
             best: list[Move] = [m.move for m in moves if m.exact and m.value == value]
         else:
-            best = [moves[0].move]
+            best = [m.move for m in moves if m.value == moves[0].value]  # ties, as the solver
         first = int(moves[0].move)
         line = record.pv if record.pv[:1] == (first,) else (first,)
         pv = self._pv(position, rules, line, pv_limit)

@@ -34,7 +34,7 @@ class InvalidPositionError(KalahError):
 
 
 class InvalidNotationError(KalahError):
-    """A text in one of the notations (compact position, seed-000 game) cannot be parsed."""
+    """A text in one of the notations (compact position, Finnish-notation game) cannot be parsed."""
 
     def __init__(self, message: str, *, text: str, field: str = "notation") -> None:
         self.field = field

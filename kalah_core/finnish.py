@@ -92,7 +92,7 @@ def _parse_turn(half: str, side: Side, number: int, base: int, text: str) -> lis
 
 
 def write_fi(history: Sequence[MoveResult]) -> str:
-    """The canonical seed-000 spelling of a sequence of moves."""
+    """The canonical Finnish spelling of a sequence of moves."""
     rounds: list[list[str]] = []
     turn = ""
     for k, result in enumerate(history):

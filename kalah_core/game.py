@@ -138,11 +138,11 @@ class Game:
         return [r.move for r in self.history]
 
     def fi(self) -> str:
-        """The game in the seed-000 notation (canonical spelling, ``*`` on every capture)."""
+        """The game in the Finnish notation (canonical spelling, ``*`` on every capture)."""
         return write_fi(self.history)
 
     def push_fi(self, text: str) -> list[MoveResult]:
-        """Play a game fragment written in the seed-000 notation; an IllegalMoveError names
+        """Play a game fragment written in the Finnish notation; an IllegalMoveError names
         the sowing (round, side, move) and why it cannot be played."""
 
         results: list[MoveResult] = []

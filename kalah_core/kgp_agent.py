@@ -40,7 +40,7 @@ go-kgp plays without asking) are found by a short search from its previous state
 state that cannot be reached so starts a new game. A game's end is seen when the agent's own
 move ends it; otherwise (the opponent's move ended it) the result is what the agent had proven
 (a proven win stays a win whatever the opponent does), or unknown. Each game is logged in the
-seed-000 notation as the server saw it (South moved first).
+Finnish notation as the server saw it (South moved first).
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ a ``blunder``. The one place these thresholds are defined (the API and the CLI d
 from here)."""
 
 MARKS = {"best": "", "inaccuracy": "?!", "mistake": "?", "blunder": "??"}
-"""Suffixes of an annotated sowing in the seed-000 notation (chess-style)."""
+"""Suffixes of an annotated sowing in the Finnish notation (chess-style)."""
 
 JUDGEMENT_DOC = (
     "Judgement of a sowing by its loss in seeds against perfect play: best (0), inaccuracy "
@@ -140,7 +140,7 @@ class Review:
         return result
 
     def annotated_fi(self) -> str:
-        """The game in the seed-000 notation with each sowing's judgement mark."""
+        """The game in the Finnish notation with each sowing's judgement mark."""
         marks = [MARKS[e.judgement] for e in self.entries]
         plain = write_fi(self.history)
         return _annotate(plain, self.history, marks)
@@ -175,7 +175,7 @@ def review_moves(
 
 
 def review_fi(rules: Rules, text: str, evaluate: Evaluate, start: Position | None = None) -> Review:
-    """Review a game written in the seed-000 notation."""
+    """Review a game written in the Finnish notation."""
     game = Game.parse_fi(text, rules, start)
     assert game.start is not None
     return review_history(rules, game.start, game.history, evaluate)

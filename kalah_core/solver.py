@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -25,11 +25,11 @@ from .position import Position, Side
 from .results import Analysis, MoveValue
 from .rules import Rules
 
-__all__ = ["ENGINE_VERSION", "MAX_THREADS", "Analysis", "Engine", "MoveValue", "Prove"]
+__all__ = ["ENGINE_VERSION", "MAX_THREADS", "Analysis", "Engine", "MoveValue", "Prove", "Snapshot"]
 
 Prove = Literal["all", "optimal", "value"]
 
-ENGINE_VERSION = "kalah-core-0.1.0/search-6"
+ENGINE_VERSION = "kalah-core-0.1.0/search-7"
 """Changes whenever a search change could change an answer; part of every cache key."""
 
 
@@ -51,6 +51,22 @@ class _Line:
     @property
     def value(self) -> int:
         return self.lower if self.exact else min(max(self.estimate, self.lower), self.upper)
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """An analysis while it runs (:meth:`Engine.snapshot`): its last complete deepening
+    (``depth`` sowings; 0 before the first), the nodes so far, the root's estimate and proven
+    bounds, every root move's (best first; ``exact`` once its bounds meet) and a line the
+    table holds, grouped by turns."""
+
+    depth: int
+    nodes: int
+    value: int
+    lower: int
+    upper: int
+    moves: list[MoveValue]
+    pv: list[list[Move]]
 
 
 class Engine:
@@ -94,6 +110,12 @@ class Engine:
         self._root = (-INFINITE, INFINITE)
         self._live: _Line | None = None
         self._mtdf_running = False
+        self._reached = 0  # the depth of the last complete deepening, for snapshot()
+        self._rules: Rules | None = None  # the running analysis's, for snapshot()
+        self._restricted = False  # the running analysis has some root moves only
+        self.on_deepened: Callable[[Snapshot], None] | None = None
+        """Called on the analysis's thread with its snapshot after each complete deepening:
+        a live view (the API's streams) sees every one, however fast they come."""
         self.databases: list[EndgameDatabase] = []
         for database in databases:
             self.attach(database)
@@ -144,6 +166,59 @@ class Engine:
                 lowers[i], uppers[i] = max(lowers[i], low), min(uppers[i], high)
         return max(max(lowers), root_low), min(max(uppers), root_high), int(s.live_nodes)
 
+    def snapshot(self, pv_limit: int = 16) -> Snapshot | None:
+        """What the analysis running on another thread has so far (a live view: ``kalah
+        analyse --watch``, the API's streams): the depth of its last complete deepening, the
+        nodes, the root's proven bounds and estimate, every root move's estimate and proven
+        bounds (best first) and a line from the table; None before its root moves are known.
+        Reads only what the search publishes between its steps (as :meth:`progress`)."""
+        lines, rules = list(self._lines), self._rules
+        progress = self.progress()
+        if not lines or progress is None or rules is None:
+            return None
+        lower, upper, nodes = progress
+        if self._restricted:  # the root's bounds are the whole position's
+            lower, upper = max(ln.lower for ln in lines), max(ln.upper for ln in lines)
+        bounds = [(ln.lower, ln.upper) for ln in lines]
+        live = self._live
+        if self._mtdf_running and live is not None and live in lines:
+            live_low, live_high = self.searcher.live_bounds
+            i = lines.index(live)
+            low, high = sorted((live.sign * live_low, live.sign * live_high))
+            bounds[i] = (max(bounds[i][0], low), min(bounds[i][1], high))
+        moves = []
+        for ln, (low, high) in zip(lines, bounds, strict=True):
+            high = min(high, upper)
+            value = low if low >= high else min(max(ln.estimate, low), high)
+            moves.append(
+                MoveValue(
+                    ln.result.move,
+                    value,
+                    low >= high,
+                    low,
+                    max(low, high),
+                    ln.result.extra_turn,
+                    ln.result.captured,
+                    ln.result.after,
+                )
+            )
+        moves.sort(key=lambda m: (-m.value, not m.exact, -m.lower, _order(m.move)))
+        value = min(max(moves[0].value, lower), upper)
+        line: list[MoveResult] = []
+        best = next(ln for ln in lines if ln.result.move == moves[0].move)
+        line.append(best.result)
+        node = best.result.after
+        while len(line) < pv_limit and outcome(node, rules) is None:
+            code = self.searcher.table_move(node)
+            if code is None:
+                break
+            move: Move = SWAP if code == SWAP_CODE else code + 1
+            if move not in legal_moves(node, rules):
+                break
+            line.append(play(node, rules, move))
+            node = line[-1].after
+        return Snapshot(self._reached, nodes, value, lower, upper, moves, group_turns(line))
+
     def analyse(
         self,
         position: Position,
@@ -154,6 +229,7 @@ class Engine:
         depth: int | None = None,
         pv_limit: int = 64,
         prove: Prove = "all",
+        moves: Sequence[Move] | None = None,
     ) -> Analysis:
         """Analyse ``position`` under ``rules``. With no ``depth``: solve exactly within the
         budget (unbounded when neither ``time_ms`` nor ``nodes`` is given), falling back to
@@ -161,13 +237,23 @@ class Engine:
         heuristic search that deep only (exact if no leaf needed the evaluation).
         ``prove`` says how much to prove: ``"all"`` the exact value of every move; ``"optimal"``
         the value and every optimal move, the others only bounded (cheaper); ``"value"`` the
-        value and one optimal move (cheapest: what a best-move query needs)."""
+        value and one optimal move (cheapest: what a best-move query needs).
+        ``moves``: only these root moves (legal ones: as chess engines' ``searchmoves``); the
+        value is then the best of theirs, searched move by move (no book answers it)."""
         position.validate(rules)
-        if self.book is not None and depth is None:
+        restricted = moves is not None
+        if restricted:
+            prove = "all"  # each move's own value: a root search would prove the others'
+        if self.book is not None and depth is None and not restricted:
             hit: Analysis | None = self.book.analysis(position, rules, pv_limit)
             if hit is not None:
                 return hit
-        if self.deep_book is not None and depth is None and _short(time_ms, nodes):
+        if (
+            self.deep_book is not None
+            and depth is None
+            and _short(time_ms, nodes)
+            and not restricted
+        ):
             hit = self.deep_book.analysis(position, rules, pv_limit)
             if hit is not None:
                 return hit
@@ -180,6 +266,7 @@ class Engine:
 
         s = self.searcher
         s.clear_interrupt()
+        self._reached = 0
         self._emptied = False
         self._cuts = []
         # Proven bounds on the root value from a root search.
@@ -203,7 +290,15 @@ class Engine:
         first = next(rounds)
         first_ms, first_nodes = first[0]
         s.begin(position, rules, first_ms, max(1, first_nodes) if nodes else 0)
-        lines = [self._line(position, rules, move) for move in legal_moves(position, rules)]
+        lines = [
+            self._line(position, rules, move)
+            for move in legal_moves(position, rules)
+            if moves is None or move in moves
+        ]
+        if not lines:
+            raise ValueError("moves: none of them is a legal move of the position")
+        self._restricted = restricted
+        self._rules = rules
         self._lines = lines
         if depth is not None:
             reached = self._deepen(rules, lines, 1, depth, None)
@@ -245,6 +340,8 @@ class Engine:
         self._settle(position, rules, lines, root, time_ms, nodes)
         if self.deep_book is not None and depth is None:
             root = self._with_deep_book(self.deep_book, position, rules, lines, root)
+        if restricted:  # the root's bounds are the whole position's: its moves' say it all
+            root = (-INFINITE, INFINITE)
         # Equal estimates: the move with more of its value proven first.
         self._lines = []
         lines.sort(key=lambda ln: (-ln.value, not ln.exact, -ln.lower, _order(ln.result.move)))
@@ -255,11 +352,13 @@ class Engine:
         if exact:
             best = [ln.result.move for ln in lines if ln.exact and ln.value == value]
         else:
-            best = [lines[0].result.move]
+            # Ties as for an exact answer: estimates are whole seeds, so every move whose
+            # estimate equals the best one's is listed (best first, as ``moves``).
+            best = [ln.result.move for ln in lines if ln.value == lines[0].value]
         pv = self._pv(
             position, rules, lines[0], exact, pv_limit if exact else min(pv_limit, reached)
         )
-        moves = [
+        values = [
             MoveValue(
                 ln.result.move,
                 ln.value,
@@ -278,7 +377,7 @@ class Engine:
             lower,
             upper,
             best,
-            moves,
+            values,
             pv,
             None if exact else reached,
             int(s.nodes),
@@ -484,6 +583,7 @@ class Engine:
                         self._cuts.append((s.cut_move, v))
                 else:
                     high = v
+                self._root = (max(self._root[0], low), min(self._root[1], high))  # snapshot()
                 if (v >= beta) == (side == "low"):
                     steps[side] *= 2
         for line in lines:
@@ -698,7 +798,11 @@ class Engine:
                 line.estimate = min(max(estimate, line.lower), line.upper)
                 if horizon == 0:  # no leaf was estimated: the depth-limited value is exact
                     line.lower = line.upper = estimate
-            reached = d
+            reached = self._reached = d
+            if self.on_deepened is not None:
+                shot = self.snapshot()
+                if shot is not None:
+                    self.on_deepened(shot)
             if all(line.exact for line in lines):
                 break
             if node_cap is not None and s.nodes - nodes_before > node_cap:

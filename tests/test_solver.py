@@ -505,3 +505,16 @@ def test_same_draft_weighs_every_move_at_the_depth_asked(
     FRESH.clear()
     fresh = FRESH.analyse(position, rules, depth=depth)
     assert {m.move: m.value for m in warm.moves} == {m.move: m.value for m in fresh.moves}
+
+
+@pytest.mark.parametrize(("seeds", "depth"), [(4, 4), (6, 5)])
+def test_an_estimate_lists_every_tied_move_as_an_exact_answer_does(seeds: int, depth: int) -> None:
+    """Issue 50: an estimate named one best move where several tied (Kalah(6,6) at 5 sowings:
+    five moves at 0). Estimates are whole seeds: every move whose estimate equals the best
+    one's is a best move, in the order of ``moves``."""
+    rules = Rules.preset("kalah", seeds=seeds)
+    analysis = Engine(tt_mb=16).analyse(Position.start(rules), rules, depth=depth)
+    assert not analysis.exact
+    tied = [m.move for m in analysis.moves if m.value == analysis.moves[0].value]
+    assert len(tied) > 1
+    assert analysis.best_moves == tied

@@ -10,10 +10,17 @@ from ..schemas.answers import BoardSchema, RulesOptionsSchema
 from ..schemas.fields import answer, move_field, position_field, rules_field
 from ..schemas.requests import DEPTH_DOC, NODES_DOC, TIME_DOC, LimitsSchema, PositionQuerySchema
 
+MOVES_DOC = (
+    "Only these moves of the position (as chess engines' searchmoves): the value is the "
+    "best of theirs and `moves` lists only them; each must be legal (a 422 naming the field "
+    "otherwise)."
+)
+
 
 class AnalysisRequestSchema(ma.Schema):
     position = position_field(required=True)
     rules = rules_field()
+    moves = fields.List(move_field(), metadata={"description": MOVES_DOC})
     limits = fields.Nested(
         LimitsSchema,
         load_default=dict,
@@ -26,6 +33,9 @@ class AnalysisRequestSchema(ma.Schema):
 
 class AnalysisQuerySchema(PositionQuerySchema):
     time_ms = fields.Integer(metadata={"description": TIME_DOC, "minimum": 1})
+    moves = fields.String(
+        metadata={"description": MOVES_DOC + " Comma-separated: `moves=1,4` or `moves=swap`."}
+    )
     depth = fields.Integer(metadata={"description": DEPTH_DOC, "minimum": 1, "maximum": MAX_DEPTH})
     nodes = fields.Integer(metadata={"description": NODES_DOC, "minimum": 1})
 
@@ -113,7 +123,10 @@ class AnalysisSchema(ma.Schema):
     )
     best_moves = fields.List(
         move_field(),
-        metadata={"description": "Every optimal move (proven when exact, estimated otherwise)."},
+        metadata={
+            "description": "Every optimal move: proven when exact; for an estimate, every move "
+            "whose estimate equals the best one's (estimates are whole seeds), best first."
+        },
     )
     moves = fields.List(
         fields.Nested(MoveValueSchema),
@@ -178,3 +191,42 @@ class BestMoveAnswerSchema(ma.Schema):
     exact = fields.Boolean(metadata={"description": "Whether value is proven."})
     lower = fields.Integer(metadata={"description": "Proven lower bound of the value."})
     upper = fields.Integer(metadata={"description": "Proven upper bound of the value."})
+
+
+@answer()
+class AnalysisProgressSchema(ma.Schema):
+    """An event of a live analysis while its search runs (``Accept: text/event-stream`` or
+    ``application/x-ndjson``): what the search has so far."""
+
+    final = fields.Boolean(metadata={"description": "Always false: the search runs."})
+    depth = fields.Integer(metadata={"description": "Sowings of the last complete deepening."})
+    nodes = fields.Integer(metadata={"description": "Nodes searched so far."})
+    time_ms = fields.Float(metadata={"description": "Milliseconds since the search started."})
+    value = fields.Integer(metadata={"description": "The estimate so far, within the bounds."})
+    exact = fields.Boolean(metadata={"description": "Whether the bounds have met."})
+    lower = fields.Integer(metadata={"description": "The root's proven lower bound so far."})
+    upper = fields.Integer(metadata={"description": "The root's proven upper bound so far."})
+    moves = fields.List(
+        fields.Nested(MoveValueSchema),
+        metadata={"description": "Every legal move's estimate and proven bounds, best first."},
+    )
+    pv = fields.List(
+        fields.List(move_field()),
+        metadata={"description": "The line the search holds now, grouped by turns."},
+    )
+
+
+@answer("answer", "problem")
+class AnalysisFinalSchema(ma.Schema):
+    """The last event of a live analysis: the answer (or why there is none)."""
+
+    final = fields.Boolean(metadata={"description": "Always true: the last event."})
+    answer = fields.Nested(
+        AnalysisSchema,
+        metadata={
+            "description": "The answer: exactly the one-shot answer's body for the same request."
+        },
+    )
+    problem = fields.Dict(
+        metadata={"description": "Instead of answer: the problem that stopped the search."}
+    )

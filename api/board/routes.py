@@ -79,7 +79,7 @@ class BoardImage(MethodView):
         position = parse_position_field(args["position"], rules)
         move: Move | None = None
         if "move" in args:
-            move = "swap" if args["move"] == "swap" else int(args["move"])
+            move = args["move"]
             if move not in legal_moves(position, rules):
                 legal = ", ".join(str(m) for m in legal_moves(position, rules)) or "none"
                 raise IllegalMoveError(

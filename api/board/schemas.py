@@ -3,20 +3,28 @@ draw it."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from marshmallow import fields, validate
 
-from kalah_core.rules import MAX_HOUSES
-
+from ..schemas.fields import MoveField
 from ..schemas.requests import PositionQuerySchema
 
 MIN_SIZE, MAX_SIZE = 64, 2048
 
 
+class QueryMoveField(MoveField):
+    """A move in a query string (``move=4``, ``move=swap``): typed as every other move (the
+    ``Move`` component: an integer or ``"swap"``), so a typed client sends ``move=4``."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
+        if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 2:
+            value = int(value)
+        return super()._deserialize(value, attr, data, **kwargs)
+
+
 class BoardImageQuerySchema(PositionQuerySchema):
-    move = fields.String(
-        validate=validate.Regexp(
-            r"^([1-9]|[1-9][0-9]|swap)$", error=f"a house number 1..{MAX_HOUSES} or 'swap'"
-        ),
+    move = QueryMoveField(
         metadata={
             "description": "A legal move of the side to move to mark: a house number from the "
             "mover's own left, or 'swap'."

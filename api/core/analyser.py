@@ -115,6 +115,7 @@ class Analyser:
                 depth=limits.depth,
                 nodes=limits.nodes,
                 pv_limit=MAX_PV_SOWINGS,
+                moves=request.moves,
             )
             return analysis, started
 

@@ -29,13 +29,14 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from kalah_core.solver import Engine
 
+from .. import metrics
 from .problems import ApiProblem
 
 log = logging.getLogger("kalah_service.engines")
@@ -86,6 +87,9 @@ class LowPriority:
 
     def run(self, work: Callable[[], T]) -> T:
         return self._threads.submit(work).result()
+
+    def submit(self, work: Callable[[], T]) -> Future[T]:
+        return self._threads.submit(work)
 
 
 @dataclass(eq=False, slots=True)
@@ -179,6 +183,7 @@ class EnginePool:
             slot.ends = time.monotonic() + budget_s  # a search ends within ms of its budget
             slot.long = long
             self._busy.append(slot)
+            metrics.ENGINES_BUSY.inc()
         try:
             if slot.engine is None:
                 self._equip(slot)
@@ -189,6 +194,7 @@ class EnginePool:
             with self._changed:
                 self._busy.remove(slot)
                 self._free.append(slot)
+                metrics.ENGINES_BUSY.dec()
                 self._changed.notify_all()
 
     def search(self, budget_ms: int, work: Callable[[Engine], T]) -> T:
@@ -199,6 +205,25 @@ class EnginePool:
             if long and self._low is not None:
                 return self._low.run(lambda: work(engine))
             return work(engine)
+
+    def background(self, budget_ms: int, work: Callable[[], T]) -> Future[T]:
+        """Start ``work``, a search of ``budget_ms`` on an engine the caller holds
+        (:meth:`engine`), on another thread (a live stream's: its request thread writes the
+        events meanwhile): a long one on a low-priority thread, as :meth:`search` runs it."""
+        long = budget_ms > self.short_ms and self.size > 1
+        if long and self._low is not None:
+            return self._low.submit(work)
+        future: Future[T] = Future()
+
+        def run() -> None:
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(work())
+                except BaseException as error:  # handed to the caller, as an executor does
+                    future.set_exception(error)
+
+        threading.Thread(target=run, name="live-search", daemon=True).start()
+        return future
 
     def _equip(self, slot: Slot) -> None:
         slot.engine = self.make(slot.lock)
@@ -230,3 +255,14 @@ class EnginePool:
     def engines(self) -> int:
         """How many engines exist."""
         return self._created
+
+    @property
+    def busy(self) -> int:
+        """How many engines are searching (or held for a search) now."""
+        with self._changed:
+            return len(self._busy)
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Wait until no engine is busy (at most ``timeout_s``); whether none is."""
+        with self._changed:
+            return self._changed.wait_for(lambda: not self._busy, timeout_s)

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kalah_core.game import Move, legal_moves
 from kalah_core.position import Position, parse_position
 from kalah_core.rules import OPTION_DOCS, Rules
 
@@ -95,6 +96,9 @@ class AnalysisRequest:
     position: Position
     rules: Rules
     limits: Limits
+    moves: tuple[Move, ...] | None = None
+    """Only these root moves (``moves=``, as chess engines' ``searchmoves``), in house order;
+    None: every legal move."""
 
     @property
     def key(self) -> str:
@@ -105,8 +109,12 @@ class AnalysisRequest:
     @property
     def exact_key(self) -> str:
         """``<rules key>:<compact position>``: a proven answer does not depend on the limits,
-        so it is cached under this key and answers the request with any limits."""
-        return f"{self.rules.key}:{self.position.compact()}"
+        so it is cached under this key and answers the request with any limits (a request
+        for some moves only adds ``:m<moves>``)."""
+        key = f"{self.rules.key}:{self.position.compact()}"
+        if self.moves is not None:
+            key += ":m" + ",".join(str(move) for move in self.moves)
+        return key
 
     # -- parsing ---------------------------------------------------------------------------
 
@@ -130,7 +138,11 @@ class AnalysisRequest:
         )
         position = parse_position_field(body["position"], rules, field=where + "position")
         merged = {**(shared_limits or {}), **(body.get("limits") or {})}
-        return cls(position, rules, Limits.checked(settings, merged, prefix=where + "limits."))
+        limits = Limits.checked(settings, merged, prefix=where + "limits.")
+        moves = body.get("moves")
+        if moves is None:
+            return cls(position, rules, limits)
+        return cls(position, rules, limits, parse_search_moves(moves, position, rules, where))
 
     @classmethod
     def from_query(cls, settings: Settings, args: Mapping[str, Any]) -> AnalysisRequest:
@@ -139,7 +151,14 @@ class AnalysisRequest:
         overrides = {name: args[name] for name in RULE_PARAMETERS if name in args}
         rules = parse_query_rules(args.get("rules"), overrides)
         position = parse_position_field(args["position"], rules)
-        return cls(position, rules, Limits.checked(settings, args))
+        limits = Limits.checked(settings, args)
+        if args.get("moves") is None:
+            return cls(position, rules, limits)
+        given: list[object] = [
+            int(m) if m.strip().isdigit() else m.strip() for m in str(args["moves"]).split(",")
+        ]
+        moves = parse_search_moves(given, position, rules, "", indexed=False)
+        return cls(position, rules, limits, moves)
 
     @classmethod
     def of(
@@ -152,20 +171,51 @@ class AnalysisRequest:
     # -- the job queue's form (already checked: no limits are re-applied) -------------------
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "rules": self.rules.to_json(),
             "position": self.position.compact(),
             "limits": self.limits.to_json(),
         }
+        if self.moves is not None:
+            data["moves"] = list(self.moves)
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> AnalysisRequest:
         limits = data["limits"]
+        moves = data.get("moves")
         return cls(
             Position.parse(data["position"]),
             Rules.from_json(data["rules"]),
             Limits(limits["time_ms"], limits.get("depth"), limits.get("nodes")),
+            None if moves is None else tuple(moves),
         )
+
+
+def parse_search_moves(
+    given: object, position: Position, rules: Rules, where: str, *, indexed: bool = True
+) -> tuple[Move, ...]:
+    """The root moves an analysis is restricted to: a non-empty list of legal moves of
+    ``position`` (house numbers or ``swap``), in house order without repeats; a 422 naming
+    ``moves`` (a body's ``moves.<i>``) otherwise."""
+    if not isinstance(given, list) or not given:
+        raise ApiProblem(
+            "invalid-request",
+            "moves is a non-empty list of moves (house numbers or swap)",
+            field=where + "moves",
+        )
+    legal = legal_moves(position, rules)
+    for i, move in enumerate(given):
+        if move not in legal or isinstance(move, bool):
+            name = f"{where}moves.{i}" if indexed else f"{where}moves"
+            raise ApiProblem(
+                "illegal-move",
+                f"{move!r} is not a legal move of this position (legal: "
+                + ", ".join(str(m) for m in legal)
+                + ")",
+                field=name,
+            )
+    return tuple(m for m in legal if m in given)
 
 
 def parse_rules(value: object, *, field: str = "rules") -> Rules:

@@ -39,8 +39,9 @@ from __future__ import annotations
 import ipaddress
 import json
 import math
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -227,6 +228,32 @@ def charge_batch(items: int, first_units: int, *, need_key: bool = True) -> None
     ensure_budget(request_cost() + units + first_units)
     reserve(units)
     charge(units)
+
+
+def charge_stream(budget_ms: int) -> Callable[[float], None]:
+    """A search whose time is known only after its response has started (a live analysis,
+    whose request is settled before its first event): its whole budget is reserved and
+    charged with the request now, and the function returned, called (once) with the time the
+    search ran when it ends, refunds the rest in the shared counters. No caller can overdraw
+    a bucket by opening streams, and each pays what its search ran."""
+    window: Admitted | None = g.get("kalah_window") if has_request_context() else None
+    if window is None:
+        return lambda spent_ms: None
+    budget_units = search_cost(budget_ms)
+    reserve(budget_units)
+    charge(budget_units)
+    buckets = _buckets()
+    once = threading.Lock()  # held for good by the first call
+
+    def settle(spent_ms: float) -> None:
+        if not once.acquire(blocking=False):
+            return
+        refund = budget_units - search_cost(min(spent_ms, budget_ms))
+        if refund > 0:
+            buckets.add(window.identity, window.items, -refund)
+            buckets.sync()
+
+    return settle
 
 
 def payer() -> str:

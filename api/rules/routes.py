@@ -59,6 +59,7 @@ class RulesView(MethodView):
             "limits": {
                 "default_time_ms": settings.default_time_ms,
                 "max_time_ms": settings.max_time_ms,
+                "max_stream_time_ms": settings.stream_max_time_ms,
                 "max_depth": MAX_DEPTH,
                 "max_nodes": settings.max_nodes,
                 "max_body_bytes": MAX_BODY_BYTES,

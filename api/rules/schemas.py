@@ -40,6 +40,12 @@ class ServerLimitsSchema(ma.Schema):
     max_time_ms = fields.Integer(
         metadata={"description": "The largest search budget a request may ask for."}
     )
+    max_stream_time_ms = fields.Integer(
+        metadata={
+            "description": "The largest search budget of a live analysis (/v1/analysis asked "
+            "for text/event-stream or application/x-ndjson)."
+        }
+    )
     max_depth = fields.Integer(
         metadata={"description": "The largest search depth a request may ask for."}
     )

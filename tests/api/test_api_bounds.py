@@ -162,6 +162,7 @@ def test_rules_reports_every_limit(client: FlaskClient) -> None:
     assert limits == {
         "default_time_ms": 1000,
         "max_time_ms": 5000,
+        "max_stream_time_ms": 60000,
         "max_depth": 100,
         "max_nodes": 10**9,
         "max_body_bytes": 65536,

@@ -121,7 +121,7 @@ def main(base_url: str) -> None:
     neither = analyse_game.sync(client=client, body=GameRequest(rules="kalaha"))
     assert isinstance(neither, Problem) and neither.status == 422, neither
 
-    image = get_board_image.sync(client=client, position="start", rules="kalaha", move="3")
+    image = get_board_image.sync(client=client, position="start", rules="kalaha", move=3)
     assert isinstance(image, File), image
     svg: bytes = image.payload.read()
     print("image", svg[:4].decode(), len(svg))
@@ -130,6 +130,10 @@ def main(base_url: str) -> None:
 if __name__ == "__main__":
     main(sys.argv[1])
 '''
+
+LIVE_MD = Path(__file__).resolve().parents[2] / "docs" / "live.md"
+LIVE_EXAMPLE = LIVE_MD.read_text(encoding="utf-8").split("```python\n", 1)[1].split("```", 1)[0]
+"""docs/live.md's typed client of the live analysis: type-checked and run as it is printed."""
 
 CONFIG = """\
 project_name_override: kalah_client
@@ -234,9 +238,14 @@ def test_a_generated_client_type_checks_and_works(
     script.write_text(USAGE, encoding="utf-8")
     anonymous = tmp_path / "anonymous.py"
     anonymous.write_text(ANONYMOUS, encoding="utf-8")
+    live = tmp_path / "live_client.py"  # docs/live.md's example, as printed there
+    live.write_text(LIVE_EXAMPLE, encoding="utf-8")
 
     checked = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(script), str(anonymous)],
+        [
+            *(sys.executable, "-m", "mypy", "--strict", "--no-incremental"),
+            *(str(script), str(anonymous), str(live)),
+        ],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -273,6 +282,15 @@ def test_a_generated_client_type_checks_and_works(
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "anonymous 2 True" in ran.stdout and "review 24 True" in ran.stdout
     assert "image <svg" in ran.stdout
+    ran = subprocess.run(
+        [sys.executable, str(live), gunicorn_server],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert ran.stdout.startswith("depth 1 ") and "\nanswer " in ran.stdout
 
 
 def test_the_client_is_generated_whole_and_anonymous_use_needs_no_key(client: FlaskClient) -> None:

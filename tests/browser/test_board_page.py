@@ -4,6 +4,7 @@ picker changes the game; screenshots at phone and desktop width."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -11,6 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 from flask import Flask
+from harness import wait_for
 
 from kalah_service import create_app
 
@@ -336,21 +338,49 @@ def test_a_bad_position_in_the_url_is_named_not_a_blank_page(browser: Any, base_
     context.close()
 
 
-def test_search_longer_asks_for_four_times_the_budget(page: Any) -> None:
-    page.goto("/?position=start&rules=kalah&seeds=6")  # Kalah(6,6): estimates only
+def engines_busy(base_url: str) -> int:
+    text = requests.get(f"{base_url}/metrics", timeout=10).text
+    found = re.findall(r"^kalah_engines_busy(?:\{[^}]*\})? (\S+)$", text, re.MULTILINE)
+    return int(sum(float(v) for v in found))
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_search_longer_streams_the_search_and_stop_ends_it(
+    browser: Any, base_url: str, artifacts: Path, width: int
+) -> None:
+    """Issue 50, deliver 2: "Search longer" is a live analysis: the values, bounds and line
+    change while one search runs, and "Stop" closes the stream, which stops the search."""
+    context = browser.new_context(viewport={"width": width, "height": 900}, base_url=base_url)
+    page = context.new_page()
+    page.goto("/?position=start&rules=kalah&seeds=5")  # Kalah(6,5): estimates only
     shown_values(page)
-    assert "0.5 s" not in page.inner_text("#search-info")
-    with page.expect_response(
-        lambda r: "/v1/analysis" in r.url and "time_ms=2000" in r.url
-    ) as info:
+    with page.expect_request(
+        lambda r: (
+            "/v1/analysis" in r.url
+            and r.headers.get("accept") == "application/x-ndjson"
+            and "time_ms=60000" in r.url
+        )  # the stream's maximum (/v1/rules)
+    ):
         page.click("#longer")
-    answer = info.value.json()
     page.wait_for_function(
-        "() => !document.querySelector('#longer').textContent.includes('\u2026')"
+        "() => document.querySelector('#search-info').textContent.includes('searching')"
     )
-    assert answer["limits"]["time_ms"] == 2000
-    assert shown_values(page) == {str(m["move"]): (m["value"], m["exact"]) for m in answer["moves"]}
-    assert f"depth {answer['depth']}" in page.inner_text("#search-info")
+    assert page.inner_text("#longer") == "Stop"
+    first = page.inner_text("#search-info")
+    # The same search, later: its summary (depth, bounds, nodes) has changed.
+    page.wait_for_function(
+        "(first) => { const t = document.querySelector('#search-info').textContent;"
+        " return t.includes('searching') && t !== first; }",
+        arg=first,
+    )
+    page.screenshot(path=str(artifacts / f"board-live-{width}.png"), full_page=True)
+    page.click("#longer")  # Stop
+    page.wait_for_function(
+        "() => document.querySelector('#search-info').textContent.includes('stopped')"
+    )
+    assert page.inner_text("#longer") == "Search longer"
+    wait_for(lambda: engines_busy(base_url) == 0, 60, "the stopped search's engine")
+    context.close()
 
 
 def test_the_line_is_written_as_the_api_writes_it(page: Any, oracle: Flask) -> None:

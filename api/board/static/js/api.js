@@ -35,7 +35,41 @@ export function analyse(params, { timeMs, signal } = {}) {
   return send(`/v1/analysis?${query}`, { signal });
 }
 
-/** POST /v1/play: `moves` (houses or "swap") or a seed-000 `game` from `position`. */
+/** GET /v1/analysis as a live analysis (NDJSON): `onEvent` gets each event while the search
+ * deepens; resolves to the answer (the last event's). Aborting `signal` closes the stream,
+ * which stops the search on the server. */
+export async function analyseLive(params, { timeMs, signal, onEvent }) {
+  const query = new URLSearchParams(params);
+  if (timeMs) query.set("time_ms", String(timeMs));
+  const response = await fetch(`/v1/analysis?${query}`, { signal, headers: { Accept: "application/x-ndjson" } });
+  if (!response.ok) {
+    const problem = await response.json().catch(() => ({ detail: `HTTP ${response.status}` }));
+    throw new ApiError(problem, response.status);
+  }
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let newline;
+    while ((newline = buffer.indexOf("\n")) >= 0) {
+      const line = buffer.slice(0, newline).trim();
+      buffer = buffer.slice(newline + 1);
+      if (!line) continue; // a heartbeat
+      const event = JSON.parse(line);
+      if (event.final) {
+        if (event.problem) throw new ApiError(event.problem, event.problem.status || 500);
+        return event.answer;
+      }
+      onEvent(event);
+    }
+  }
+  throw new ApiError({ detail: "the live analysis ended without its answer" }, 502);
+}
+
+/** POST /v1/play: `moves` (houses or "swap") or a Finnish-notation `game` from `position`. */
 export function play(rules, position, { moves, game } = {}) {
   const body = { rules, position };
   if (game !== undefined) body.game = game;

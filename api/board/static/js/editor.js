@@ -1,5 +1,5 @@
 // Setting up a position: counts of every house and store, the side to move and the pie flag;
-// and pasting a position (compact or JSON) or a game (seed-000 notation).
+// and pasting a position (compact or JSON) or a game (Finnish notation).
 
 import { h } from "./dom.js";
 import { isCompact } from "./position.js";

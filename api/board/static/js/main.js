@@ -76,7 +76,7 @@ function urlOfView() {
 
 // -- values -----------------------------------------------------------------------------
 
-async function requestAnalysis({ timeMs } = {}) {
+async function requestAnalysis({ timeMs, live = false } = {}) {
   const position = current();
   const params = paramsOf(position);
   const key = keyOf(params);
@@ -87,17 +87,43 @@ async function requestAnalysis({ timeMs } = {}) {
   analysisState = timeMs ? "longer" : "searching";
   renderAnswer();
   try {
-    const answer = (!timeMs && (await prefetched(key))) || (await api.analyse(params, { timeMs, signal: controller.signal }));
+    let answer;
+    if (live) {
+      // Search longer: a live analysis; each event shows what the search has so far.
+      const before = answers.get(key);
+      const onEvent = (event) => {
+        answers.set(key, liveAnswer(before, event));
+        if (current() === position && pending === controller) renderAnswer();
+      };
+      answer = await api.analyseLive(params, { timeMs, signal: controller.signal, onEvent });
+    } else {
+      answer = (!timeMs && (await prefetched(key))) || (await api.analyse(params, { timeMs, signal: controller.signal }));
+    }
     answers.set(key, answer);
     analysisState = "idle";
   } catch (error) {
-    if (error.name === "AbortError") return;
+    if (error.name === "AbortError") {
+      if (pending === controller && analysisState === "longer") {
+        analysisState = "idle"; // stopped: the page keeps what the search had
+        const shown = answers.get(key);
+        if (shown?.live) answers.set(key, { ...shown, live: false, stopped: true });
+      }
+      if (current() === position) render();
+      return;
+    }
     analysisState = "error";
     showMessage(error.message);
   } finally {
     if (pending === controller) pending = null;
   }
   if (current() === position) render();
+}
+
+/** The answer shown while a live analysis runs: the last answer, with what the search has
+ * so far (its values, bounds, depth and line; every move tied with the best is a best move). */
+function liveAnswer(before, event) {
+  const best = event.moves.filter((m) => m.value === event.moves[0].value).map((m) => m.move);
+  return { ...before, ...event, best_moves: best, cached: false, book: null, live: true };
 }
 
 let loadKey = null; // the analysis the page needed first: the one prefetch.js asked for
@@ -114,10 +140,12 @@ async function prefetched(key) {
 }
 
 function searchLonger() {
-  const answer = answerFor(current());
-  const max = info?.limits.max_time_ms ?? 10000;
-  const last = answer?.limits?.time_ms ?? info?.limits.default_time_ms ?? 1000;
-  requestAnalysis({ timeMs: Math.min(max, last * 4) });
+  if (analysisState === "longer") {
+    pending?.abort(); // Stop: closing the stream stops the search on the server
+    return;
+  }
+  const max = info?.limits.max_stream_time_ms ?? info?.limits.max_time_ms ?? 10000;
+  requestAnalysis({ timeMs: max, live: true });
 }
 
 // -- moves --------------------------------------------------------------------------------
@@ -270,8 +298,8 @@ function renderAnswer() {
   $("search-info").textContent = answer ? searchSummary(answer) : "";
   const pv = answer ? pvText(answer) : "";
   $("pv").textContent = pv ? `Best line: ${pv}` : "";
-  $("longer").disabled = !answer || answer.exact || answer.over || analysisState === "longer";
-  $("longer").textContent = analysisState === "longer" ? "Searching longer\u2026" : "Search longer";
+  $("longer").disabled = !answer || answer.exact || answer.over;
+  $("longer").textContent = analysisState === "longer" ? "Stop" : "Search longer";
   $("busy").hidden = !(analysisState === "searching" || analysisState === "longer");
 }
 
@@ -337,7 +365,7 @@ function onKey(event) {
     s: () => playIfLegal("swap"),
     n: () => nextMistake(),
   };
-  // Houses 1..9 by their digit, 10..12 by their letter in the seed-000 notation (a, b, c).
+  // Houses 1..9 by their digit, 10..12 by their letter in the Finnish notation (a, b, c).
   if (/^[1-9]$/.test(key)) actions[key] = () => playIfLegal(Number(key));
   if (/^[a-c]$/.test(key)) actions[key] = () => playIfLegal(key.charCodeAt(0) - 87);
   if (!actions[key]) return;

@@ -60,7 +60,9 @@ export function renderMoveValues(list, answer, { played = null, onPlay, state = 
 export function searchSummary(answer) {
   const who = sideName(answer.to_move);
   const nodes = answer.nodes.toLocaleString("en-US");
-  const source = answer.cached ? "from the cache" : `${nodes} nodes in ${Math.round(answer.time_ms)} ms`;
+  const searched = `${nodes} nodes in ${Math.round(answer.time_ms)} ms`;
+  const book = answer.book && (answer.book.kind === "deep" ? "from the deep book" : "from the opening book");
+  const source = answer.live ? `${searched}, searching\u2026` : answer.stopped ? `${searched}, stopped` : answer.cached ? "from the cache" : book || searched;
   if (answer.over) return "The game is over.";
   if (answer.exact) return `${who} ${valueWords(answer.value, true)} with best play (proven; ${source}).`;
   return (
@@ -69,7 +71,7 @@ export function searchSummary(answer) {
   );
 }
 
-/** The principal variation in seed-000 rounds (South left of "-", North right). */
+/** The principal variation in Finnish-notation rounds (South left of "-", North right). */
 export function pvText(answer) {
   const rounds = [];
   let side = answer.to_move;

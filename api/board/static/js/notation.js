@@ -1,4 +1,4 @@
-// The seed-000 (Finnish article) notation of a line of sowings: rounds "south-north"
+// The Finnish notation of a line of sowings: rounds "south-north"
 // separated by ", ", a turn's sowings written together, "*" after a capture. Mirrors
 // kalah_core.finnish.write_fi, split into tokens so the page can make each sowing a button.
 

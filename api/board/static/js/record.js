@@ -1,4 +1,4 @@
-// The line of sowings in the seed-000 notation, one button per sowing. In a game review each
+// The line of sowings in the Finnish notation, one button per sowing. In a game review each
 // reviewed sowing's button carries data-loss (seeds lost against perfect play) and its
 // judgement, written as the annotated game writes it (?! inaccuracy, ? mistake, ?? blunder).
 
