@@ -2,6 +2,7 @@
 
     python benchmarks/vs_irving.py --peer /work/peers/irving [--egdb-dir /work/egdb]
                                    [--repeat 3] [--tt-mb 256] [--sets hard held-out]
+                                   [--db-seeds 24 --peer-db endgame.dat] [--baseline DIR]
 
 Irving's solver (github.com/girving/kalah) plays Kalah(6,N) with empty capture only, so the
 positions are the empty-capture ("always") ones of ``hard_set.json`` and ``held_out.json``:
@@ -16,6 +17,12 @@ never inside it, with its own 24-seed database (one core; about 10-45 minutes)::
 and the project's (``/work/egdb/always-24.egdb``)::
 
     kalah egdb build --houses 6 --seeds 24 --capture always -o /work/egdb/always-24.egdb
+
+``--db-seeds N`` gives both programs N-seed databases instead (the project's
+``always-N.egdb``, the peer's ``--peer-db`` file built with ``c N``). ``--baseline DIR`` adds
+another build of the project (a tree with its extensions built in place: ``git archive REV |
+tar -x -C DIR && python setup.py build_ext --inplace`` there) to the rotation: the table before
+and after a change, both against the peer, from one run.
 
 Each position is solved by each program in a process of its own, one thread each, the same
 table memory (``--tt-mb``; the peer's entries are 16 bytes, so ``-t log2(MiB * 2^16)``), the
@@ -83,10 +90,13 @@ def seconds_of(text: str) -> float:
     return days * 86400 + seconds
 
 
-def run_project(entry: dict[str, Any], egdb: str, tt_mb: int) -> dict[str, float]:
+def run_project(
+    entry: dict[str, Any], egdb: str, tt_mb: int, tree: Path | None = None
+) -> dict[str, float]:
     rules = entry["rules"]
+    env = None if tree is None else {**os.environ, "PYTHONPATH": str(tree)}
     command = [
-        *kalah_command(),
+        *(kalah_command() if tree is None else [sys.executable, "-m", "kalah_core"]),
         "solve",
         entry["position"],
         "--houses",
@@ -107,7 +117,9 @@ def run_project(entry: dict[str, Any], egdb: str, tt_mb: int) -> dict[str, float
         "--json",
     ]
     started = time.perf_counter()
-    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        command, check=True, capture_output=True, text=True, cwd=tree, env=env
+    ).stdout
     wall = time.perf_counter() - started
     data = json.loads(out)
     return {
@@ -118,9 +130,11 @@ def run_project(entry: dict[str, Any], egdb: str, tt_mb: int) -> dict[str, float
     }
 
 
-def run_peer(entry: dict[str, Any], peer: Path, tt_mb: int) -> dict[str, float]:
+def run_peer(
+    entry: dict[str, Any], peer: Path, tt_mb: int, db_seeds: int, db: str
+) -> dict[str, float]:
     bits = int(math.log2(tt_mb * 2**20 // PEER_ENTRY_BYTES))
-    command = ["./kalah-s", "-v", "-t", str(bits), "-e", "24", "-E", "endgame.dat", "p"]
+    command = ["./kalah-s", "-v", "-t", str(bits), "-e", str(db_seeds), "-E", db, "p"]
     command += [str(n) for n in pits(entry["position"])]
     started = time.perf_counter()
     out = subprocess.run(command, check=True, capture_output=True, text=True, cwd=peer).stdout
@@ -142,11 +156,12 @@ def median_of(runs: list[dict[str, float]]) -> dict[str, float]:
     return {m: statistics.median(r[m] for r in runs) for m in MEASURES}
 
 
-def table(rows: list[dict[str, Any]]) -> None:
+def table(rows: list[dict[str, Any]], other: str) -> None:
+    """Per size and in total: the sums of ``other``'s and the project's medians, and ratios."""
     print()
     header = f"{'':10}"
     for m in MEASURES:
-        header += f" {m + ' irving':>15} {m + ' project':>16} {'ratio':>6}"
+        header += f" {m + ' ' + other:>15} {m + ' project':>16} {'ratio':>6}"
     print(header)
     groups: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
@@ -155,12 +170,12 @@ def table(rows: list[dict[str, Any]]) -> None:
     for name, chosen in groups.items():
         line = f"{name:10}"
         for m in MEASURES:
-            peer = sum(r["peer"][m] for r in chosen)
+            theirs = sum(r[other][m] for r in chosen)
             ours = sum(r["project"][m] for r in chosen)
             if m == "nodes":
-                line += f" {peer / 1e6:13.1f} M {ours / 1e6:14.1f} M {peer / ours:6.2f}"
+                line += f" {theirs / 1e6:13.1f} M {ours / 1e6:14.1f} M {theirs / ours:6.2f}"
             else:
-                line += f" {peer:13.2f} s {ours:14.2f} s {peer / ours:6.2f}"
+                line += f" {theirs:13.2f} s {ours:14.2f} s {theirs / ours:6.2f}"
         print(line)
 
 
@@ -172,9 +187,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="runs of each pair")
     parser.add_argument("--sets", nargs="+", choices=tuple(SETS), default=list(SETS))
     parser.add_argument("--limit", type=int, default=0, help="only the first N positions")
+    parser.add_argument("--db-seeds", type=int, default=24, help="both databases' seeds")
+    parser.add_argument("--peer-db", default="endgame.dat", help="the peer's database file")
+    parser.add_argument("--baseline", default=None, help="another built tree of the project")
     args = parser.parse_args()
     peer = Path(args.peer)
-    egdb = f"{args.egdb_dir}/always-24.egdb"
+    egdb = f"{args.egdb_dir}/always-{args.db_seeds}.egdb"
+    names = ["peer", "project"] + (["baseline"] if args.baseline else [])
     entries = [
         entry
         for name in args.sets
@@ -185,34 +204,41 @@ def main() -> None:
     if args.limit:
         entries = entries[: args.limit]
     print(f"{len(entries)} positions, {args.repeat} round(s), load {os.getloadavg()}")
-    print(f"{'position':34} {'irving s':>9} {'ours s':>8} {'search':>13} {'nodes (M)':>15}")
+    print(f"{'position':34} " + "   ".join(f"{n}: wall/search s, M nodes" for n in names))
     rows: list[dict[str, Any]] = []
-    flip = 0
+    turn = 0
     for entry in entries:
-        runs: dict[str, list[dict[str, float]]] = {"peer": [], "project": []}
+        runs: dict[str, list[dict[str, float]]] = {name: [] for name in names}
         for _ in range(args.repeat):
-            order = ["peer", "project"] if flip % 2 == 0 else ["project", "peer"]
-            flip += 1
+            # Rotate (and reverse every other time) so that no program always goes first.
+            k = turn % len(names)
+            order = names[k:] + names[:k]
+            if (turn // len(names)) % 2:
+                order.reverse()
+            turn += 1
             for name in order:
                 if name == "peer":
-                    got = run_peer(entry, peer, args.tt_mb)
+                    got = run_peer(entry, peer, args.tt_mb, args.db_seeds, args.peer_db)
+                elif name == "baseline":
+                    got = run_project(entry, egdb, args.tt_mb, Path(args.baseline))
                 else:
                     got = run_project(entry, egdb, args.tt_mb)
                 if got["value"] != entry["value"]:
                     raise SystemExit(f"{name} gives {got['value']} for {entry}")
                 runs[name].append(got)
-            p, o = runs["peer"][-1], runs["project"][-1]
+            shown = "   ".join(
+                f"{r['wall']:7.2f}/{r['search']:7.2f} {r['nodes'] / 1e6:7.2f}"
+                for r in (runs[name][-1] for name in names)
+            )
             print(
-                f"{entry['rules']['seeds']} {entry['position']:26} {entry['value']:+3d} "
-                f"{p['wall']:9.2f} {o['wall']:8.2f} {p['search']:6.2f}/{o['search']:6.2f} "
-                f"{p['nodes'] / 1e6:7.2f}/{o['nodes'] / 1e6:7.2f}",
+                f"{entry['rules']['seeds']} {entry['position']:26} {entry['value']:+3d}  {shown}",
                 flush=True,
             )
-        rows.append(
-            {"entry": entry, "peer": median_of(runs["peer"]), "project": median_of(runs["project"])}
-        )
+        rows.append({"entry": entry, **{name: median_of(runs[name]) for name in names}})
     print(f"every value agreed; load after {os.getloadavg()}")
-    table(rows)
+    table(rows, "peer")
+    if args.baseline:
+        table(rows, "baseline")
 
 
 if __name__ == "__main__":
