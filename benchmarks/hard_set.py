@@ -3,6 +3,7 @@
     python benchmarks/hard_set.py generate [--egdb-dir /work/egdb]   # writes hard_set.json
     python benchmarks/hard_set.py run --baseline HEAD~1 [--threads 2] [--egdb-dir /work/egdb]
     python benchmarks/hard_set.py run --held-out ...                 # the held-out set instead
+    python benchmarks/hard_set.py run --capture always ...           # its empty-capture half
 
 ``generate`` plays fixed-seed random games of Kalah(6,4), (6,5) and (6,6) under both capture
 rules, keeps positions with 40-60 seeds in houses whose single-thread proof of the value
@@ -189,6 +190,8 @@ def build_baseline(rev: str, into: Path) -> None:
 
 def run(args: argparse.Namespace) -> None:
     entries = json.loads(data_file(args).read_text(encoding="utf-8"))
+    if args.capture:  # e.g. the empty-capture positions only: one database to build
+        entries = [e for e in entries if e["rules"]["capture"] == args.capture]
     if args.limit:
         entries = entries[: args.limit]
     with tempfile.TemporaryDirectory(prefix="hard-set-baseline-") as tmp:
@@ -259,6 +262,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--limit", type=int, default=0, help="only the first N positions")
     parser.add_argument("--held-out", action="store_true", help="the held-out set instead")
+    parser.add_argument("--capture", choices=CAPTURES, help="only the positions of this capture")
     args = parser.parse_args()
     if args.command == "generate":
         generate(args)

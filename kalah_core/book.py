@@ -27,7 +27,6 @@ gain bytes.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import lzma
 import os
@@ -280,6 +279,8 @@ def shipped_digest() -> str:
     make an answer exact that was not, so the service keys its inexact answers on it."""
     if not SHIPPED.exists():
         return "none"
+    import hashlib  # the service's digest only: not every start-up
+
     return hashlib.sha256(SHIPPED.read_bytes()).hexdigest()[:12]
 
 

@@ -24,34 +24,35 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from importlib import metadata
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from . import __version__, book, databases, deepbook
 from .answer import analysis_json
 from .bench import BENCH_TT_MB, run_bench
-from .book_build import build_section, merge
 from .databases import build_dir
-from .deepbook_build import DeepBudget, build_deep_section
-from .deepbook_refine import RefineBudget, refine_section
 from .egdb import EndgameDatabase, build, default_path, rule_key
 from .errors import InvalidRulesError, KalahError
 from .finnish import house_token
 from .game import Game, legal_moves, outcome, play
-from .kgp import check_server
-from .kgp_agent import Agent, AgentOptions, cpu_limit, default_tt_mb, make_engine
 from .position import Position, Side, parse_position
 from .results import Analysis
 from .rules import OPTION_DOCS, PRESET_DOCS, PRESETS, Rules
 from .solver import ENGINE_VERSION, MAX_THREADS, Engine, Prove
-from .tasks import Executor, LocalExecutor, remote_executor
+
+if TYPE_CHECKING:
+    from .tasks import Executor
+
+# The commands that build books or play on a KGP server import their modules when they run:
+# `kalah solve` starts in a fraction of a second without them (multiprocessing, sockets, ...).
+
+BUILT_IN = frozenset(("show", "moves", "replay", "solve", "kgp", "bench", "egdb", "book"))
+"""This package's commands (``build_parser(plugins=False)``'s); the others are plugins."""
 
 EXIT_OK = 0
 EXIT_ERROR = 2
@@ -506,6 +507,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_kgp(args: argparse.Namespace) -> int:
     """Play freeplay games on a KGP server, then print a summary (docs/kgp.md)."""
+    import logging
+
+    from .kgp import check_server
+    from .kgp_agent import Agent, AgentOptions, cpu_limit, default_tt_mb, make_engine
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     options = AgentOptions(
         server=check_server(args.server),
@@ -666,6 +672,8 @@ def cmd_egdb_info(args: argparse.Namespace) -> int:
 
 def cmd_book_build(args: argparse.Namespace) -> int:
     """Solve every position of the first --depth sowings and add them to the opening book."""
+    from .book_build import build_section, merge
+
     rules = rules_from_args(args)
     key = rule_key(rules)
     found = databases.headers().get(key)
@@ -713,6 +721,8 @@ def cmd_book_build(args: argparse.Namespace) -> int:
 
 def _redis_executor(given: str) -> Executor:
     """The executor of ``--redis-url`` (no URL: the environment's)."""
+    from .tasks import remote_executor
+
     url = given or os.environ.get("KALAH_STATE_REDIS_URL", os.environ.get("KALAH_REDIS_URL", ""))
     if not url:
         raise KalahError(
@@ -726,6 +736,9 @@ def _redis_executor(given: str) -> Executor:
 
 def cmd_book_deep(args: argparse.Namespace) -> int:
     """Add a rule set's deep book: deep estimates and proven bounds of the first sowings."""
+    from .deepbook_build import DeepBudget, build_deep_section
+    from .tasks import LocalExecutor
+
     rules = rules_from_args(args)
     paths = tuple(args.egdb)
     if not paths and not rules.majority:
@@ -765,6 +778,8 @@ def cmd_book_deep(args: argparse.Namespace) -> int:
 
 def cmd_book_refine(args: argparse.Namespace) -> int:
     """Narrow a deep book section's proven bounds at its start with tests at its frontier."""
+    from .deepbook_refine import RefineBudget, refine_section
+
     rules = rules_from_args(args)
     paths = tuple(args.egdb)
     if not paths and not rules.majority:
@@ -838,8 +853,9 @@ def cmd_book_info(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------- parser and main
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``kalah`` parser; each subcommand's function is in ``args.func``."""
+def build_parser(plugins: bool = True) -> argparse.ArgumentParser:
+    """The ``kalah`` parser; each subcommand's function is in ``args.func``. Without
+    ``plugins``, only this package's commands (``BUILT_IN``): no entry point is read."""
     parser = argparse.ArgumentParser(
         prog="kalah",
         description="Kalah engine: positions, moves and games under every rule set of the "
@@ -1144,13 +1160,15 @@ def build_parser() -> argparse.ArgumentParser:
     book_info = add_command(book_commands, "info", cmd_book_info, "describe a book")
     book_info.add_argument("path", nargs="?", default=None, metavar="PATH")
 
-    add_plugin_commands(commands)
-
+    if plugins:
+        add_plugin_commands(commands)
     return parser
 
 
 def add_plugin_commands(commands: Commands) -> None:
     """The commands of the ``kalah.commands`` entry points (the service's, when installed)."""
+    from importlib import metadata  # scanning the installed packages costs a start-up
+
     for entry in metadata.entry_points(group=COMMANDS_GROUP):
         try:
             add = entry.load()
@@ -1183,7 +1201,11 @@ def _thread_count(text: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``kalah`` with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # A command of this package needs no plugin: reading the entry points (importlib.metadata
+    # and the service's module) would add to every `kalah solve`'s start-up.
+    command = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(plugins=command not in BUILT_IN)
     args, unknown = parser.parse_known_args(argv)
     if unknown and not getattr(args, "unavailable", False):
         parser.error("unrecognized arguments: " + " ".join(unknown))

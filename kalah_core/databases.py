@@ -18,8 +18,6 @@ import logging
 import os
 from pathlib import Path
 
-from platformdirs import user_cache_path
-
 from .egdb import EndgameDatabase, EndgameDatabaseError, Header, RuleKey, read_header
 
 ENV = "KALAH_EGDB_PATH"
@@ -28,6 +26,8 @@ log = logging.getLogger(__name__)
 
 def cache_dir() -> Path:
     """The cache folder of ``auto``: databases, and the server's embedded answer store."""
+    from platformdirs import user_cache_path  # 14 ms of every start-up, for one path
+
     return user_cache_path("kalah", appauthor=False)
 
 

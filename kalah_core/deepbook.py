@@ -26,7 +26,6 @@ rules' JSON, "sowings": N, "build": {...}, "records": [[key hex, depth or null, 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import lzma
 import os
@@ -306,6 +305,8 @@ def shipped_digest() -> str:
     """A short digest of the shipped deep book ("none" without one)."""
     if not SHIPPED.exists():
         return "none"
+    import hashlib  # the service's digest only: not every start-up
+
     return hashlib.sha256(SHIPPED.read_bytes()).hexdigest()[:12]
 
 

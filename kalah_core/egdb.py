@@ -49,7 +49,6 @@ import json
 import os
 import struct
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -428,6 +427,8 @@ def build(
     started = time.perf_counter()
     header = Header(key, seeds, total, builder.checksum())
     path.parent.mkdir(parents=True, exist_ok=True)
+    import tempfile  # builds only: not every process that maps a database
+
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     record = build_record_path(path)
     try:

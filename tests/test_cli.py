@@ -379,7 +379,7 @@ def test_an_unavailable_command_says_what_to_install(
         assert group == cli.COMMANDS_GROUP
         return [broken]
 
-    monkeypatch.setattr(cli.metadata, "entry_points", entry_points)
+    monkeypatch.setattr(metadata, "entry_points", entry_points)
     code, out, err = run(capsys, "analyse", "start", "--time-ms", "5", "--json")
     assert code != 0 and out == ""
     assert err.count("\n") == 1 and err.startswith("kalah analyse: ")
@@ -455,3 +455,54 @@ def test_help_describes_presets_in_a_players_words(capsys: pytest.CaptureFixture
             main([command, "--help"])
         text += capsys.readouterr().out
     assert "seed 00" not in text and "seed-00" not in text
+
+
+def test_the_built_in_commands_are_the_parsers_own() -> None:
+    """main() skips the plugins for the commands in BUILT_IN: they must be exactly this
+    package's (a command missing there would lose nothing; one too many would hide a plugin)."""
+    import argparse
+
+    from kalah_core import cli
+
+    parser = build_parser(plugins=False)
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(commands.choices) == cli.BUILT_IN
+
+
+@pytest.mark.system
+def test_solve_imports_only_what_it_needs(tmp_path: Path) -> None:
+    """`kalah solve` reads no entry point and imports neither the book builders, the task
+    executors (multiprocessing), the KGP agent nor what only builds and digests need: each
+    adds to every solve's start-up."""
+    code = (
+        "import sys; from kalah_core.cli import main\n"
+        "code = main(['solve', 'start', '--houses', '3', '--seeds', '2', '--tt-mb', '1', "
+        "'--threads', '1', '--no-progress', '--json'])\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+        "raise SystemExit(code)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "KALAH_EGDB_PATH": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stderr
+    modules = set(done.stdout.splitlines()[-1].split())
+    assert "kalah_core.solver" in modules  # the listing is real
+    unwanted = {
+        "importlib.metadata",
+        "multiprocessing",
+        "kalah_core.book_build",
+        "kalah_core.deepbook_build",
+        "kalah_core.deepbook_refine",
+        "kalah_core.tasks",
+        "kalah_core.kgp",
+        "kalah_core.kgp_agent",
+        "kalah_service",
+        "platformdirs",  # only for the cache folder, not with KALAH_EGDB_PATH set
+        "tempfile",
+        "hashlib",
+    }
+    assert not modules & unwanted, modules & unwanted
