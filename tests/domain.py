@@ -19,8 +19,10 @@ What :func:`cases` draws:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from random import Random
 from typing import Any
 
 from hypothesis import strategies as st
@@ -30,14 +32,14 @@ from kalah_core import reference as ref
 from kalah_core.position import MAX_SEEDS, Side
 from kalah_core.rules import MAX_HOUSES, MAX_START_SEEDS, PRESETS
 
-OPTIONS: dict[str, st.SearchStrategy[Any]] = {
-    "houses": st.integers(1, MAX_HOUSES),
-    "seeds": st.integers(1, MAX_START_SEEDS),
-    "capture": st.sampled_from(["nonempty", "always"]),
-    "end": st.sampled_from(["either-side-empty", "mover-empty"]),
-    "remaining": st.sampled_from(["owner", "empty-side"]),
-    "majority": st.booleans(),
-    "pie": st.booleans(),
+OPTIONS: dict[str, Callable[[Random], Any]] = {
+    "houses": lambda rng: rng.randint(1, MAX_HOUSES),
+    "seeds": lambda rng: rng.randint(1, MAX_START_SEEDS),
+    "capture": lambda rng: rng.choice(["nonempty", "always"]),
+    "end": lambda rng: rng.choice(["either-side-empty", "mover-empty"]),
+    "remaining": lambda rng: rng.choice(["owner", "empty-side"]),
+    "majority": lambda rng: rng.random() < 0.5,
+    "pie": lambda rng: rng.random() < 0.5,
 }
 """Every rule option and the values the API accepts for it (docs/rules.md)."""
 
@@ -97,71 +99,78 @@ class Case:
         return f"Case({self.preset!r}, {self.overrides!r}, {self.compact!r})"
 
 
-@st.composite
-def rules_specs(draw: st.DrawFn) -> tuple[str, dict[str, Any], Rules]:
+# The drawing is done by one drawn ``Random`` per case: hypothesis drawing each option and
+# count on its own cost 40-50 ms a case on a loaded machine, the search itself far less.
+
+
+def rules_spec(rng: Random) -> tuple[str, dict[str, Any], Rules]:
     """A preset and some of its options overridden, and the rules they make."""
-    preset = draw(st.sampled_from(sorted(PRESETS)))
+    preset = rng.choice(sorted(PRESETS))
     # each option overridden one time in four: the presets' own rule sets (the ones the books
     # serve) stay common, every combination still reachable
-    sometimes = st.integers(0, 3).map(lambda n: n == 0)
-    overrides = {name: draw(values) for name, values in OPTIONS.items() if draw(sometimes)}
+    overrides = {name: value(rng) for name, value in OPTIONS.items() if rng.random() < 0.25}
     return preset, overrides, Rules.preset(preset, **overrides)
 
 
-def _spread(draw: st.DrawFn, total: int, pits: int) -> list[int]:
-    """``total`` seeds cut at random into ``pits`` counts (cut by a drawn ``Random``: drawing
-    up to 25 cuts one by one made a case cost 20 ms to generate)."""
-    rng = draw(st.randoms(use_true_random=False))
+def _spread(rng: Random, total: int, pits: int) -> list[int]:
+    """``total`` seeds cut at random into ``pits`` counts."""
     cuts = sorted(rng.randint(0, total) for _ in range(pits - 1))
     return [b - a for a, b in zip([0, *cuts], [*cuts, total], strict=True)]
 
 
-def _total(draw: st.DrawFn, most: int) -> int:
-    return draw(st.integers(0, most) | st.sampled_from([t for t in LIMITS if t <= most]))
+def _total(rng: Random, most: int) -> int:
+    """Any total up to ``most``, one time in three one of the :data:`LIMITS`."""
+    if rng.random() < 1 / 3:
+        return rng.choice([t for t in LIMITS if t <= most])
+    return rng.randint(0, most)
 
 
-@st.composite
-def positions_for(draw: st.DrawFn, rules: Rules) -> Position:
+def position_for(rng: Random, rules: Rules) -> Position:
     """A valid position under ``rules``: see the module's docstring for the shapes."""
     h = rules.houses
     pits = 2 * h + 2  # South's houses, South's store, North's houses, North's store
-    shape = draw(
-        st.sampled_from(["spread", "limit", "limit", "row-empty", "store-majority", "small"])
-    )
+    shape = rng.choice(["spread", "limit", "limit", "row-empty", "store-majority", "small"])
     if shape == "spread":
-        counts = _spread(draw, _total(draw, MAX_SEEDS), pits)
+        counts = _spread(rng, _total(rng, MAX_SEEDS), pits)
     elif shape == "limit":
-        pinned = draw(st.sampled_from(LIMITS) | st.integers(0, MAX_SEEDS))
-        rest = _spread(draw, _total(draw, MAX_SEEDS - pinned), pits - 1)
-        at = draw(st.integers(0, pits - 1))
+        pinned = rng.choice(LIMITS) if rng.random() < 0.5 else rng.randint(0, MAX_SEEDS)
+        rest = _spread(rng, _total(rng, MAX_SEEDS - pinned), pits - 1)
+        at = rng.randint(0, pits - 1)
         counts = [*rest[:at], pinned, *rest[at:]]
     elif shape == "row-empty":
-        counts = _spread(draw, _total(draw, MAX_SEEDS), pits)
-        row = draw(st.sampled_from([0, h + 1]))
+        counts = _spread(rng, _total(rng, MAX_SEEDS), pits)
+        row = rng.choice([0, h + 1])
         counts[row : row + h] = [0] * h
     elif shape == "store-majority":
-        total = draw(st.integers(1, MAX_SEEDS))
-        store = draw(st.integers(total // 2 + 1, total))
-        counts = _spread(draw, total - store, pits - 1)
-        at = draw(st.sampled_from([h, 2 * h + 1]))
+        total = rng.randint(1, MAX_SEEDS)
+        store = rng.randint(total // 2 + 1, total)
+        counts = _spread(rng, total - store, pits - 1)
+        at = rng.choice([h, 2 * h + 1])
         counts = [*counts[:at], store, *counts[at:]]
     else:
-        houses = draw(st.lists(st.integers(0, 3), min_size=2 * h, max_size=2 * h))
-        stores = draw(st.tuples(st.integers(0, 20), st.integers(0, 20)))
-        counts = [*houses[:h], stores[0], *houses[h:], stores[1]]
+        houses = [rng.randint(0, 3) for _ in range(2 * h)]
+        counts = [*houses[:h], rng.randint(0, 20), *houses[h:], rng.randint(0, 20)]
     south, north = tuple(counts[:h]), tuple(counts[h + 1 : 2 * h + 1])
     stores = (counts[h], counts[2 * h + 1])
-    swap = rules.pie and stores[1] == 0 and draw(st.booleans())
-    position = Position(south, north, stores, draw(st.sampled_from(Side)), swap)
+    swap = rules.pie and stores[1] == 0 and rng.random() < 0.5
+    position = Position(south, north, stores, rng.choice(list(Side)), swap)
     assert position.is_valid(rules), (position, rules)
     return position
 
 
-@st.composite
-def cases(draw: st.DrawFn) -> Case:
+def positions_for(rules: Rules) -> st.SearchStrategy[Position]:
+    """Any valid position under ``rules``."""
+    return st.randoms(use_true_random=False).map(lambda rng: position_for(rng, rules))
+
+
+def _case(rng: Random) -> Case:
+    preset, overrides, rules = rules_spec(rng)
+    return Case(preset, overrides, rules, position_for(rng, rules))
+
+
+def cases() -> st.SearchStrategy[Case]:
     """Any rule set the API accepts and any valid position under it."""
-    preset, overrides, rules = draw(rules_specs())
-    return Case(preset, overrides, rules, draw(positions_for(rules)))
+    return st.randoms(use_true_random=False).map(_case)
 
 
 def moves_for(case: Case) -> st.SearchStrategy[list[Any]]:
