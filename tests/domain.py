@@ -148,7 +148,8 @@ def position_for(rng: Random, rules: Rules) -> Position:
         at = rng.choice([h, 2 * h + 1])
         counts = [*counts[:at], store, *counts[at:]]
     else:
-        houses = [rng.randint(0, 3) for _ in range(2 * h)]
+        # few seeds in houses (most of them boards the reference solves), any in the stores
+        houses = _spread(rng, rng.randint(0, SOLVABLE_SEEDS + 3), 2 * h)
         counts = [*houses[:h], rng.randint(0, 20), *houses[h:], rng.randint(0, 20)]
     south, north = tuple(counts[:h]), tuple(counts[h + 1 : 2 * h + 1])
     stores = (counts[h], counts[2 * h + 1])
