@@ -3,10 +3,10 @@ GET and POST endpoint through the test client, an inline batch, and the ``kalah`
 process. No 5xx, no traceback; a valid position is answered (a 4xx only where the caller's
 moves may be illegal); on boards the reference can solve, the answer is exact and equals it.
 
-The fast tier runs :data:`FAST_EXAMPLES` cases per entry point (14 entry points); ``--run-slow`` runs
-``KALAH_DOMAIN_EXAMPLES`` (default 2,000) per entry point. Budgets are tiny (a few hundred
-nodes, a depth of 1-3 or a few ms) except on solvable boards, which need no more than a
-moment to prove.
+The fast tier runs :data:`FAST_EXAMPLES` cases on each of the 14 entry points; ``--run-slow``
+runs ``KALAH_DOMAIN_EXAMPLES`` (default 2,000) on each. Budgets are tiny (a few hundred nodes,
+a depth of 1-3 or a few ms) except on solvable boards, which need no more than a moment to
+prove.
 """
 
 from __future__ import annotations
