@@ -33,6 +33,7 @@ import os
 import struct
 import time
 from bisect import bisect_left
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -67,10 +68,34 @@ def rule_key_of(rules: Rules) -> RuleKey | None:
     return RuleKey(rules.houses, rules.capture, rules.end, rules.remaining)
 
 
-def board_key(position: Position) -> bytes:
-    """The record key of ``position``: the mover's houses, then the opponent's."""
+MAX_KEY_COUNT = 255
+"""The largest count a record key holds: one byte a pit. A position may hold 600 seeds, so
+one pit can hold more; such a position is in no book (its probes find nothing)."""
+
+
+def packed(counts: Sequence[int]) -> bytes | None:
+    """``counts`` one byte each, or None when one does not fit a byte."""
+    if any(count > MAX_KEY_COUNT for count in counts):
+        return None
+    return bytes(counts)
+
+
+def find_key(position: Position) -> bytes | None:
+    """The record key of ``position`` (the mover's houses, then the opponent's), or None when
+    no book can hold it: what every probe uses."""
     me = position.to_move
-    return bytes(position.side(me) + position.side(me.other))
+    return packed(position.side(me) + position.side(me.other))
+
+
+def board_key(position: Position) -> bytes:
+    """The record key of a position a book build reaches (a :class:`BookError` when a count
+    does not fit: the build cannot record it)."""
+    key = find_key(position)
+    if key is None:
+        raise BookError(
+            f"no book can hold {position.compact()}: a house holds more than {MAX_KEY_COUNT} seeds"
+        )
+    return key
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +214,8 @@ class Book:
             return None  # checked first: an answer from the book names its section
         if position.swap_available and rules.pie and position.to_move is Side.SOUTH:
             return self._first_turn(position, rules)
-        gains = section.gains(board_key(position))
+        board = find_key(position)
+        gains = None if board is None else section.gains(board)
         if gains is None:
             return None
         me = position.to_move

@@ -36,7 +36,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .book import BookError
+from .book import MAX_KEY_COUNT, BookError, packed
 from .files import write_atomic
 from .game import Move, MoveResult, group_turns, legal_moves, play
 from .position import Position, Side
@@ -97,13 +97,26 @@ class DeepRecord:
         )
 
 
-def deep_key(position: Position, rules: Rules) -> bytes:
-    """The record key of ``position``: the mover's houses, the opponent's, and under
-    ``majority`` the mover's store and the opponent's."""
+def find_deep_key(position: Position, rules: Rules) -> bytes | None:
+    """The record key of ``position`` (the mover's houses, the opponent's, and under
+    ``majority`` the mover's store and the opponent's), or None when a count does not fit a
+    byte: no deep book holds such a position. What every probe uses."""
     me = position.to_move
-    key = bytes(position.side(me) + position.side(me.other))
+    counts = position.side(me) + position.side(me.other)
     if rules.majority:
-        key += bytes((position.store(me), position.store(me.other)))
+        counts += (position.store(me), position.store(me.other))
+    return packed(counts)
+
+
+def deep_key(position: Position, rules: Rules) -> bytes:
+    """The record key of a position a deep book build reaches (a :class:`BookError` when a
+    count does not fit: the build cannot record it)."""
+    key = find_deep_key(position, rules)
+    if key is None:
+        raise BookError(
+            f"no deep book can hold {position.compact()}: a pit holds more than "
+            f"{MAX_KEY_COUNT} seeds"
+        )
     return key
 
 
@@ -203,7 +216,8 @@ class DeepBook:
         section = self.sections.get(rules.key)
         if section is None or section.rules != rules or position.swap_available:
             return None
-        return section.records.get(deep_key(position, rules))
+        key = find_deep_key(position, rules)
+        return None if key is None else section.records.get(key)
 
     def proven_bounds(
         self, position: Position, rules: Rules

@@ -32,7 +32,15 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from .deepbook import DeepRecord, DeepSection, MoveBound, deep_key, key_position, lead
+from .deepbook import (
+    DeepRecord,
+    DeepSection,
+    MoveBound,
+    deep_key,
+    find_deep_key,
+    key_position,
+    lead,
+)
 from .egdb import EndgameDatabase
 from .game import legal_moves, play
 from .position import Position
@@ -236,7 +244,8 @@ def back_up(rules: Rules, records: dict[bytes, DeepRecord]) -> dict[bytes, DeepR
             moves = []
             for m in record.moves:
                 result = play(position, rules, m.house)
-                child = None if result.over else records.get(deep_key(result.after, rules))
+                found = None if result.over else find_deep_key(result.after, rules)
+                child = None if found is None else records.get(found)
                 low, high = m.lower, m.upper
                 if child is not None and not result.after.swap_available:
                     c = lead(result.after)

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from .deepbook import DeepRecord, DeepSection, deep_key, key_position, lead
+from .deepbook import DeepRecord, DeepSection, deep_key, find_deep_key, key_position, lead
 from .deepbook_build import back_up, move_test
 from .egdb import EndgameDatabase
 from .game import legal_moves, play
@@ -137,7 +137,7 @@ class Refiner:
                 result = play(position, self.rules, move)
                 child = None
                 if not result.over and not result.after.swap_available:
-                    child = deep_key(result.after, self.rules)
+                    child = find_deep_key(result.after, self.rules)
                     child = child if child in self.records else None
                 c = lead(result.after)
                 if result.extra_turn:
