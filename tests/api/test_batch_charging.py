@@ -26,8 +26,12 @@ from typing import Any
 
 import pytest
 from conftest import RedisServer
+from domain import Case, cases
 from flask import Flask
 from flask.testing import FlaskClient
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from test_domain import check_value, tiny_limits
 
 from kalah_core.results import Analysis
 from kalah_service import create_app
@@ -433,3 +437,41 @@ def test_a_malformed_chunk_fails_its_job_and_is_logged_as_malformed(
     finished = store.status(good.id)
     assert finished is not None and finished.status == "finished", finished
     assert "malformed" in caplog.text and "job store unavailable" not in caplog.text
+
+
+@settings(
+    max_examples=3,
+    phases=(Phase.generate,),  # a failing job is printed whole: its items name themselves
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    deadline=None,
+)
+@given(items=st.lists(cases(), min_size=4, max_size=10), data=st.data())
+def test_a_job_of_the_whole_domain_answers_every_item(
+    service: Service, items: list[Case], data: st.DataObject
+) -> None:
+    """Deliver 2 on each job store: a job of positions drawn from the whole declared domain
+    (tests/domain.py: 1-12 houses, 0-600 seeds, every rule option) ends finished with every
+    slot an answer, and on the boards small enough the reference's exact value. The issue's
+    own repro (256 seeds in a house under a preset with books) is always among them."""
+    drawn = [
+        {"position": c.compact, "rules": c.rules_json, "limits": data.draw(tiny_limits(c))}
+        for c in items
+    ]
+    body = {"positions": [{"position": POISON, "rules": "kalah", "limits": {"nodes": 300}}, *drawn]}
+    created = service.client.post("/v1/batch", json=body)
+    assert created.status_code == 202, created.json
+    location = created.headers["Location"]
+    job = wait_until(
+        lambda: (
+            (got := service.client.get(location).json)["status"] not in ("queued", "running")
+            and got
+        ),
+        "the job ended",
+    )
+    assert job["status"] == "finished", job
+    assert job["progress"] == {"done": len(items) + 1, "total": len(items) + 1}
+    poison, *results = job["results"]
+    assert poison is not None and poison.get("position") == POISON, poison
+    for case, result in zip(items, results, strict=True):
+        assert result is not None and "type" not in result, (case, result)
+        check_value(case, result)
