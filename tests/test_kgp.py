@@ -18,11 +18,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from domain import cases
 from figures import measured
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kgp_server import KgpTestServer, ScriptedServer, running
-from strategies import positions
 
 from kalah_core import Game, Position, Rules, Side, deepbook, legal_moves, play
 from kalah_core.deepbook import key_position
@@ -948,7 +948,7 @@ def _board_line(position: Position) -> str:
 @given(
     st.one_of(
         st.text(max_size=300),
-        positions().map(_board_line),
+        cases().map(lambda case: _board_line(case.position)),  # the API's whole domain
         st.builds(
             lambda name, args: " ".join([name, *args]),
             st.sampled_from(
