@@ -108,16 +108,7 @@ class Analyser:
 
         def run(engine: Engine) -> tuple[Analysis, float]:
             started = time.perf_counter()
-            analysis = engine.analyse(
-                request.position,
-                request.rules,
-                time_ms=limits.time_ms,
-                depth=limits.depth,
-                nodes=limits.nodes,
-                pv_limit=MAX_PV_SOWINGS,
-                moves=request.moves,
-            )
-            return analysis, started
+            return search_with(engine, request), started
 
         analysis, started = self.engines().search(limits.time_ms, run)
         metrics.SEARCH_SECONDS.labels("exact" if analysis.exact else "heuristic").observe(
@@ -202,6 +193,21 @@ class Analyser:
 
 
 _DEFAULT: list[Analyser] = []
+
+
+def search_with(engine: Engine, request: AnalysisRequest) -> Analysis:
+    """The one way a request is searched: its position, rules, limits and moves on ``engine``
+    (a one-shot answer and a stream's search are the same search)."""
+    limits = request.limits
+    return engine.analyse(
+        request.position,
+        request.rules,
+        time_ms=limits.time_ms,
+        depth=limits.depth,
+        nodes=limits.nodes,
+        pv_limit=MAX_PV_SOWINGS,
+        moves=request.moves,
+    )
 
 
 def default_analyser() -> Analyser:

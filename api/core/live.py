@@ -31,9 +31,9 @@ from kalah_core.results import Analysis
 from kalah_core.solver import Engine, Snapshot
 
 from .. import metrics
-from ..config import MAX_PV_SOWINGS, Settings
+from ..config import Settings
 from ..store import Entry
-from .analyser import Analyser
+from .analyser import Analyser, search_with
 from .answer import Answer, dumps
 from .problems import ApiProblem, problem_object
 from .request import AnalysisRequest
@@ -104,20 +104,11 @@ class Live:
         self._settle = bill(budget_ms)
         pool = analyser.engines()
         engine = self._engine = self._held.enter_context(pool.engine(budget_ms))
-        limits = request.limits
 
         def run() -> Analysis:
             engine.on_deepened = self._deepened.put
             try:
-                return engine.analyse(
-                    request.position,
-                    request.rules,
-                    time_ms=limits.time_ms,
-                    depth=limits.depth,
-                    nodes=limits.nodes,
-                    pv_limit=MAX_PV_SOWINGS,
-                    moves=request.moves,
-                )
+                return search_with(engine, request)
             finally:
                 engine.on_deepened = None
 
