@@ -67,6 +67,14 @@ def wait_until(check: Callable[[], Any], what: str) -> Any:
     return value
 
 
+def job_ended(client: FlaskClient, location: str) -> dict[str, Any]:
+    """The job at ``location`` once it is neither queued nor running."""
+    return wait_until(
+        lambda: (got := client.get(location).json)["status"] not in ("queued", "running") and got,
+        "the job ended",
+    )
+
+
 def heavy_positions(count: int) -> list[dict[str, Any]]:
     """Distinct Kalah(6, 4)-like middle games: each search runs its budget."""
     return [
@@ -248,14 +256,7 @@ def test_an_item_raising_in_the_engine_fails_alone_and_every_search_is_charged(
     created = service.client.post("/v1/batch", json=body)
     assert created.status_code == 202, created.json
     location = created.headers["Location"]
-    job = wait_until(
-        lambda: (
-            (got := service.client.get(location).json)["status"] != "running"
-            and got["status"] != "queued"
-            and got
-        ),
-        "the job ended",
-    )
+    job = job_ended(service.client, location)
     assert job["status"] == "finished", job
     assert job["progress"] == {"done": 6, "total": 6}
     results = job["results"]
@@ -276,13 +277,7 @@ def test_a_256_seed_item_fails_at_most_alone(service: Service) -> None:
     created = service.client.post("/v1/batch", json=body)
     assert created.status_code == 202, created.json
     location = created.headers["Location"]
-    job = wait_until(
-        lambda: (
-            (got := service.client.get(location).json)["status"] not in ("queued", "running")
-            and got
-        ),
-        "the job ended",
-    )
+    job = job_ended(service.client, location)
     assert job["status"] == "finished", job
     assert job["progress"] == {"done": 20, "total": 20}
     assert all(r is not None and "position" in r for r in job["results"][1:]), job["results"]
@@ -461,13 +456,7 @@ def test_a_job_of_the_whole_domain_answers_every_item(
     created = service.client.post("/v1/batch", json=body)
     assert created.status_code == 202, created.json
     location = created.headers["Location"]
-    job = wait_until(
-        lambda: (
-            (got := service.client.get(location).json)["status"] not in ("queued", "running")
-            and got
-        ),
-        "the job ended",
-    )
+    job = job_ended(service.client, location)
     assert job["status"] == "finished", job
     assert job["progress"] == {"done": len(items) + 1, "total": len(items) + 1}
     poison, *results = job["results"]
