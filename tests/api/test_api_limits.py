@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import tempfile
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -28,9 +29,12 @@ RULES = "/v1/rules"
 
 
 def limited_app(anonymous: str = "10/minute", **config: Any) -> Flask:
+    """An app with limits on and a limits store of its own: the session's shared one holds
+    other tests' charges to the same loopback caller, which a sync (a /readyz probe) reads."""
     return create_app(
         {
             "TESTING": True,
+            "KALAH_CACHE_DIR": tempfile.mkdtemp(prefix="kalah-limits-test-"),
             "KALAH_REDIS_URL": "",
             "KALAH_LIMITS": "on",  # these callers are on loopback: limited all the same
             "KALAH_LIMIT_ANONYMOUS": anonymous,
