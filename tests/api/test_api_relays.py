@@ -8,6 +8,7 @@ and headers; the real server behind the shipped nginx is in test_nginx_proxy.py.
 
 from __future__ import annotations
 
+import tempfile
 from typing import Any
 
 import pytest
@@ -23,8 +24,16 @@ LOCAL = {"REMOTE_ADDR": "127.0.0.1"}
 
 
 def app_with(**config: Any) -> Flask:
+    """An app whose limits store is its own (the session's shared one holds other tests'
+    charges to the same addresses)."""
     return create_app(
-        {"TESTING": True, "KALAH_REDIS_URL": "", "KALAH_LIMIT_ANONYMOUS": "1/minute", **config}
+        {
+            "TESTING": True,
+            "KALAH_REDIS_URL": "",
+            "KALAH_CACHE_DIR": tempfile.mkdtemp(prefix="kalah-relays-test-"),
+            "KALAH_LIMIT_ANONYMOUS": "1/minute",
+            **config,
+        }
     )
 
 
