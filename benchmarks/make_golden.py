@@ -10,7 +10,7 @@ about the preset (see ``FEATURES``). Run from the repository root::
 
 A file holds the rules, the start, every step (player, legal moves, move, the flags of the
 move and the position after it, in compact notation), the final score and the game in the
-seed-000 notation (canonical spelling; for ``kalaha`` also the article's own text). Steps
+Finnish notation (canonical spelling; for ``kalaha`` also the article's own text). Steps
 come last, one a line.
 """
 
@@ -125,7 +125,7 @@ def random_game(name: str, rules: Rules) -> tuple[int, list[Step]]:
 
 
 def finnish(steps: list[Step]) -> str:
-    """The game in the seed-000 notation, written from the reference's results."""
+    """The game in the Finnish notation, written from the reference's results."""
     results = []
     for step in steps:
         before = step["_before"]

@@ -217,7 +217,7 @@ def test_http_long(domain_app: Flask, entry: str, case: Case, data: st.DataObjec
 
 
 def _game(case: Case, moves: list[Any]) -> str:
-    """A one-turn game in the seed-000 notation for the side to move (legal or not)."""
+    """A one-turn game in the Finnish notation for the side to move (legal or not)."""
     turn = "".join("abc"[m - 10] if isinstance(m, int) and m >= 10 else str(m) for m in moves)
     return f"{turn}-" if case.position.to_move is Side.SOUTH else f"-{turn}"
 

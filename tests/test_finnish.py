@@ -239,7 +239,7 @@ def test_bad_swaps(text: str, why: str) -> None:
 def test_written_games_replay_to_the_same_positions(
     rules: Rules, rng: random.Random, length: int
 ) -> None:
-    tried("seed-000 notation: format -> parse")
+    tried("Finnish notation: format -> parse")
     game = Game(rules)
     for _ in range(length):
         moves = game.legal_moves()
@@ -269,7 +269,7 @@ GAME_ALPHABET = "123456789*-, ()swap0x\n"
 
 @given(st.text(max_size=200) | st.text(alphabet=GAME_ALPHABET, max_size=200))
 def test_arbitrary_text_raises_only_kalah_errors(text: str) -> None:
-    tried("seed-000 notation: arbitrary text")
+    tried("Finnish notation: arbitrary text")
     for rules in (KALAHA, PIE):
         with contextlib.suppress(KalahError):
             Game.parse_fi(text, rules)

@@ -59,7 +59,7 @@ def test_golden_game(name: str) -> None:
 
 @pytest.mark.parametrize("name", list(PRESETS))
 def test_golden_game_from_notation(name: str) -> None:
-    """The seed-000 notation of each game (and the article's own text for ``kalaha``) replays
+    """The Finnish notation of each game (and the article's own text for ``kalaha``) replays
     to the same positions."""
     data = load(name)
     positions = [step["position"] for step in data["steps"]]

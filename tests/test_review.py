@@ -11,7 +11,7 @@ from kalah_core.review import count_text, evaluate_backwards, judge, review_fi, 
 from kalah_core.solver import Engine
 
 EXAMPLE = "45-46, 1*-5, 2-, -63*, 6-, -561646562, 4-3, 656-"
-# The seed-000 example game under kalaha: every sowing's exact loss, in order.
+# The Finnish article's example game under kalaha: every sowing's exact loss, in order.
 EXAMPLE_LOSSES = [4, 0, 0, 4, 2, 0, 2, 0, 0, 10] + [0] * 14
 
 

@@ -1,5 +1,5 @@
 """The analysis board at ``/`` in headless Chromium: the values it shows are the API's, a click
-plays the move, undo and back work, the seed-000 review shows every sowing's loss, the rules
+plays the move, undo and back work, the Finnish-notation review shows every sowing's loss, the rules
 picker changes the game; screenshots at phone and desktop width."""
 
 from __future__ import annotations
