@@ -36,10 +36,10 @@ from test_domain import check_value, tiny_limits
 from kalah_core.results import Analysis
 from kalah_service import create_app
 from kalah_service.base.config import load_settings
-from kalah_service.jobs import runner
 from kalah_service.core.analyser import Analyser
 from kalah_service.core.request import AnalysisRequest
 from kalah_service.edge.charging import charge_later
+from kalah_service.jobs import runner
 from kalah_service.jobs.embedded_jobs import EmbeddedJobStore
 from kalah_service.jobs.items import parse_batch
 from kalah_service.jobs.redis_jobs import RedisJobStore
