@@ -1,10 +1,11 @@
 # mypy: disable-error-code="untyped-decorator"
-"""``POST /v1/batch``, ``GET`` and ``DELETE /v1/jobs/{id}``: thin routes over :mod:`.items`,
-:mod:`.runner` and a :class:`~.store.JobStore`.
+"""``POST /v1/batch``, ``GET`` and ``DELETE /v1/jobs/{id}``: thin routes over
+:mod:`kalah_service.jobs.items`,
+:mod:`kalah_service.jobs.runner` and a :class:`~kalah_service.jobs.store.JobStore`.
 
 A small batch is answered inline; a larger one becomes a job (202 with ``Location``) for the
 ``kalah worker`` processes on the API's Redis, or without Redis for the server's own
-processes (:mod:`.embedded_store`).
+processes (:mod:`kalah_service.jobs.embedded_jobs`).
 """
 
 from __future__ import annotations

@@ -4,14 +4,15 @@ and its settlement, as Flask hooks.
 The caller is its API key, or its IP address when it sends none (:mod:`kalah_service.edge.callers`);
 its tier sets the bucket's size (``KALAH_LIMIT_<TIER>``, e.g. ``120/minute`` units, the syntax of
 the ``limits`` library). ``KALAH_LIMITS`` says who is limited (:func:`limits_apply`). What things
-cost is :mod:`.costs`; how buckets are counted across workers, :mod:`.buckets`.
+cost is :mod:`kalah_service.ratelimit.costs`; how buckets are counted across workers,
+:mod:`kalah_service.ratelimit.buckets`.
 
 A request's life:
 
 1. **Admission** (before any body is read): the caller's bucket must hold its base cost; a
-   body above the free size reserves its cost (:func:`.costs.body_cost`) at once, from
-   ``Content-Length``, so a body the caller cannot pay for is refused (429) before it is read
-   or parsed, and one it can pay for stays paid even if the request is refused later. A
+   body above the free size reserves its cost (:func:`kalah_service.ratelimit.costs.body_cost`) at
+   once, from ``Content-Length``, so a body the caller cannot pay for is refused (429) before it is
+   read or parsed, and one it can pay for stays paid even if the request is refused later. A
    chunked body is reserved for when it has been read, before it is parsed
    (:func:`charge_body`, called by :mod:`kalah_service.edge.bounds`).
 2. **Reservations**: a search reserves its budget's cost before it runs (the analyser's meter,
@@ -215,10 +216,11 @@ def ensure_budget(units: int) -> None:
 
 def charge_batch(items: int, first_units: int, *, need_key: bool = True) -> None:
     """The hook of an endpoint that queues analyses for background workers: it needs an API
-    key when ``need_key`` (a 401 problem without one) and costs :func:`.costs.job_cost` of its
-    ``items`` (bad ones included), paid up front; the bucket must also hold ``first_units``
-    (the cost of the first chunk's searches, a 429 problem otherwise), which are not charged
-    here: the searches are charged as they run (:func:`payer`,
+    key when ``need_key`` (a 401 problem without one) and costs
+    :func:`kalah_service.ratelimit.costs.job_cost` of its ``items`` (bad ones included), paid up
+    front; the bucket must also hold ``first_units`` (the cost of the first chunk's searches, a 429
+    problem otherwise), which are not charged here: the searches are charged as they run
+    (:func:`payer`,
     :meth:`~kalah_service.ratelimit.buckets.Buckets.charge_later`)."""
     if need_key:
         require_key()

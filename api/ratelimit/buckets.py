@@ -1,9 +1,9 @@
 """Every caller's buckets as one worker sees them, synced with the shared counters.
 
 Buckets are fixed windows. Each worker counts its callers' charges in memory and a background
-thread adds them to the shared :mod:`.counters` every :data:`SYNC_S`, reading back everyone's
-totals (one round trip for all callers): a cached answer makes no round trip. Why not
-flask-limiter's request hooks: they made three Redis round trips per request, most of a cached
+thread adds them to the shared :mod:`kalah_service.stores.counters` every :data:`SYNC_S`, reading
+back everyone's totals (one round trip for all callers): a cached answer makes no round trip. Why
+not flask-limiter's request hooks: they made three Redis round trips per request, most of a cached
 answer's time (``benchmarks/load_api.py`` measures it; the figures: HISTORY.md).
 
 A caller spending fast is synced before it is admitted (see :meth:`Buckets.admit`), so another
@@ -14,8 +14,8 @@ concurrent requests on any worker cannot overdraw a bucket by their reservations
 
 Counters that fail (Redis down or answering errors, a full disk, a corrupt file) are a fault
 of the service, not a reason to stop counting: a limited request is then refused with
-:class:`CountersFailing` (a 503 with Retry-After, :mod:`.charging`) until the counters answer
-again, tried at most every :data:`RETRY_S` (by the next request, the sync thread or
+:class:`CountersFailing` (a 503 with Retry-After, :mod:`kalah_service.edge.charging`) until the
+counters answer again, tried at most every :data:`RETRY_S` (by the next request, the sync thread or
 ``/readyz``); charges made meanwhile stay pending and are added once they are back. The sync
 thread survives any error.
 """

@@ -12,8 +12,8 @@ expires at the window's end). Two backends:
   which finds its callers' buckets as they were).
 
 A backend that fails (Redis down or answering errors, a full disk, a corrupt file) raises one
-of its :attr:`Counters.errors`; :mod:`.buckets` then refuses limited requests with a 503 until
-the counters answer again (docs/deploy.md, "Store faults").
+of its :attr:`Counters.errors`; :mod:`kalah_service.ratelimit.buckets` then refuses limited requests
+with a 503 until the counters answer again (docs/deploy.md, "Store faults").
 """
 
 from __future__ import annotations
