@@ -1,10 +1,11 @@
 """The Kalah analysis REST API: a Flask app built by :func:`create_app`.
 
 One folder per resource (``routes.py`` + ``schemas.py``), registered from :data:`RESOURCES`;
-routes are thin and call :mod:`kalah_core`; every error is problem+json (:mod:`api.errors`);
-settings come from the environment (:mod:`api.config`). OpenAPI 3 is served at
-``/openapi.json`` with a docs UI at ``/docs``, and the analysis board at ``/`` (:mod:`api.board`);
-``python -m kalah_service.export_openapi`` writes the spec to ``api/openapi.json``.
+routes are thin and call :mod:`kalah_core`; every error is problem+json
+(:mod:`kalah_service.edge.http_errors`); settings come from the environment
+(:mod:`kalah_service.base.config`). OpenAPI 3 is served at ``/openapi.json`` with a docs UI at
+``/docs``, and the analysis board at ``/`` (:mod:`kalah_service.board`); ``python -m
+kalah_service.export_openapi`` writes the spec to ``api/openapi.json``.
 """
 
 from __future__ import annotations
@@ -22,33 +23,32 @@ from werkzeug.exceptions import HTTPException
 from kalah_core import __version__
 from kalah_core.errors import KalahError
 
-from . import egdb, metrics
 from .analysis import routes as analysis_routes
+from .base import metrics
+from .base.config import ENV_NAMES, MAX_BODY_BYTES, Settings, load_settings
 from .batch import routes as batch_routes
-from .batch.stores import make_job_store
 from .board import page as board_page
 from .board import routes as board_routes
-from .bounds import init_body_guard
-from .config import ENV_NAMES, MAX_BODY_BYTES, Settings, load_settings
+from .core import endgames as egdb
 from .core.analyser import Analyser
 from .core.problems import ApiProblem
-from .errors import PROBLEM_JSON, problem_for
-from .forwarding import ForwardedFor
+from .edge.bounds import init_body_guard
+from .edge.callers import Authenticator
+from .edge.charging import RequestMeter, charge_body, init_rate_limits
+from .edge.forwarding import ForwardedFor
+from .edge.http_errors import PROBLEM_JSON, problem_for
+from .edge.security import init_security
+from .edge.spec_limits import ServerLimitsPlugin
+from .edge.spec_rates import RateLimitDocsPlugin
 from .games import routes as games_routes
 from .health import routes as health_routes
-from .keys import Authenticator, make_key_store
+from .ops import backends
 from .play import routes as play_routes
 from .problems import routes as problems_routes
-from .ratelimit.charging import RequestMeter, charge_body, init_rate_limits
 from .ratelimit.costs import COSTS_DOC
-from .ratelimit.spec import RateLimitDocsPlugin
 from .rules import routes as rules_routes
 from .schemas.answers import ProblemSchema
 from .schemas.components import COMPONENTS, component_ref
-from .security import init_security
-from .spec_limits import ServerLimitsPlugin
-from .state import check_state_store, make_state_client
-from .store import make_store
 
 RESOURCES = (
     analysis_routes,
@@ -155,11 +155,11 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     )
     app.config.update({k: v for k, v in config.items() if k not in ENV_NAMES})
 
-    cache = make_store(settings, max_connections=settings.threads + 4)
+    cache = backends.make_answer_store(settings, max_connections=settings.threads + 4)
     app.extensions["kalah"] = Analyser(settings, cache, meter=RequestMeter())
-    if settings.state_url:
-        check_state_store(make_state_client(settings.state_url, timeout_s=2.0))
-    app.extensions["kalah_jobs"] = make_job_store(settings)
+    backends.check_state(settings)
+    app.extensions["kalah_state"] = backends.make_state_ping(settings)
+    app.extensions["kalah_jobs"] = backends.make_job_store(settings)
 
     plugins = [
         analysis_routes.ConditionalGetPlugin(),
@@ -191,14 +191,14 @@ def _register_callers_and_limits(app: Flask, settings: Settings) -> None:
         from werkzeug.middleware.proxy_fix import ProxyFix
 
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.trusted_proxies)  # type: ignore[method-assign]
-    # Outside ProxyFix: X-Forwarded-For and Forwarded read alike (see api/forwarding.py).
+    # Outside ProxyFix: X-Forwarded-For and Forwarded read alike (see api/edge/forwarding.py).
     app.wsgi_app = ForwardedFor(app.wsgi_app, settings.trusted_proxies)  # type: ignore[method-assign]
-    auth = Authenticator(make_key_store(settings.state_url, timeout_s=settings.redis_timeout_s))
+    auth = Authenticator(backends.make_key_store(settings))
     app.extensions["kalah_auth"] = auth
 
     # The caller is resolved when its request is admitted: a bad key is a 401 charged to the
     # client's IP (so guessing keys is rate limited), before any body is read.
-    init_rate_limits(app, settings, auth)
+    init_rate_limits(app, settings, auth, backends.make_counters(settings))
     init_security(app, settings)
 
 

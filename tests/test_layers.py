@@ -139,6 +139,90 @@ def test_the_import_graph_has_no_cycle() -> None:
     assert cycles(edges) == []
 
 
+def folder_of(module: str) -> str:
+    """The storey a service module stands in: its first folder under api/, or ``api`` for the
+    flat modules (the app factory and the entry points beside it)."""
+    parts = module.split(".")
+    if len(parts) > 2 or (len(parts) == 2 and (ROOT / "api" / parts[1]).is_dir()):
+        return ".".join(parts[:2])
+    return "api"
+
+
+def folder_edges(edges: list[Import]) -> list[Import]:
+    """The service's import graph with each module replaced by its folder (storey)."""
+    return [
+        Import(folder_of(i.source), folder_of(i.target), i.line, i.in_function)
+        for i in edges
+        if i.source.startswith("api")
+        and i.target.startswith("api")
+        and folder_of(i.source) != folder_of(i.target)
+    ]
+
+
+def test_the_service_folders_import_each_other_without_a_cycle() -> None:
+    """Module-level acyclicity still lets two folders lean on each other through different
+    modules; the storeys of api/ must form a ladder."""
+    assert cycles(folder_edges(all_imports())) == []
+
+
+RESOURCES = ("analysis", "batch", "board", "games", "health", "play", "problems", "rules")
+"""The folders of api/ that are HTTP resources (routes and schemas)."""
+
+
+def test_no_resource_imports_another() -> None:
+    """What two resources share stands in a storey below them (/readyz counts the batch
+    workers through the job store in jobs/, not through batch/)."""
+    resources = {f"api.{name}" for name in RESOURCES}
+    edges = {
+        (i.source, i.target)
+        for i in folder_edges(all_imports())
+        if i.source in resources and i.target in resources
+    }
+    assert edges == set()
+
+
+def test_no_service_module_is_named_like_an_engine_module() -> None:
+    """One name, one concept: ``answer.py`` in both packages meant two things to a reader."""
+    engine = {path.name for path in (ROOT / "kalah_core").rglob("*.py")} - {"__init__.py"}
+    service = {path.relative_to(ROOT).as_posix() for path in (ROOT / "api").rglob("*.py")}
+    assert sorted(name for name in service if name.rpartition("/")[2] in engine) == []
+
+
+BACKENDS = ("redis", "diskcache", "sqlite3")
+
+
+def test_routes_reach_backends_only_through_their_interfaces() -> None:
+    """A route catches its store's ``errors``; it never imports a backend's library."""
+    offenders = [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for path in sorted((ROOT / "api").rglob("routes.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        and any(
+            name.split(".")[0] in BACKENDS
+            for name in (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if not node.level
+                else []
+            )
+        )
+    ]
+    assert offenders == []
+
+
+MAX_LINES = 600
+
+
+def test_no_service_module_is_over_the_line_limit() -> None:
+    lines = {
+        path.relative_to(ROOT).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
+        for path in (ROOT / "api").rglob("*.py")
+    }
+    assert {name: n for name, n in lines.items() if n > MAX_LINES} == {}
+
+
 def test_the_engine_never_imports_the_service() -> None:
     edges = [i for i in all_imports() if i.source.startswith("kalah_core")]
     assert [i for i in edges if i.target.split(".")[0] == "api"] == []
@@ -214,4 +298,12 @@ if __name__ == "__main__":
     for i in local:
         print(f"function-level: {i.source}:{i.line} -> {i.target}")
     print(f"{len(cycles(edges))} cycles, {len(local)} function-level imports of project modules")
-    sys.exit(1 if cycles(edges) else 0)
+    folders = folder_edges(edges)
+    graph: dict[str, set[str]] = {}
+    for i in folders:
+        graph.setdefault(i.source, set()).add(i.target)
+    for folder in sorted(graph):
+        print(f"folder {folder} -> {', '.join(sorted(graph[folder]))}")
+    for component in cycles(folders):
+        print("folder cycle:", " <-> ".join(component))
+    sys.exit(1 if cycles(edges) or cycles(folders) else 0)

@@ -1,6 +1,6 @@
 # mypy: disable-error-code="untyped-decorator"
 """``/v1/analysis`` (GET and POST) and ``/v1/best-move``: arguments, the core's analyser,
-the answer (:mod:`api.core`, :mod:`api.web`)."""
+the answer (:mod:`kalah_service.core`, :mod:`kalah_service.edge.responses`)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from marshmallow import RAISE
 
 from ..core.live import stream_settings
 from ..core.request import AnalysisRequest
-from ..errors import document_problems
-from ..web import analyser, answer_response, live_response, live_type
+from ..edge.http_errors import document_problems
+from ..edge.responses import analyser, answer_response, live_response, live_type
 from .schemas import (
     AnalysisFinalSchema,
     AnalysisProgressSchema,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import marshmallow as ma
 from marshmallow import fields, validate
 
-from ..config import MAX_DEPTH
+from ..base.config import MAX_DEPTH
 from ..schemas.answers import BoardSchema, RulesOptionsSchema
 from ..schemas.fields import answer, move_field, position_field, rules_field
 from ..schemas.requests import DEPTH_DOC, NODES_DOC, TIME_DOC, LimitsSchema, PositionQuerySchema

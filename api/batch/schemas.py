@@ -7,11 +7,11 @@ from marshmallow import fields, validate
 
 from kalah_core.rules import PRESETS
 
-from ..config import BATCH_PAGE_MAX
+from ..base.config import BATCH_PAGE_MAX
+from ..jobs.store import STATUSES
 from ..schemas.components import ref
 from ..schemas.fields import RulesField, answer, position_field, rules_field
 from ..schemas.requests import LimitsSchema
-from .store import STATUSES
 
 RESULT_DOC = {
     "description": "The item's analysis answer (as POST /v1/analysis gives it; `cached` says "

@@ -6,7 +6,7 @@ runner takes per item: the answer's body, or the problem object of an item that 
 analysed.
 
 What a search costs is not decided here: the analyser tells its :class:`Meter` (the HTTP
-app's is the caller's bill, :mod:`api.ratelimit`) before a search starts and after it ran.
+app's is the caller's bill, :mod:`kalah_service.ratelimit`) before a search starts and after it ran.
 
 A small pool of :class:`~kalah_core.solver.Engine` per process (:mod:`.engines`:
 ``KALAH_ENGINES``, each with a ``KALAH_TT_MB`` table), created on first use so that each
@@ -29,12 +29,13 @@ from kalah_core.results import Analysis
 from kalah_core.rules import Rules
 from kalah_core.solver import ENGINE_VERSION, Engine
 
-from .. import egdb, metrics
-from ..config import MAX_PV_SOWINGS, Settings, load_settings
-from ..store import AnswerStore, Entry, Keys, make_store
-from .answer import Answer, dumps
+from ..base import metrics
+from ..base.config import MAX_PV_SOWINGS, Settings
+from ..stores.answers import AnswerStore, Entry, Keys
+from . import endgames as egdb
 from .engines import EnginePool
 from .problems import ApiProblem, problem_object
+from .reply import Answer, dumps
 from .request import AnalysisRequest
 
 LOCK_MARGIN_S = 2.0
@@ -192,9 +193,6 @@ class Analyser:
         return self.analyse(AnalysisRequest.from_body(self.settings, body)).json()
 
 
-_DEFAULT: list[Analyser] = []
-
-
 def search_with(engine: Engine, request: AnalysisRequest) -> Analysis:
     """The one way a request is searched: its position, rules, limits and moves on ``engine``
     (a one-shot answer and a stream's search are the same search)."""
@@ -208,15 +206,6 @@ def search_with(engine: Engine, request: AnalysisRequest) -> Analysis:
         pv_limit=MAX_PV_SOWINGS,
         moves=request.moves,
     )
-
-
-def default_analyser() -> Analyser:
-    """An analyser from the environment's settings, one per process (the command line's and
-    the local batch runner's): the server's cache (``KALAH_REDIS_URL``) and limits."""
-    if not _DEFAULT:
-        settings = load_settings()
-        _DEFAULT.append(Analyser(settings, make_store(settings, max_connections=2)))
-    return _DEFAULT[0]
 
 
 def _minimax(position: Position, rules: Rules) -> int:

@@ -1,5 +1,6 @@
 # mypy: disable-error-code="untyped-decorator"
-"""``POST /v1/games/analysis``: a whole game judged sowing by sowing (thin over :mod:`.service`)."""
+"""``POST /v1/games/analysis``: a whole game judged sowing by sowing (thin over
+:mod:`kalah_service.core.game_review`)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from typing import Any
 from flask.views import MethodView
 from flask_smorest import Blueprint  # type: ignore[import-untyped]
 
-from ..core.review import review_game
-from ..errors import document_problems
-from ..web import analyser
+from ..core.game_review import review_game
+from ..edge.http_errors import document_problems
+from ..edge.responses import analyser
 from .schemas import GameAnswerSchema, GameRequestSchema
 
 blp = Blueprint(

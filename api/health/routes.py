@@ -10,7 +10,7 @@ without a worker do (a 200 whose ``status`` is ``degraded``); taking every repli
 load balancer for it (issue 33, finding 6) would turn a slower service into none. The policy
 is docs/deploy.md's "Store faults". Details never show paths, addresses or exception text (the
 server log has them); ``/metrics`` is served only to ``KALAH_METRICS_ALLOW`` (loopback by
-default: :mod:`api.health.access`).
+default: :mod:`kalah_service.edge.access`).
 """
 
 from __future__ import annotations
@@ -18,25 +18,21 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import redis
 from flask import Response, current_app, request
 from flask.views import MethodView
 from flask_smorest import Blueprint  # type: ignore[import-untyped]
 
-from .. import metrics
-from ..batch.store import STORE_ERRORS, JobStore
+from ..base import metrics
 from ..core.problems import PROBLEMS, TYPE_PREFIX
-from ..errors import problem_response
+from ..edge.access import metrics_allowed, metrics_refusal
+from ..edge.http_errors import problem_response
+from ..jobs.store import JobStore
 from ..ratelimit.buckets import Buckets
 from ..schemas.answers import ProblemSchema
-from ..state import make_state_client
-from .access import metrics_allowed, metrics_refusal
+from ..stores.state import StatePing
 from .schemas import LiveSchema, ReadySchema
 
 log = logging.getLogger("kalah_service.health")
-
-STATE_PING_TIMEOUT_S = 1.0
-"""How long ``/readyz`` waits for the state store's PING (the probe's own timeout is 3 s)."""
 
 blp = Blueprint(
     "health", __name__, description="Liveness, readiness and metrics for orchestrators."
@@ -106,16 +102,12 @@ class Ready(MethodView):
 
 def _state_check() -> tuple[bool, str]:
     """Whether the state store answers a PING (no state store: nothing to check)."""
-    url = current_app.extensions["kalah"].settings.state_url
-    if not url:
+    state: StatePing | None = current_app.extensions["kalah_state"]
+    if state is None:
         return True, "no state store: no API keys, jobs in the embedded store"
-    client = current_app.extensions.get("kalah_state_ping")
-    if client is None:
-        client = make_state_client(url, timeout_s=STATE_PING_TIMEOUT_S)
-        current_app.extensions["kalah_state_ping"] = client
     try:
-        client.ping()
-    except (redis.RedisError, OSError) as error:
+        state.ping()
+    except state.errors as error:
         log.warning("readyz: the state store is unreachable: %s: %s", type(error).__name__, error)
         return False, "the state store is unreachable (the server log has the error)"
     return True, "the state store answers"
@@ -132,7 +124,7 @@ def _jobs_check() -> tuple[bool, bool, str]:
         stalled = store.stalled()
         if stalled is not None:
             return True, False, f"{stalled}; {store.unfinished()} unfinished jobs"
-    except STORE_ERRORS as error:
+    except store.errors as error:
         log.warning("readyz: the job store failed: %s: %s", type(error).__name__, error)
         return False, False, "the job store is failing (the server log has the error)"
     if workers is None:

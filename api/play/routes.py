@@ -11,7 +11,7 @@ from flask_smorest import Blueprint  # type: ignore[import-untyped]
 
 from ..core.play import play
 from ..core.problems import ApiProblem
-from ..errors import document_problems
+from ..edge.http_errors import document_problems
 from .schemas import PlayAnswerSchema, PlayRequestSchema
 
 blp = Blueprint(

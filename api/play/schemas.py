@@ -7,7 +7,7 @@ from marshmallow import fields, validate
 
 from kalah_core.finnish import MAX_GAME_LENGTH
 
-from ..config import MAX_MOVES
+from ..base.config import MAX_MOVES
 from ..schemas.answers import BoardSchema, RulesOptionsSchema
 from ..schemas.fields import answer, move_field, position_field, rules_field
 
