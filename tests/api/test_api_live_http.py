@@ -20,7 +20,7 @@ from test_nginx_proxy import Nginx
 
 pytestmark = pytest.mark.system
 
-SEARCHED = "/v1/analysis?rules=piet-hein&position=start&time_ms=20000&nodes=1500000"
+SEARCHED = "/v1/analysis?rules=kalah&seeds=5&position=start&time_ms=20000&nodes=1500000"
 HOUR = "/v1/analysis?rules=piet-hein&position=start&time_ms=3600000"
 NDJSON = {"Accept": "application/x-ndjson"}
 
