@@ -382,9 +382,19 @@ class Engine:
             # Ties as for an exact answer: estimates are whole seeds, so every move whose
             # estimate equals the best one's is listed (best first, as ``moves``).
             best = [ln.result.move for ln in lines if ln.value == lines[0].value]
-        pv = self._pv(
-            position, rules, lines[0], exact, pv_limit if exact else min(pv_limit, reached)
-        )
+        book = self._book_start
+        if (
+            not exact
+            and book is not None
+            and book[0] == reached
+            and book[1][:1]
+            and book[1][0][0] == lines[0].result.move
+        ):  # the record's estimates are the answer's: so is its line
+            pv = book[1]
+        else:
+            pv = self._pv(
+                position, rules, lines[0], exact, pv_limit if exact else min(pv_limit, reached)
+            )
         values = [
             MoveValue(
                 ln.result.move,

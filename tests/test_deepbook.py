@@ -260,6 +260,7 @@ def test_a_long_budget_spent_before_passing_the_record_answers_with_it() -> None
         assert [(m.move, m.value, m.lower, m.upper) for m in answer.moves] == [
             (m.move, m.value, m.lower, m.upper) for m in record.moves
         ]
+        assert answer.pv == record.pv and answer.best_moves == record.best_moves
 
 
 def test_records_serve_only_their_rules_and_stores() -> None:
