@@ -303,12 +303,11 @@ class Engine:
         clock_ms = math.inf if unbounded else time_ms
         rounds: Iterator[Round]
         if depth is not None:
-            rounds, one_round = iter([((time_ms or 0.0, nodes or 0), (0.0, 0))]), False
+            rounds = iter([((time_ms or 0.0, nodes or 0), (0.0, 0))])
         elif unbounded:
-            rounds, one_round = _endless(), False
+            rounds = _endless()
         else:
-            schedule = _schedule(time_ms or 0.0, nodes or 0)
-            rounds, one_round = iter(schedule), len(schedule) == 1
+            rounds = iter(_schedule(time_ms or 0.0, nodes or 0))
         # Exact search gets most of a budget (the first round); what the rounds leave goes to
         # the heuristic fallback.
         first = next(rounds)
@@ -332,8 +331,9 @@ class Engine:
         else:
             reached = self._deepen(rules, lines, 1, HEURISTIC_MAX_DEPTH, ESTIMATE_NODES)
             rounds = itertools.chain([first], rounds)
-            if one_round and not self._in_reach(position, time_ms, nodes):
-                # No proof in sight: the estimate the user sees gets most of the budget.
+            if not self._in_reach(position, time_ms, nodes):
+                # No proof in sight: the estimate the user sees gets most of the budget (a long
+                # budget too: its rounds of proof would leave it shallower than a short one's).
                 reached = self._beyond_reach(
                     position, rules, lines, prove, steps, started, time_ms, nodes, reached
                 )
@@ -487,10 +487,11 @@ class Engine:
         reached: int,
     ) -> int:
         """A budget where no proof is in sight (``_in_reach``): PROBE_SHARE for an exact search
-        (a short proof may still be there: a forced line, a position the table holds), then the
-        estimate deepens until ESTIMATE_UNTIL of the budget, and proven bounds get the rest
-        (their tests then aim at the deeper estimate). Leaves the root bounds in ``self._root``;
-        returns the depth reached."""
+        (a short proof may still be there: a forced line, a position the table holds), of at
+        most ROUND_MS (a short proof is as short in a long budget; a live view sees nothing
+        while it runs), then the estimate deepens until ESTIMATE_UNTIL of the budget, and
+        proven bounds get the rest (their tests then aim at the deeper estimate). Leaves the
+        root bounds in ``self._root``; returns the depth reached."""
         s = self.searcher
 
         def until(share: float) -> tuple[float, int]:
@@ -498,7 +499,8 @@ class Engine:
                 started, ((time_ms or 0.0) * share, int((nodes or 0) * share)), time_ms, nodes
             )
 
-        s.set_budget(*until(PROBE_SHARE))
+        budget_ms = time_ms if time_ms else (nodes or 0) / NODES_PER_MS
+        s.set_budget(*until(PROBE_SHARE * min(1.0, ROUND_MS / max(budget_ms, 1.0))))
         root = self._root = self._prove(position, rules, lines, prove, self._root)
         if not s.aborted or all(ln.exact for ln in lines):
             return reached
@@ -1006,7 +1008,8 @@ def _schedule(time_ms: float, nodes: int) -> list[Round]:
     bounds until), as (milliseconds, nodes) from the start; the fallback estimate has the rest.
 
     A budget up to ``ROUND_MS`` is one round: EXACT_SHARE for the proof, BOUNDS_SHARE for
-    bounds. A longer one cannot know whether the proof fits (Kalah(6,5) is minutes, Kalah(6,6)
+    bounds (a position beyond its reach is split otherwise: ``_beyond_reach``). A longer one
+    cannot know whether the proof fits (Kalah(6,5) is minutes, Kalah(6,6)
     weeks), so after a first round of ``ROUND_MS`` the rounds double and split evenly: a proof
     that fits in half the budget is still found (the table stays warm across rounds), and one
     that does not fit leaves half the budget to bounds instead of BOUNDS_SHARE."""
