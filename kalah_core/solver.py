@@ -117,9 +117,9 @@ class Engine:
         self._root = (-INFINITE, INFINITE)
         self._live: _Line | None = None
         self._mtdf_running = False
-        self._reached = 0  # the depth of the last complete deepening, for snapshot()
-        self._searching: tuple[int, int] | None = None  # the deepening underway, for snapshot()
-        self._partial: dict[int, int] = {}  # id(line): its estimate at the depth underway
+        # For snapshot(), set at once: the depth of the last complete deepening, the deepening
+        # underway (depth, root moves done) and its estimates so far (by id of the root move).
+        self._at: tuple[int, tuple[int, int] | None, dict[int, int]] = (0, None, {})
         self._book_start: tuple[int, list[list[Move]]] | None = None  # (depth, line) shown
         self._rules: Rules | None = None  # the running analysis's, for snapshot()
         self._restricted = False  # the running analysis has some root moves only
@@ -197,7 +197,7 @@ class Engine:
             low, high = sorted((live.sign * live_low, live.sign * live_high))
             bounds[i] = (max(bounds[i][0], low), min(bounds[i][1], high))
         moves = []
-        partial = self._partial
+        reached, searching, partial = self._at
         for ln, (low, high) in zip(lines, bounds, strict=True):
             high = min(high, upper)
             estimate = partial.get(id(ln), ln.estimate)
@@ -216,7 +216,7 @@ class Engine:
             )
         moves.sort(key=lambda m: (-m.value, not m.exact, -m.lower, _order(m.move)))
         value = min(max(moves[0].value, lower), upper)
-        reached, searching, book = self._reached, self._searching, self._book_start
+        book = self._book_start
         source: Literal["search", "deep book"] = "search"
         if book is not None and book[0] == reached:  # the deep book's estimates still stand
             source = "deep book"
@@ -289,8 +289,7 @@ class Engine:
 
         s = self.searcher
         s.clear_interrupt()
-        self._reached = 0
-        self._searching, self._partial, self._book_start = None, {}, None
+        self._at, self._book_start = (0, None, {}), None
         self._emptied = False
         self._cuts = []
         # Proven bounds on the root value from a root search.
@@ -447,7 +446,8 @@ class Engine:
             line.lower, line.upper = max(line.lower, m.lower), min(line.upper, m.upper)
             line.estimate = min(max(m.value, line.lower), line.upper)
         self._root = (record.lower, record.upper)
-        reached = self._reached = record.depth
+        reached = record.depth
+        self._at = (reached, None, {})
         self._book_start = (reached, record.pv)
         if self.on_deepened is not None:
             shot = self.snapshot()
@@ -873,7 +873,7 @@ class Engine:
                 for line in lines:
                     if line.exact:
                         continue
-                    self._searching = (d, len(results))
+                    self._at = (self._at[0], (d, len(results)), self._at[2])
                     v, _, aborted, horizon = s.heuristic(
                         line.result.after, rules, d - 1, fresh=False
                     )
@@ -881,15 +881,16 @@ class Engine:
                         return reached
                     results.append((line, line.sign * v, horizon))
                     if shown:
-                        self._partial = {**self._partial, id(line): line.sign * v}
+                        partial = {**self._at[2], id(line): line.sign * v}
+                        self._at = (self._at[0], (d, len(results)), partial)
                 if not shown:
                     continue
                 for line, estimate, horizon in results:
                     line.estimate = min(max(estimate, line.lower), line.upper)
                     if horizon == 0:  # no leaf was estimated: the depth-limited value is exact
                         line.lower = line.upper = estimate
-                reached = self._reached = d
-                self._searching, self._partial = None, {}
+                reached = d
+                self._at = (d, None, {})
                 if self.on_deepened is not None:
                     shot = self.snapshot()
                     if shot is not None:
@@ -900,7 +901,7 @@ class Engine:
                     break
             return reached
         finally:
-            self._searching, self._partial = None, {}
+            self._at = (self._at[0], None, {})
 
     def _pv(
         self, position: Position, rules: Rules, first: _Line, exact: bool, limit: int

@@ -170,7 +170,10 @@ class Live:
             if not running:
                 break
             if not sent:
-                event = shown(engine.snapshot())
+                snapshot = engine.snapshot()
+                if not self._deepened.empty():
+                    continue  # a deepening completed meanwhile: it goes first, then the poll
+                event = shown(snapshot)
                 if event is not None:
                     yield event
                 elif time.monotonic() - quiet_since >= self.heartbeat_s:
