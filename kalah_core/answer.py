@@ -55,8 +55,8 @@ def analysis_json(
 def snapshot_json(snapshot: Snapshot, time_ms: float) -> dict[str, Any]:
     """One event of a live analysis (the API's streams, ``kalah analyse --json --watch``):
     ``final`` false, the depth of the last complete deepening, the nodes and the time so far,
-    the root's estimate and proven bounds, every move as in an answer, and the line the
-    table holds."""
+    the root's estimate and proven bounds, every move as in an answer, the line the table
+    holds, where the estimates come from and the deepening underway."""
     return {
         "final": False,
         "depth": snapshot.depth,
@@ -68,6 +68,10 @@ def snapshot_json(snapshot: Snapshot, time_ms: float) -> dict[str, Any]:
         "upper": snapshot.upper,
         "moves": [move_value_json(m) for m in snapshot.moves],
         "pv": [list(turn) for turn in snapshot.pv],
+        "source": snapshot.source,
+        "searching": None
+        if snapshot.searching is None
+        else {"depth": snapshot.searching[0], "moves": snapshot.searching[1]},
     }
 
 

@@ -8,6 +8,7 @@ heuristic estimate from a depth-limited search (``depth`` sowings deep).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import time
@@ -29,7 +30,7 @@ __all__ = ["ENGINE_VERSION", "MAX_THREADS", "Analysis", "Engine", "MoveValue", "
 
 Prove = Literal["all", "optimal", "value"]
 
-ENGINE_VERSION = "kalah-core-0.1.0/search-7"
+ENGINE_VERSION = "kalah-core-0.1.0/search-8"
 """Changes whenever a search change could change an answer; part of every cache key."""
 
 
@@ -67,6 +68,12 @@ class Snapshot:
     upper: int
     moves: list[MoveValue]
     pv: list[list[Move]]
+    source: Literal["search", "deep book"] = "search"
+    """Where the estimates of ``depth`` come from: the deep book's record while a long
+    analysis has not deepened past it (:meth:`Engine._from_book`), else the search."""
+    searching: tuple[int, int] | None = None
+    """(depth, root moves done) of the deepening underway: a move done is shown at that
+    depth already when it is deeper than ``depth``."""
 
 
 class Engine:
@@ -110,7 +117,10 @@ class Engine:
         self._root = (-INFINITE, INFINITE)
         self._live: _Line | None = None
         self._mtdf_running = False
-        self._reached = 0  # the depth of the last complete deepening, for snapshot()
+        # For snapshot(), set at once: the depth of the last complete deepening, the deepening
+        # underway (depth, root moves done) and its estimates so far (by id of the root move).
+        self._at: tuple[int, tuple[int, int] | None, dict[int, int]] = (0, None, {})
+        self._book_start: tuple[int, list[list[Move]]] | None = None  # (depth, line) shown
         self._rules: Rules | None = None  # the running analysis's, for snapshot()
         self._restricted = False  # the running analysis has some root moves only
         self.on_deepened: Callable[[Snapshot], None] | None = None
@@ -187,9 +197,11 @@ class Engine:
             low, high = sorted((live.sign * live_low, live.sign * live_high))
             bounds[i] = (max(bounds[i][0], low), min(bounds[i][1], high))
         moves = []
+        reached, searching, partial = self._at
         for ln, (low, high) in zip(lines, bounds, strict=True):
             high = min(high, upper)
-            value = low if low >= high else min(max(ln.estimate, low), high)
+            estimate = partial.get(id(ln), ln.estimate)
+            value = low if low >= high else min(max(estimate, low), high)
             moves.append(
                 MoveValue(
                     ln.result.move,
@@ -204,6 +216,14 @@ class Engine:
             )
         moves.sort(key=lambda m: (-m.value, not m.exact, -m.lower, _order(m.move)))
         value = min(max(moves[0].value, lower), upper)
+        book = self._book_start
+        source: Literal["search", "deep book"] = "search"
+        if book is not None and book[0] == reached:  # the deep book's estimates still stand
+            source = "deep book"
+            if book[1] and book[1][0][0] == moves[0].move:  # its line, while its best is best
+                return Snapshot(
+                    reached, nodes, value, lower, upper, moves, book[1], source, searching
+                )
         line: list[MoveResult] = []
         best = next(ln for ln in lines if ln.result.move == moves[0].move)
         line.append(best.result)
@@ -217,7 +237,8 @@ class Engine:
                 break
             line.append(play(node, rules, move))
             node = line[-1].after
-        return Snapshot(self._reached, nodes, value, lower, upper, moves, group_turns(line))
+        pv = group_turns(line)
+        return Snapshot(reached, nodes, value, lower, upper, moves, pv, source, searching)
 
     def analyse(
         self,
@@ -248,15 +269,17 @@ class Engine:
             hit: Analysis | None = self.book.analysis(position, rules, pv_limit)
             if hit is not None:
                 return hit
-        if (
-            self.deep_book is not None
-            and depth is None
-            and _short(time_ms, nodes)
-            and not restricted
-        ):
+        from_book: Analysis | None = None  # a long budget's start (_from_book)
+        if self.deep_book is not None and depth is None and not restricted:
             hit = self.deep_book.analysis(position, rules, pv_limit)
-            if hit is not None:
+            if hit is not None and (hit.exact or _short(time_ms, nodes)):
                 return hit
+            if (
+                hit is not None
+                and (time_ms or nodes)
+                and not self._in_reach(position, time_ms, nodes)
+            ):
+                from_book = hit  # no proof in sight: deepen past the record (_from_book)
         started = time.perf_counter()
         over = outcome(position, rules)
         if over is not None:
@@ -266,7 +289,7 @@ class Engine:
 
         s = self.searcher
         s.clear_interrupt()
-        self._reached = 0
+        self._at, self._book_start = (0, None, {}), None
         self._emptied = False
         self._cuts = []
         # Proven bounds on the root value from a root search.
@@ -279,12 +302,11 @@ class Engine:
         clock_ms = math.inf if unbounded else time_ms
         rounds: Iterator[Round]
         if depth is not None:
-            rounds, one_round = iter([((time_ms or 0.0, nodes or 0), (0.0, 0))]), False
+            rounds = iter([((time_ms or 0.0, nodes or 0), (0.0, 0))])
         elif unbounded:
-            rounds, one_round = _endless(), False
+            rounds = _endless()
         else:
-            schedule = _schedule(time_ms or 0.0, nodes or 0)
-            rounds, one_round = iter(schedule), len(schedule) == 1
+            rounds = iter(_schedule(time_ms or 0.0, nodes or 0))
         # Exact search gets most of a budget (the first round); what the rounds leave goes to
         # the heuristic fallback.
         first = next(rounds)
@@ -302,11 +324,15 @@ class Engine:
         self._lines = lines
         if depth is not None:
             reached = self._deepen(rules, lines, 1, depth, None)
+        elif from_book is not None:
+            reached = self._from_book(from_book, rules, lines, started, time_ms, nodes)
+            root = self._root
         else:
             reached = self._deepen(rules, lines, 1, HEURISTIC_MAX_DEPTH, ESTIMATE_NODES)
             rounds = itertools.chain([first], rounds)
-            if one_round and not self._in_reach(position, time_ms, nodes):
-                # No proof in sight: the estimate the user sees gets most of the budget.
+            if not self._in_reach(position, time_ms, nodes):
+                # No proof in sight: the estimate the user sees gets most of the budget (a long
+                # budget too: its rounds of proof would leave it shallower than a short one's).
                 reached = self._beyond_reach(
                     position, rules, lines, prove, steps, started, time_ms, nodes, reached
                 )
@@ -355,9 +381,19 @@ class Engine:
             # Ties as for an exact answer: estimates are whole seeds, so every move whose
             # estimate equals the best one's is listed (best first, as ``moves``).
             best = [ln.result.move for ln in lines if ln.value == lines[0].value]
-        pv = self._pv(
-            position, rules, lines[0], exact, pv_limit if exact else min(pv_limit, reached)
-        )
+        book = self._book_start
+        if (
+            not exact
+            and book is not None
+            and book[0] == reached
+            and book[1][:1]
+            and book[1][0][0] == lines[0].result.move
+        ):  # the record's estimates are the answer's: so is its line
+            pv = book[1]
+        else:
+            pv = self._pv(
+                position, rules, lines[0], exact, pv_limit if exact else min(pv_limit, reached)
+            )
         values = [
             MoveValue(
                 ln.result.move,
@@ -382,7 +418,47 @@ class Engine:
             None if exact else reached,
             int(s.nodes),
             _ms(started),
+            # Not deepened past the deep book's record: its estimates are the answer's.
+            extra=from_book.extra if from_book is not None and reached == from_book.depth else {},
         )
+
+    def _from_book(
+        self,
+        record: Analysis,
+        rules: Rules,
+        lines: list[_Line],
+        started: float,
+        time_ms: float | None,
+        nodes: int | None,
+    ) -> int:
+        """A budget longer than the deep book answers for, on a position it holds: the
+        analysis starts from the record (its estimates at its depth, its proven bounds), shown
+        at once, and deepens past it; it never ends shallower than the record. The depths up to
+        the record's are searched again unseen (the deeper ones need the table they fill:
+        a cold depth 20 costs four times an iterative one), then each deeper one replaces the
+        estimates. The whole budget goes to the estimate: the record's bounds took hours of
+        tests (deepbook_refine), which a budget's tests would not narrow. Leaves the root
+        bounds in ``self._root``; returns the depth reached."""
+        assert record.depth is not None  # an inexact record: a depth-limited estimate
+        by_move = {m.move: m for m in record.moves}
+        for line in lines:
+            m = by_move[line.result.move]
+            line.lower, line.upper = max(line.lower, m.lower), min(line.upper, m.upper)
+            line.estimate = min(max(m.value, line.lower), line.upper)
+        self._root = (record.lower, record.upper)
+        reached = record.depth
+        self._at = (reached, None, {})
+        self._book_start = (reached, record.pv)
+        if self.on_deepened is not None:
+            shot = self.snapshot()
+            if shot is not None:
+                self.on_deepened(shot)
+        self.searcher.set_budget(*self._part(started, (time_ms or 0.0, nodes or 0), time_ms, nodes))
+        unseen = [dataclasses.replace(line) for line in lines]
+        self._deepen(rules, unseen, 1, reached, None, shown=False)
+        if self.searcher.aborted:
+            return reached
+        return self._deepen(rules, lines, reached + 1, HEURISTIC_MAX_DEPTH, None, reached)
 
     def _in_reach(self, position: Position, time_ms: float | None, nodes: int | None) -> bool:
         """Whether a proof of ``position`` may fit a budget of one round, judged before any
@@ -411,10 +487,11 @@ class Engine:
         reached: int,
     ) -> int:
         """A budget where no proof is in sight (``_in_reach``): PROBE_SHARE for an exact search
-        (a short proof may still be there: a forced line, a position the table holds), then the
-        estimate deepens until ESTIMATE_UNTIL of the budget, and proven bounds get the rest
-        (their tests then aim at the deeper estimate). Leaves the root bounds in ``self._root``;
-        returns the depth reached."""
+        (a short proof may still be there: a forced line, a position the table holds), of at
+        most ROUND_MS (a short proof is as short in a long budget; a live view sees nothing
+        while it runs), then the estimate deepens until ESTIMATE_UNTIL of the budget, and
+        proven bounds get the rest (their tests then aim at the deeper estimate). Leaves the
+        root bounds in ``self._root``; returns the depth reached."""
         s = self.searcher
 
         def until(share: float) -> tuple[float, int]:
@@ -422,7 +499,8 @@ class Engine:
                 started, ((time_ms or 0.0) * share, int((nodes or 0) * share)), time_ms, nodes
             )
 
-        s.set_budget(*until(PROBE_SHARE))
+        budget_ms = time_ms if time_ms else (nodes or 0) / NODES_PER_MS
+        s.set_budget(*until(PROBE_SHARE * min(1.0, ROUND_MS / max(budget_ms, 1.0))))
         root = self._root = self._prove(position, rules, lines, prove, self._root)
         if not s.aborted or all(ln.exact for ln in lines):
             return reached
@@ -778,36 +856,52 @@ class Engine:
         last: int,
         node_cap: int | None,
         reached: int = 0,
+        *,
+        shown: bool = True,
     ) -> int:
         """Iterative deepening over the root moves, depths ``first..last``: estimates for
         ordering and the MTD(f) guesses, or the answer in depth-limited mode and as the fallback.
         Stops after an iteration costing more than ``node_cap`` nodes, or when the budget runs
-        out (keeping the last complete iteration). Returns the depth completed."""
+        out (keeping the last complete iteration). Returns the depth completed. A live view
+        (snapshot()) sees each root move's estimate as soon as it is searched, deeper than the
+        others; not ``shown``: only the depth underway (the table is being filled)."""
         s = self.searcher
-        for d in range(first, last + 1):
-            nodes_before = s.nodes
-            results: list[tuple[_Line, int, int]] = []
-            for line in lines:
-                if line.exact:
+        try:
+            for d in range(first, last + 1):
+                nodes_before = s.nodes
+                results: list[tuple[_Line, int, int]] = []
+                for line in lines:
+                    if line.exact:
+                        continue
+                    self._at = (self._at[0], (d, len(results)), self._at[2])
+                    v, _, aborted, horizon = s.heuristic(
+                        line.result.after, rules, d - 1, fresh=False
+                    )
+                    if aborted:
+                        return reached
+                    results.append((line, line.sign * v, horizon))
+                    if shown:
+                        partial = {**self._at[2], id(line): line.sign * v}
+                        self._at = (self._at[0], (d, len(results)), partial)
+                if not shown:
                     continue
-                v, _, aborted, horizon = s.heuristic(line.result.after, rules, d - 1, fresh=False)
-                if aborted:
-                    return reached
-                results.append((line, line.sign * v, horizon))
-            for line, estimate, horizon in results:
-                line.estimate = min(max(estimate, line.lower), line.upper)
-                if horizon == 0:  # no leaf was estimated: the depth-limited value is exact
-                    line.lower = line.upper = estimate
-            reached = self._reached = d
-            if self.on_deepened is not None:
-                shot = self.snapshot()
-                if shot is not None:
-                    self.on_deepened(shot)
-            if all(line.exact for line in lines):
-                break
-            if node_cap is not None and s.nodes - nodes_before > node_cap:
-                break
-        return reached
+                for line, estimate, horizon in results:
+                    line.estimate = min(max(estimate, line.lower), line.upper)
+                    if horizon == 0:  # no leaf was estimated: the depth-limited value is exact
+                        line.lower = line.upper = estimate
+                reached = d
+                self._at = (d, None, {})
+                if self.on_deepened is not None:
+                    shot = self.snapshot()
+                    if shot is not None:
+                        self.on_deepened(shot)
+                if all(line.exact for line in lines):
+                    break
+                if node_cap is not None and s.nodes - nodes_before > node_cap:
+                    break
+            return reached
+        finally:
+            self._at = (self._at[0], None, {})
 
     def _pv(
         self, position: Position, rules: Rules, first: _Line, exact: bool, limit: int
@@ -915,7 +1009,8 @@ def _schedule(time_ms: float, nodes: int) -> list[Round]:
     bounds until), as (milliseconds, nodes) from the start; the fallback estimate has the rest.
 
     A budget up to ``ROUND_MS`` is one round: EXACT_SHARE for the proof, BOUNDS_SHARE for
-    bounds. A longer one cannot know whether the proof fits (Kalah(6,5) is minutes, Kalah(6,6)
+    bounds (a position beyond its reach is split otherwise: ``_beyond_reach``). A longer one
+    cannot know whether the proof fits (Kalah(6,5) is minutes, Kalah(6,6)
     weeks), so after a first round of ``ROUND_MS`` the rounds double and split evenly: a proof
     that fits in half the budget is still found (the table stays warm across rounds), and one
     that does not fit leaves half the budget to bounds instead of BOUNDS_SHARE."""

@@ -116,3 +116,21 @@ def test_a_round_of_bounds_starts_with_the_cheapest_test_left() -> None:
     for beta, v in first_round + second_round:  # and what the tests proved holds (value +10)
         if v is not None:
             assert v <= 10 if v >= beta else v >= 10
+
+
+def test_a_longer_budget_beyond_reach_ends_no_shallower() -> None:
+    """A budget over ROUND_MS where no proof is in sight (Kalah(6,5): 60 seeds) deepens its
+    estimate as a shorter one does, instead of spending its rounds on a proof: with the same
+    nodes it ends at least as deep, and its bounds hold (a live view watched it deepen)."""
+    rules = Rules(houses=6, seeds=5)
+    start = parse_position("start", rules)
+    depths = {}
+    for time_ms in (ROUND_MS, 3 * ROUND_MS):
+        engine = Engine(tt_mb=16)
+        seen: list[int] = []
+        engine.on_deepened = lambda shot, seen=seen: seen.append(shot.depth)
+        analysis = engine.analyse(start, rules, time_ms=time_ms, nodes=1_500_000)
+        assert not analysis.exact and analysis.lower <= analysis.value <= analysis.upper
+        assert seen[-1] == analysis.depth
+        depths[time_ms] = analysis.depth
+    assert depths[3 * ROUND_MS] >= depths[ROUND_MS]

@@ -11,14 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from kalah_core import deepbook
 from kalah_core.book import BookError
 from kalah_core.cli import main
 from kalah_core.deepbook import DeepBook, DeepSection, deep_key, key_position, lead
 from kalah_core.deepbook_build import DeepBudget, back_up, build_deep_section, deep_record, levels
 from kalah_core.game import legal_moves, play
 from kalah_core.position import Position
-from kalah_core.rules import Rules
-from kalah_core.solver import DEEP_BOOK_MS, Engine
+from kalah_core.rules import PRESETS, Rules
+from kalah_core.solver import DEEP_BOOK_MS, Engine, Snapshot
 from kalah_core.tasks import LocalExecutor
 
 # Small boards of the 6-seed presets' rules: piet-hein's empty capture, kalah-ru's
@@ -191,6 +192,75 @@ def test_a_long_budget_keeps_the_books_proven_bounds(name: str) -> None:
         alone = Engine(tt_mb=4).analyse(position, rules, **budget)
         narrowed += (alone.lower, alone.upper) != (answer.lower, answer.upper)
     assert narrowed  # the searches alone prove less somewhere: the book's bounds count
+
+
+BEYOND_REACH = Rules(houses=6, seeds=6, capture="always")
+"""piet-hein's rules: 72 seeds, no proof in reach of a long budget without a database."""
+
+
+@cache
+def shallow_start_section() -> DeepSection:
+    """A deep book of BEYOND_REACH's start only, its estimate a few sowings deep."""
+    budget = DeepBudget(estimate_nodes=20_000, bounds_nodes=2_000, tt_mb=4)
+    return build_deep_section(BEYOND_REACH, 0, [budget], stream=io.StringIO())
+
+
+def test_a_long_budget_beyond_reach_starts_from_the_record_and_deepens_past_it() -> None:
+    """Issue 50: a budget over DEEP_BOOK_MS on a position the deep book holds, no proof in
+    sight: the record is shown first, then only deeper estimates, each that of a search of
+    the same depth; the bounds are the record's or narrower."""
+    rules = BEYOND_REACH
+    start = Position.start(rules)
+    section = shallow_start_section()
+    record = section.records[deep_key(start, rules)]
+    assert record.depth is not None and record.lower < record.upper
+    engine = Engine(tt_mb=4, deep_book=DeepBook([section]))
+    shots: list[Snapshot] = []
+    engine.on_deepened = shots.append
+    answer = engine.analyse(start, rules, time_ms=DEEP_BOOK_MS * 2, nodes=300_000)
+    first = shots[0]
+    assert (first.source, first.depth, first.nodes) == ("deep book", record.depth, 0)
+    assert (first.lower, first.upper) == (record.lower, record.upper)  # empty stores: no lead
+    assert {m.move: m.value for m in first.moves} == {m.house: m.estimate for m in record.moves}
+    assert first.pv[0][0] == record.pv[0]
+    depths = [shot.depth for shot in shots]
+    assert depths == list(range(record.depth, record.depth + len(shots)))
+    assert all(shot.source == "search" for shot in shots[1:])
+    assert answer.depth == depths[-1] > record.depth and "book" not in answer.extra
+    search = Engine(tt_mb=4).analyse(start, rules, depth=answer.depth)
+    assert {m.move: m.value for m in answer.moves} == {m.move: m.value for m in search.moves}
+    assert record.lower <= answer.lower <= answer.value <= answer.upper <= record.upper
+
+
+def test_a_long_budget_spent_before_passing_the_record_answers_with_it() -> None:
+    """Never shallower than the deep book: a long budget that ends before it deepens past the
+    record answers with the record (labelled as the book's), as the shipped piet-hein start
+    does for a node budget too small to deepen past its depth 19."""
+    shipped = deepbook.shipped()
+    rules = PRESETS["piet-hein"]
+    start = Position.start(rules)
+    for book, budget in (
+        (DeepBook([shallow_start_section()]), 1_000),
+        (shipped, 50_000),
+    ):
+        record = book.analysis(start, rules)
+        assert record is not None and not record.exact
+        engine = Engine(tt_mb=4, deep_book=book)
+        shots: list[Snapshot] = []
+        engine.on_deepened = shots.append
+        answer = engine.analyse(start, rules, time_ms=DEEP_BOOK_MS * 2, nodes=budget)
+        assert [(s.source, s.depth) for s in shots] == [("deep book", record.depth)]
+        assert answer.nodes > 0 and answer.extra == record.extra
+        assert (answer.value, answer.lower, answer.upper, answer.depth) == (
+            record.value,
+            record.lower,
+            record.upper,
+            record.depth,
+        )
+        assert [(m.move, m.value, m.lower, m.upper) for m in answer.moves] == [
+            (m.move, m.value, m.lower, m.upper) for m in record.moves
+        ]
+        assert answer.pv == record.pv and answer.best_moves == record.best_moves
 
 
 def test_records_serve_only_their_rules_and_stores() -> None:

@@ -194,6 +194,19 @@ class BestMoveAnswerSchema(ma.Schema):
 
 
 @answer()
+class SearchingSchema(ma.Schema):
+    """The deepening a live analysis is searching."""
+
+    depth = fields.Integer(metadata={"description": "Its depth in sowings."})
+    moves = fields.Integer(
+        metadata={
+            "description": "Root moves it has searched; their `moves` values are of this depth "
+            "already when it is deeper than the event's `depth`."
+        }
+    )
+
+
+@answer()
 class AnalysisProgressSchema(ma.Schema):
     """An event of a live analysis while its search runs (``Accept: text/event-stream`` or
     ``application/x-ndjson``): what the search has so far."""
@@ -213,6 +226,19 @@ class AnalysisProgressSchema(ma.Schema):
     pv = fields.List(
         fields.List(move_field()),
         metadata={"description": "The line the search holds now, grouped by turns."},
+    )
+    source = fields.String(
+        metadata={
+            "description": 'Where the estimates of `depth` come from: "deep book" while a long '
+            "search has not deepened past the deep book's record of the position (the first "
+            'event of such a search is the record), else "search".',
+            "enum": ["search", "deep book"],
+        }
+    )
+    searching = fields.Nested(
+        SearchingSchema,
+        allow_none=True,
+        metadata={"description": "The deepening underway; null between deepenings."},
     )
 
 

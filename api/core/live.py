@@ -4,9 +4,10 @@
 The search runs on an engine of the worker's pool (:mod:`.engines`, counted like any other
 search, so streams cannot take the engine kept for short searches), on another thread, while
 the request's thread reads :meth:`~kalah_core.solver.Engine.snapshot` every ``POLL_S`` and
-sends an event each time it changed: a deepening completed, a bound narrowed. The last event
-is the answer itself, the one-shot answer's body, stored in the answer cache as a one-shot
-search's is. A position answered already (exactly, or for these limits) is that one event.
+sends an event each time it changed: a deepening completed, a root move searched within one,
+a bound narrowed. The last event is the answer itself, the one-shot answer's body, stored in
+the answer cache as a one-shot search's is. A position answered already (exactly, or for
+these limits) is that one event.
 
 No search outlives its caller: when the client goes away (its socket reads end-of-file, or a
 write fails and the server closes the response) the engine is interrupted, the stream waits
@@ -141,7 +142,15 @@ class Live:
             if snapshot is None:
                 return None
             moves = tuple((m.move, m.value, m.lower, m.upper) for m in snapshot.moves)
-            key = (snapshot.depth, snapshot.value, snapshot.lower, snapshot.upper, moves)
+            key = (
+                snapshot.depth,
+                snapshot.searching,  # progress within a deepening: a root move searched
+                snapshot.source,
+                snapshot.value,
+                snapshot.lower,
+                snapshot.upper,
+                moves,
+            )
             if key == seen:
                 return None
             seen, quiet_since = key, time.monotonic()
@@ -161,7 +170,10 @@ class Live:
             if not running:
                 break
             if not sent:
-                event = shown(engine.snapshot())
+                snapshot = engine.snapshot()
+                if not self._deepened.empty():
+                    continue  # a deepening completed meanwhile: it goes first, then the poll
+                event = shown(snapshot)
                 if event is not None:
                     yield event
                 elif time.monotonic() - quiet_since >= self.heartbeat_s:

@@ -139,8 +139,14 @@ def _analysis_text(position: Position, answer: dict[str, Any], source: str | Non
     )
     if source is not None:
         head += f", source: {source}"
-    else:
+    else:  # a live event: where its estimates come from and the deepening underway
+        if answer.get("source") == "deep book":
+            head += ", from the deep book"
         head += f", {answer['nodes']:,} nodes, {answer['time_ms'] / 1000:.1f} s"
+        searching = answer.get("searching")
+        if searching is not None:
+            done, moves = searching["moves"], len(answer["moves"])
+            head += f", searching depth {searching['depth']} ({done} of {moves} moves)"
     return "\n".join(
         [
             head,

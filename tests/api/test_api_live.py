@@ -20,8 +20,10 @@ from kalah_service import create_app
 NDJSON = {"Accept": "application/x-ndjson"}
 SSE = {"Accept": "text/event-stream"}
 
-# Beyond the deep book's budgets (10 s): a search, cut by its node budget long before its time.
-SEARCHED = {"rules": "piet-hein", "position": "start", "time_ms": 20000, "nodes": 1_500_000}
+# Kalah(6,5), no book: a search, cut by its node budget long before its time.
+SEARCHED = {"rules": "kalah", "seeds": 5, "position": "start", "time_ms": 20000, "nodes": 1_500_000}
+BOOKED = "/v1/analysis?rules=piet-hein&position=start&time_ms=20000&nodes=1500000"
+"""Beyond the deep book's budgets (10 s) on a position it holds."""
 QUERY = "/v1/analysis?" + "&".join(f"{k}={v}" for k, v in SEARCHED.items())
 LONG = "/v1/analysis?rules=piet-hein&position=start&time_ms=60000"
 HOUR = "/v1/analysis?rules=piet-hein&position=start&time_ms=3600000"
@@ -85,6 +87,49 @@ def test_events_deepen_in_order_and_the_last_is_the_one_shot_answer(tmp_path: Pa
     # And the stream's answer is stored as a one-shot search's is.
     again = app.test_client().get(QUERY).get_json()
     assert again["cached"] is True and without_time(again) == without_time(final["answer"])
+
+
+def test_events_show_the_root_moves_searched_within_a_deepening(tmp_path: Path) -> None:
+    """Between two deepenings the events say which depth is underway and how many root moves
+    it has searched, and a move searched shows its value of that depth already."""
+    response = make_app(tmp_path, "within").test_client().get(QUERY, headers=NDJSON, buffered=False)
+    *progress, final = list(ndjson(response))
+    response.close()
+    within = [e for e in progress if e["searching"] is not None]
+    assert within, "no event between two deepenings"
+    for event in within:
+        assert event["searching"]["depth"] == event["depth"] + 1
+        assert 0 <= event["searching"]["moves"] <= len(event["moves"])
+    depths = [e["depth"] for e in progress]
+    steps = [(e["depth"], e["searching"]["moves"]) for e in within]
+    # Progress only goes forward (a deepening cut by its share of the budget is dropped).
+    assert depths == sorted(depths) and steps == sorted(steps)
+    assert all(e["source"] == "search" for e in progress)
+    assert final["answer"]["depth"] >= progress[-1]["depth"]
+
+
+def test_a_long_stream_of_a_deep_book_position_starts_from_its_record(tmp_path: Path) -> None:
+    """Issue 50's goal: the piet-hein start streamed with a budget beyond the deep book's
+    (10 s): its first event is the deep book's record (depth, bounds, estimates, said to be
+    the book's), no later event is shallower, and the last is the one-shot answer, which a
+    budget too small to deepen past the record leaves the record's."""
+    app = make_app(tmp_path, "booked")
+    book = app.test_client().get("/v1/analysis?rules=piet-hein&position=start").get_json()
+    assert book["book"]["kind"] == "deep" and book["depth"] is not None
+    response = app.test_client().get(BOOKED, headers=NDJSON, buffered=False)
+    *progress, final = list(ndjson(response))
+    response.close()
+    first = progress[0]
+    assert first["source"] == "deep book" and first["nodes"] == 0
+    shown = ("depth", "value", "lower", "upper", "moves", "pv")
+    assert {k: first[k] for k in shown} == {k: book[k] for k in shown}
+    assert all(e["depth"] >= book["depth"] for e in progress)
+    searching = [e["searching"]["depth"] for e in progress if e["searching"] is not None]
+    assert searching and searching == sorted(searching)  # the table refilled, in the open
+    answer = final["answer"]
+    assert answer["depth"] == book["depth"] and answer["book"] == book["book"]
+    one_shot = make_app(tmp_path, "booked-one-shot").test_client().get(BOOKED)
+    assert without_time(answer) == without_time(one_shot.get_json())
 
 
 def test_server_sent_events_carry_the_same_events(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from test_nginx_proxy import Nginx
 
 pytestmark = pytest.mark.system
 
-SEARCHED = "/v1/analysis?rules=piet-hein&position=start&time_ms=20000&nodes=1500000"
+SEARCHED = "/v1/analysis?rules=kalah&seeds=5&position=start&time_ms=20000&nodes=1500000"
 HOUR = "/v1/analysis?rules=piet-hein&position=start&time_ms=3600000"
 NDJSON = {"Accept": "application/x-ndjson"}
 
@@ -114,6 +114,8 @@ def test_twenty_dropped_streams_leave_no_engine_searching(server: Gunicorn) -> N
 
 @pytest.mark.timeout(300)
 def test_a_stream_passes_the_shipped_nginx_unbuffered(server: Gunicorn) -> None:
+    """The first event comes through nginx while its search runs: the search is held open
+    (an hour) until the client has read it, and it is still running then."""
     nginx = Nginx(server.port)
     try:
         wait_for(lambda: busy(server.base) == 0, 60, "an idle server")

@@ -383,6 +383,53 @@ def test_search_longer_streams_the_search_and_stop_ends_it(
     context.close()
 
 
+SUMMARIES = """() => {
+  window.summaries = [];
+  const info = document.querySelector('#search-info');
+  new MutationObserver(() => window.summaries.push(info.textContent)).observe(
+    info, { childList: true, characterData: true, subtree: true });
+}"""
+"""Records every text the search summary shows (window.summaries)."""
+
+
+def shown_depths(page: Any) -> list[int]:
+    texts = page.evaluate("() => window.summaries")
+    return [int(m.group(1)) for m in map(re.compile(r"at depth (\d+)").search, texts) if m]
+
+
+def search_longer_then_stop(page: Any) -> None:
+    """Search longer, watch the summary change while that one search runs, then stop it."""
+    seen = page.evaluate("() => window.summaries.length")
+    page.click("#longer")
+    page.wait_for_function(
+        "(seen) => window.summaries.slice(seen).filter(t => t.includes('searching')).length >= 2",
+        arg=seen,
+    )
+    assert page.inner_text("#longer") == "Stop"
+    page.click("#longer")
+    page.wait_for_function(
+        "() => document.querySelector('#search-info').textContent.includes('stopped')"
+    )
+
+
+def test_search_longer_continues_from_the_depth_shown(page: Any, base_url: str) -> None:
+    """Issue 50, deliver 2: "Search longer" continues from what the board shows: its stream
+    (a new search, which searches the shallow depths again) never shows a shallower estimate
+    than the one-shot answer's, nor does searching longer again after a stop."""
+    page.goto("/?position=start&rules=kalah&seeds=5")  # Kalah(6,5): estimates only
+    shown_values(page)
+    first = re.search(r"at depth (\d+)", page.inner_text("#search-info"))
+    assert first is not None
+    page.evaluate(SUMMARIES)
+    search_longer_then_stop(page)
+    stopped = len(shown_depths(page))
+    search_longer_then_stop(page)  # searching longer again: the same depths, or deeper
+    depths = shown_depths(page)
+    assert len(depths) > stopped
+    assert depths == sorted(depths) and depths[0] >= int(first.group(1)), depths
+    wait_for(lambda: engines_busy(base_url) == 0, 60, "the stopped search's engine")
+
+
 def test_the_line_is_written_as_the_api_writes_it(page: Any, oracle: Flask) -> None:
     rules = {"preset": "kalah", "houses": 3, "seeds": 3}
     page.goto("/?position=start&rules=kalah&houses=3&seeds=3")

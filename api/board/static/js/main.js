@@ -90,12 +90,15 @@ async function requestAnalysis({ timeMs, live = false } = {}) {
     let answer;
     if (live) {
       // Search longer: a live analysis; each event shows what the search has so far.
-      const before = answers.get(key);
       const onEvent = (event) => {
-        answers.set(key, liveAnswer(before, event));
+        answers.set(key, liveAnswer(answers.get(key), event));
         if (current() === position && pending === controller) renderAnswer();
       };
       answer = await api.analyseLive(params, { timeMs, signal: controller.signal, onEvent });
+      const shown = answers.get(key);
+      if (shown && !answer.exact && (answer.depth ?? 0) < (shown.depth ?? 0)) {
+        answer = { ...liveAnswer(shown, answer), live: false, searching: null }; // not shallower
+      }
     } else {
       answer = (!timeMs && (await prefetched(key))) || (await api.analyse(params, { timeMs, signal: controller.signal }));
     }
@@ -119,11 +122,43 @@ async function requestAnalysis({ timeMs, live = false } = {}) {
   if (current() === position) render();
 }
 
-/** The answer shown while a live analysis runs: the last answer, with what the search has
- * so far (its values, bounds, depth and line; every move tied with the best is a best move). */
+/** The answer shown while a live analysis runs: what the board showed, deepened by what the
+ * search has so far. "Search longer" continues from what is shown: a stream re-searching the
+ * depths already shown (a new search, or another worker's engine) changes no estimate until
+ * it is as deep, and every proven bound, old or new, holds (the narrower one is shown). */
 function liveAnswer(before, event) {
-  const best = event.moves.filter((m) => m.value === event.moves[0].value).map((m) => m.move);
-  return { ...before, ...event, best_moves: best, cached: false, book: null, live: true };
+  const deeper = !before || before.over || event.depth >= (before.depth ?? 0);
+  const base = deeper ? event : before;
+  const other = new Map((deeper ? before?.moves || [] : event.moves).map((m) => [String(m.move), m]));
+  const moves = base.moves.map((m) => {
+    const o = other.get(String(m.move));
+    const lower = Math.max(m.lower, o ? o.lower : m.lower);
+    const upper = Math.min(m.upper, o ? o.upper : m.upper);
+    return { ...m, lower, upper, value: Math.min(Math.max(m.value, lower), upper), exact: lower === upper };
+  });
+  moves.sort((a, b) => b.value - a.value || Number(b.exact) - Number(a.exact) || b.lower - a.lower);
+  const lower = Math.max(event.lower, before ? before.lower : event.lower);
+  const upper = Math.min(event.upper, before ? before.upper : event.upper);
+  const value = Math.min(Math.max(moves[0].value, lower), upper);
+  const best = moves.filter((m) => m.value === moves[0].value).map((m) => m.move);
+  return {
+    ...before,
+    depth: base.depth,
+    pv: base.pv,
+    moves,
+    value,
+    lower,
+    upper,
+    exact: lower === upper,
+    best_moves: best,
+    nodes: event.nodes,
+    time_ms: event.time_ms,
+    searching: event.searching,
+    source: deeper ? event.source : "search",
+    cached: false,
+    book: null,
+    live: true,
+  };
 }
 
 let loadKey = null; // the analysis the page needed first: the one prefetch.js asked for

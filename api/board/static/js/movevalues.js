@@ -62,7 +62,9 @@ export function searchSummary(answer) {
   const nodes = answer.nodes.toLocaleString("en-US");
   const searched = `${nodes} nodes in ${Math.round(answer.time_ms)} ms`;
   const book = answer.book && (answer.book.kind === "deep" ? "from the deep book" : "from the opening book");
-  const source = answer.live ? `${searched}, searching\u2026` : answer.stopped ? `${searched}, stopped` : answer.cached ? "from the cache" : book || searched;
+  const underway = answer.searching ? ` depth ${answer.searching.depth} (${answer.searching.moves} of ${answer.moves.length} moves)` : "";
+  const from = answer.source === "deep book" ? "from the deep book, " : "";
+  const source = answer.live ? `${from}${searched}, searching${underway}\u2026` : answer.stopped ? `${from}${searched}, stopped` : answer.cached ? "from the cache" : book || searched;
   if (answer.over) return "The game is over.";
   if (answer.exact) return `${who} ${valueWords(answer.value, true)} with best play (proven; ${source}).`;
   return (
