@@ -16,7 +16,7 @@ from typing import Any
 
 from apispec import BasePlugin
 from flask import Flask, Response, g, request
-from flask_smorest import Api  # type: ignore[import-untyped]
+from flask_smorest import Api
 from werkzeug.exceptions import HTTPException
 
 from kalah_core import __version__
@@ -112,7 +112,7 @@ class OperationIds(BasePlugin):
             operation.setdefault("operationId", OPERATION_IDS.get((method, path or ""), fallback))
 
 
-class KalahApi(Api):  # type: ignore[misc]
+class KalahApi(Api):
     """flask-smorest's Api with every HTTP error rendered as problem+json."""
 
     ERROR_SCHEMA = ProblemSchema
@@ -170,7 +170,9 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     api = KalahApi(app, spec_kwargs={"extra_plugins": plugins})
     for name, component in COMPONENTS.items():
         api.spec.components.schema(name, component)
-    api.ma_plugin.converter.add_attribute_function(component_ref)
+    converter = api.ma_plugin.converter
+    assert converter is not None  # made when the Api built its spec
+    converter.add_attribute_function(component_ref)  # type: ignore[no-untyped-call]  # apispec leaves it unannotated
     for resource in RESOURCES:
         api.register_blueprint(resource.blp)
     app.extensions["kalah_api"] = api

@@ -318,7 +318,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     """Analyse every position of a JSONL or CSV file, locally on every core or on a server."""
     import time
 
-    from tqdm import tqdm  # type: ignore[import-untyped]
+    from tqdm import tqdm
 
     from .batch.local import Interrupted, parse_local, read_items, run_local, write_jsonl
     from .batch.remote import run_remote

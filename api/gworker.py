@@ -23,14 +23,14 @@ import os
 import threading
 from typing import Any
 
-from gunicorn import util  # type: ignore[import-untyped]
-from gunicorn.http import errors as http_errors  # type: ignore[import-untyped]
-from gunicorn.workers import gthread  # type: ignore[import-untyped]
+from gunicorn import util
+from gunicorn.http import errors as http_errors
+from gunicorn.workers import gthread
 
 CLIENT_TIMEOUT_S = float(os.environ.get("KALAH_CLIENT_TIMEOUT_S", "10"))
 
 
-class _TimedConn(gthread.TConn):  # type: ignore[misc]
+class _TimedConn(gthread.TConn):
     def init(self) -> None:
         super().init()
         # handle() made the socket blocking with no limit just before calling this
@@ -118,7 +118,7 @@ def _write_problem(sock: Any, status_int: int, reason: str, mesg: str) -> None:
     util.write_nonblock(sock, problem_bytes(status_int, reason, mesg, field))
 
 
-class ThreadWorker(gthread.ThreadWorker):  # type: ignore[misc]
+class ThreadWorker(gthread.ThreadWorker):
     """gthread, with :class:`_TimedConn` for every accepted connection and problem+json for
     gunicorn's own refusals."""
 

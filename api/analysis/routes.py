@@ -1,4 +1,3 @@
-# mypy: disable-error-code="untyped-decorator"
 """``/v1/analysis`` (GET and POST) and ``/v1/best-move``: arguments, the core's analyser,
 the answer (:mod:`api.core`, :mod:`api.web`)."""
 
@@ -9,7 +8,7 @@ from typing import Any
 from apispec import APISpec, BasePlugin
 from flask import Response
 from flask.views import MethodView
-from flask_smorest import Blueprint  # type: ignore[import-untyped]
+from flask_smorest import Blueprint
 from marshmallow import RAISE
 
 from ..core.live import stream_settings

@@ -33,7 +33,7 @@ CSV_COLUMNS = ("position", "rules", "time_ms", "depth", "nodes")
 """CSV input: a header row naming some of these columns; ``position`` is required, ``rules`` a
 preset name or a JSON object, the budgets integers; empty cells are left out."""
 
-Progress = Callable[[int], None]
+Progress = Callable[[int], object]  # tqdm's update returns a flag, ignored
 
 
 def read_items(path: Path | str) -> list[dict[str, Any]]:

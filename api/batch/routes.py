@@ -1,4 +1,3 @@
-# mypy: disable-error-code="untyped-decorator"
 """``POST /v1/batch``, ``GET`` and ``DELETE /v1/jobs/{id}``: thin routes over :mod:`.items`,
 :mod:`.runner` and a :class:`~.store.JobStore`.
 
@@ -16,7 +15,7 @@ from typing import Any
 
 from flask import Response, current_app, json, request, url_for
 from flask.views import MethodView
-from flask_smorest import Blueprint  # type: ignore[import-untyped]
+from flask_smorest import Blueprint
 
 from ..bounds import stop_reading
 from ..config import BATCH_PAGE_MAX, MAX_BATCH_BODY_BYTES

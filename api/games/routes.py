@@ -1,4 +1,3 @@
-# mypy: disable-error-code="untyped-decorator"
 """``POST /v1/games/analysis``: a whole game judged sowing by sowing (thin over :mod:`.service`)."""
 
 from __future__ import annotations
@@ -6,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask.views import MethodView
-from flask_smorest import Blueprint  # type: ignore[import-untyped]
+from flask_smorest import Blueprint
 
 from ..core.review import review_game
 from ..errors import document_problems

@@ -1,4 +1,3 @@
-# mypy: disable-error-code="untyped-decorator"
 """``/livez``, ``/readyz`` and ``/metrics``.
 
 ``/readyz`` depends on what must work: the engine, the state store when there is one (API
@@ -21,7 +20,7 @@ from typing import Any
 import redis
 from flask import Response, current_app, request
 from flask.views import MethodView
-from flask_smorest import Blueprint  # type: ignore[import-untyped]
+from flask_smorest import Blueprint
 
 from .. import metrics
 from ..batch.store import STORE_ERRORS, JobStore

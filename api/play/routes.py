@@ -1,4 +1,3 @@
-# mypy: disable-error-code="untyped-decorator"
 """``POST /v1/play``: apply moves or a game (Finnish notation), return every step and the status."""
 
 from __future__ import annotations
@@ -7,7 +6,7 @@ from typing import Any
 
 from flask import request
 from flask.views import MethodView
-from flask_smorest import Blueprint  # type: ignore[import-untyped]
+from flask_smorest import Blueprint
 
 from ..core.play import play
 from ..core.problems import ApiProblem

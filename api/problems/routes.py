@@ -1,4 +1,3 @@
-# mypy: disable-error-code="untyped-decorator"
 """``GET /problems/<slug>``: what a problem ``type`` means (RFC 9457 types should resolve)."""
 
 from __future__ import annotations
@@ -7,7 +6,7 @@ from typing import Any
 
 from flask import abort
 from flask.views import MethodView
-from flask_smorest import Blueprint  # type: ignore[import-untyped]
+from flask_smorest import Blueprint
 
 from ..core.problems import PROBLEMS, TYPE_PREFIX
 from ..schemas.answers import ProblemSchema

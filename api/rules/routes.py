@@ -1,4 +1,3 @@
-# mypy: disable-error-code="untyped-decorator"
 """``GET /v1/rules``: presets, options, this server's limits, databases and book."""
 
 from __future__ import annotations
@@ -8,7 +7,7 @@ from typing import Any
 
 from flask import current_app
 from flask.views import MethodView
-from flask_smorest import Blueprint  # type: ignore[import-untyped]
+from flask_smorest import Blueprint
 
 from kalah_core import book, deepbook
 from kalah_core.finnish import MAX_GAME_LENGTH
