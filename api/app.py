@@ -192,9 +192,9 @@ def _register_callers_and_limits(app: Flask, settings: Settings) -> None:
     if settings.trusted_proxies:
         from werkzeug.middleware.proxy_fix import ProxyFix
 
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.trusted_proxies)  # type: ignore[method-assign]
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.trusted_proxies)  # type: ignore[method-assign]  # Flask's way to add middleware
     # Outside ProxyFix: X-Forwarded-For and Forwarded read alike (see api/forwarding.py).
-    app.wsgi_app = ForwardedFor(app.wsgi_app, settings.trusted_proxies)  # type: ignore[method-assign]
+    app.wsgi_app = ForwardedFor(app.wsgi_app, settings.trusted_proxies)  # type: ignore[method-assign]  # Flask's way to add middleware
     auth = Authenticator(make_key_store(settings.state_url, timeout_s=settings.redis_timeout_s))
     app.extensions["kalah_auth"] = auth
 

@@ -25,7 +25,7 @@ def replay(
         with renamed_field(lambda _field: "game"):
             played.push_fi(game)
     for index, move in enumerate(moves or ()):
-        with renamed_field(lambda _field, i=index: f"moves.{i}"):  # type: ignore[misc]
+        with renamed_field(lambda _field, i=index: f"moves.{i}"):  # type: ignore[misc]  # mypy infers no lambda with a default
             played.push(move)
     return played
 
