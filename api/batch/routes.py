@@ -31,8 +31,10 @@ from .items import inline_ok, parse_batch
 from .runner import answer_all, start_in_server
 from .schemas import (
     BatchAnswerSchema,
+    BatchBody,
     BatchRequestSchema,
     JobAcceptedSchema,
+    JobQuery,
     JobQuerySchema,
     JobSchema,
     JobStatusAnswerSchema,
@@ -196,7 +198,7 @@ class Batch(MethodView):
         headers={"Location": {"description": "/v1/jobs/{id}", "schema": {"type": "string"}}},
     )
     @document_problems(blp, ERRORS)
-    def post(self, data: dict[str, Any]) -> Response:
+    def post(self, data: BatchBody) -> Response:
         """Analyse many positions: each item is a position with optional rules and limits of
         its own (overriding the batch's `rules` and `limits`). Items are analysed exactly as
         `POST /v1/analysis` analyses one (same cache, same answer); repeated items are
@@ -271,7 +273,7 @@ class Job(MethodView):
     @blp.arguments(JobQuerySchema(), location="query", as_kwargs=False)
     @blp.response(200, JobSchema, description="The job's status, progress and a page of results.")
     @document_problems(blp, JOB_ERRORS)
-    def get(self, args: dict[str, Any], job_id: str) -> Response:
+    def get(self, args: JobQuery, job_id: str) -> Response:
         """A batch job: its status (queued, running, finished, failed, cancelled), its
         progress and a page of its results in input order (`offset`, `limit`; `next` links
         the following page). With `Accept: application/x-ndjson` the results are streamed one

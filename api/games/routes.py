@@ -10,7 +10,7 @@ from flask_smorest import Blueprint
 from ..core.review import review_game
 from ..errors import document_problems
 from ..web import analyser
-from .schemas import GameAnswerSchema, GameRequestSchema
+from .schemas import GameAnswerSchema, GameBody, GameRequestSchema
 
 blp = Blueprint(
     "games",
@@ -34,7 +34,7 @@ class GameAnalysis(MethodView):
     @blp.arguments(GameRequestSchema(), as_kwargs=False)
     @blp.response(200, GameAnswerSchema, description="One entry per sowing and a summary.")
     @document_problems(blp, ERRORS)
-    def post(self, data: dict[str, Any]) -> dict[str, Any]:
+    def post(self, data: GameBody) -> dict[str, Any]:
         """Analyse a game: a text in the Finnish notation (`game`) or `moves` from `position`
         (default the start). Each sowing gets the position before it, the mover's value before
         and after, the best moves, the seeds lost against perfect play and a judgement: best (0),
