@@ -18,6 +18,7 @@ from apispec import BasePlugin
 from flask import Flask, Response, g, request
 from flask_smorest import Api
 from werkzeug.exceptions import HTTPException
+from werkzeug.routing import Rule
 
 from kalah_core import __version__
 from kalah_core.errors import KalahError
@@ -103,7 +104,7 @@ class OperationIds(BasePlugin):
         self,
         path: str | None = None,
         operations: dict[str, Any] | None = None,
-        rule: Any = None,
+        rule: Rule | None = None,
         **kwargs: Any,
     ) -> None:
         for method, operation in (operations or {}).items():

@@ -17,7 +17,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
@@ -210,7 +210,7 @@ def cmd_best_move(args: argparse.Namespace) -> int:
 
 
 def _add_analysis_command(
-    commands: Commands, name: str, func: Any, text: str
+    commands: Commands, name: str, func: Callable[[argparse.Namespace], int], text: str
 ) -> argparse.ArgumentParser:
     sub = add_command(commands, name, func, text)
     sub.add_argument("position", metavar="POSITION", help=POSITION_HELP)

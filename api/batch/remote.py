@@ -31,7 +31,7 @@ class ServerError(KalahError):
 def _request(
     url: str,
     *,
-    body: Any = None,
+    body: object = None,
     accept: str = "application/json",
     key: str | None = None,
     timeout: float = 600,

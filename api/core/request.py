@@ -53,7 +53,7 @@ class Limits:
             + (f"n{self.nodes}" if self.nodes else "")
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, int | None]:
         return {"time_ms": self.time_ms, "depth": self.depth, "nodes": self.nodes}
 
     @classmethod

@@ -64,7 +64,7 @@ class Ready(MethodView):
         content_type="application/problem+json",
         description="Not ready: the problem's checks say which failed.",
     )
-    def get(self) -> Any:
+    def get(self) -> dict[str, Any] | Response:
         """Readiness: the engine self-test passed and the state store (when configured:
         keys, jobs and rate limits live there) is reachable; a 503 otherwise.
 
