@@ -27,7 +27,7 @@ class Slot:
     ``first`` is false for a repeat of an earlier item (its answer is reported as cached)."""
 
     task: int | None
-    problem: dict[str, Any] | None = None
+    problem: dict[str, object] | None = None
     first: bool = True
 
 
