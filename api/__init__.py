@@ -3,9 +3,9 @@
 Installed as ``kalah_service`` (its source folder is ``api/``; pyproject.toml maps the name), so
 it never collides with another distribution's top-level ``api``. The app is built by
 :func:`kalah_service.app.create_app` (also importable as ``kalah_service.create_app``);
-importing this package alone loads nothing of Flask, so that :mod:`kalah_service.gunicorn_conf`
+importing this package alone loads nothing of Flask, so that :mod:`kalah_service.ops.gunicorn_conf`
 can set up the environment (Prometheus multiprocess mode) before the app and its metrics load,
-and so that ``kalah`` finds the service commands (:mod:`kalah_service.commands`) cheaply.
+and so that ``kalah`` finds the service commands (:mod:`kalah_service.ops.commands`) cheaply.
 """
 
 from __future__ import annotations

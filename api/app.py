@@ -1,10 +1,11 @@
 """The Kalah analysis REST API: a Flask app built by :func:`create_app`.
 
 One folder per resource (``routes.py`` + ``schemas.py``), registered from :data:`RESOURCES`;
-routes are thin and call :mod:`kalah_core`; every error is problem+json (:mod:`api.errors`);
-settings come from the environment (:mod:`api.config`). OpenAPI 3 is served at
-``/openapi.json`` with a docs UI at ``/docs``, and the analysis board at ``/`` (:mod:`api.board`);
-``python -m kalah_service.export_openapi`` writes the spec to ``api/openapi.json``.
+routes are thin and call :mod:`kalah_core`; every error is problem+json
+(:mod:`kalah_service.edge.http_errors`); settings come from the environment
+(:mod:`kalah_service.base.config`). OpenAPI 3 is served at ``/openapi.json`` with a docs UI at
+``/docs``, and the analysis board at ``/`` (:mod:`kalah_service.board`); ``python -m
+kalah_service.export_openapi`` writes the spec to ``api/openapi.json``.
 """
 
 from __future__ import annotations
@@ -23,33 +24,34 @@ from werkzeug.routing import Rule
 from kalah_core import __version__
 from kalah_core.errors import KalahError
 
-from . import egdb, metrics
 from .analysis import routes as analysis_routes
+from .base import metrics
+from .base.config import ENV_NAMES, MAX_BODY_BYTES, Settings, load_settings
 from .batch import routes as batch_routes
-from .batch.stores import make_job_store
 from .board import page as board_page
 from .board import routes as board_routes
-from .bounds import init_body_guard
-from .config import ENV_NAMES, MAX_BODY_BYTES, Settings, load_settings
+from .core import endgames as egdb
 from .core.analyser import Analyser
 from .core.problems import ApiProblem
-from .errors import PROBLEM_JSON, problem_for
-from .forwarding import ForwardedFor
+from .edge.bounds import init_body_guard
+from .edge.charging import RequestMeter, charge_body, init_rate_limits
+from .edge.forwarding import ForwardedFor
+from .edge.http_errors import PROBLEM_JSON, problem_for
+from .edge.keys import Authenticator, make_key_store
+from .edge.security import init_security
+from .edge.spec_limits import ServerLimitsPlugin
+from .edge.spec_rates import RateLimitDocsPlugin
 from .games import routes as games_routes
 from .health import routes as health_routes
-from .keys import Authenticator, make_key_store
+from .ops.backends import make_job_store
 from .play import routes as play_routes
 from .problems import routes as problems_routes
-from .ratelimit.charging import RequestMeter, charge_body, init_rate_limits
 from .ratelimit.costs import COSTS_DOC
-from .ratelimit.spec import RateLimitDocsPlugin
 from .rules import routes as rules_routes
 from .schemas.answers import ProblemSchema
 from .schemas.components import COMPONENTS, component_ref
-from .security import init_security
-from .spec_limits import ServerLimitsPlugin
-from .state import check_state_store, make_state_client
-from .store import make_store
+from .stores import make_store
+from .stores.state import check_state_store, make_state_client
 
 RESOURCES = (
     analysis_routes,
@@ -194,7 +196,7 @@ def _register_callers_and_limits(app: Flask, settings: Settings) -> None:
         from werkzeug.middleware.proxy_fix import ProxyFix
 
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.trusted_proxies)  # type: ignore[method-assign]  # Flask's way to add middleware
-    # Outside ProxyFix: X-Forwarded-For and Forwarded read alike (see api/forwarding.py).
+    # Outside ProxyFix: X-Forwarded-For and Forwarded read alike (see api/edge/forwarding.py).
     app.wsgi_app = ForwardedFor(app.wsgi_app, settings.trusted_proxies)  # type: ignore[method-assign]  # Flask's way to add middleware
     auth = Authenticator(make_key_store(settings.state_url, timeout_s=settings.redis_timeout_s))
     app.extensions["kalah_auth"] = auth

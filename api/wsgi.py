@@ -1,4 +1,4 @@
-"""The WSGI entry point: ``gunicorn -c python:kalah_service.gunicorn_conf`` names this app."""
+"""The WSGI entry point: ``gunicorn -c python:kalah_service.ops.gunicorn_conf`` names this app."""
 
 from . import create_app
 

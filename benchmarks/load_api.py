@@ -1,4 +1,4 @@
-"""Load benchmark of the HTTP API: gunicorn (api/gunicorn_conf.py) + a real Redis, both
+"""Load benchmark of the HTTP API: gunicorn (api/ops/gunicorn_conf.py) + a real Redis, both
 started here on loopback ports, driven by a small pure-Python HTTP/1.1 keep-alive client.
 
     python benchmarks/load_api.py                 # all scenarios, default bounds

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kalah_service.serve import gunicorn_command
+from kalah_service.ops.serve import gunicorn_command
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -118,7 +118,7 @@ class RedisServer:
 
 
 class Gunicorn:
-    """gunicorn with ``api/gunicorn_conf.py`` (what ``kalah serve`` runs) on a free loopback
+    """gunicorn with ``api/ops/gunicorn_conf.py`` (what ``kalah serve`` runs) on a free loopback
     port; ``env`` adds to the environment. ``log`` is its output (for tests that read worker
     boots and restarts)."""
 

@@ -388,7 +388,7 @@ def test_an_unavailable_command_says_what_to_install(
 
 @pytest.mark.system
 def test_the_service_commands_name_the_extra_without_it() -> None:
-    """kalah_service.commands, loaded without the server extra, fails with the line to print."""
+    """kalah_service.ops.commands, loaded without the server extra, fails with the line to print."""
     done = subprocess.run(
         [
             sys.executable,

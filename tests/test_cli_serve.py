@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from kalah_service.serve import exposed
+from kalah_service.ops.serve import exposed
 
 ROOT = Path(__file__).resolve().parents[1]
 KALAH = [sys.executable, "-c", "import sys; from kalah_core.cli import main; sys.exit(main())"]

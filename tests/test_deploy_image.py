@@ -21,7 +21,7 @@ def imported_modules() -> list[str]:
 
 def test_the_image_checks_modules_that_the_wheel_installs() -> None:
     modules = imported_modules()
-    assert "kalah_service.gunicorn_conf" in modules
+    assert "kalah_service.ops.gunicorn_conf" in modules
     for name in modules:
         assert not name.startswith("api."), f"{name}: the wheel installs kalah_service, not api"
         importlib.import_module(name)

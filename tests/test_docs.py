@@ -31,7 +31,8 @@ How to keep an example runnable when you write docs:
 - A ``jsonc`` fence is an annotated answer: its first line is ``// GET <path>``; every key it
   shows exists in the real answer, and every top-level scalar it shows equals the real one
   (but ``nodes`` and ``time_ms``, which vary). ``//`` comments and elisions are free.
-- docs/config.md is generated: ``.venv/bin/python -m kalah_service.config_docs > docs/config.md``.
+- docs/config.md is generated: ``.venv/bin/python -m kalah_service.ops.config_docs >
+  docs/config.md``.
 - Every relative link ``[text](file.md#anchor)`` points at a file that exists and a heading
   of it; HISTORY.md's links too (its commands are a record of past runs, never run here).
 - A guide in docs/ is at most :data:`GUIDE_MAX_LINES` lines: dated runs and measurement logs go
@@ -55,7 +56,8 @@ import pytest
 import requests
 from harness import Gunicorn, RedisServer, free_port, wait_for
 
-from kalah_service import config_docs, create_app
+from kalah_service import create_app
+from kalah_service.ops import config_docs
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -137,7 +139,7 @@ def test_config_md_is_generated_from_the_settings_table() -> None:
     actual = (ROOT / "docs" / "config.md").read_text(encoding="utf-8")
     assert actual == expected, (
         "docs/config.md is out of date: "
-        ".venv/bin/python -m kalah_service.config_docs > docs/config.md"
+        ".venv/bin/python -m kalah_service.ops.config_docs > docs/config.md"
     )
 
 

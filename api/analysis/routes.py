@@ -1,5 +1,5 @@
 """``/v1/analysis`` (GET and POST) and ``/v1/best-move``: arguments, the core's analyser,
-the answer (:mod:`api.core`, :mod:`api.web`)."""
+the answer (:mod:`kalah_service.core`, :mod:`kalah_service.edge.responses`)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from marshmallow import RAISE
 
 from ..core.live import stream_settings
 from ..core.request import AnalysisRequest
-from ..errors import document_problems
-from ..web import analyser, answer_response, live_response, live_type
+from ..edge.http_errors import document_problems
+from ..edge.responses import analyser, answer_response, live_response, live_type
 from .schemas import (
     AnalysisBody,
     AnalysisFinalSchema,

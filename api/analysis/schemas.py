@@ -9,7 +9,7 @@ from marshmallow import fields, validate
 
 from kalah_core.moves import Move
 
-from ..config import MAX_DEPTH
+from ..base.config import MAX_DEPTH
 from ..schemas.answers import BoardSchema, RulesOptionsSchema
 from ..schemas.fields import JsonValue, answer, move_field, position_field, rules_field
 from ..schemas.requests import (

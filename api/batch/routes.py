@@ -17,18 +17,19 @@ from flask import Response, current_app, json, request, url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from ..bounds import stop_reading
-from ..config import BATCH_PAGE_MAX, MAX_BATCH_BODY_BYTES
+from ..base.config import BATCH_PAGE_MAX, MAX_BATCH_BODY_BYTES
 from ..core.analyser import Analyser
 from ..core.problems import ApiProblem
-from ..errors import document_problems
-from ..keys import Caller, current_caller, require_key
+from ..edge.bounds import stop_reading
+from ..edge.charging import charge_batch, charge_later, payer
+from ..edge.http_errors import document_problems
+from ..edge.keys import Caller, current_caller, require_key
+from ..jobs.items import Batch as ParsedBatch
+from ..jobs.items import inline_ok, parse_batch
+from ..jobs.runner import answer_all, start_in_server
+from ..jobs.store import MAX_UNFINISHED_JOBS, STORE_ERRORS, UNFINISHED, JobStatus, JobStore
 from ..ratelimit.buckets import Buckets
-from ..ratelimit.charging import charge_batch, charge_later, payer
 from ..ratelimit.costs import FREE_BODY_BYTES, search_cost
-from .items import Batch as ParsedBatch
-from .items import inline_ok, parse_batch
-from .runner import answer_all, start_in_server
 from .schemas import (
     BatchAnswerSchema,
     BatchBody,
@@ -39,7 +40,6 @@ from .schemas import (
     JobSchema,
     JobStatusAnswerSchema,
 )
-from .store import MAX_UNFINISHED_JOBS, STORE_ERRORS, UNFINISHED, JobStatus, JobStore
 
 blp = Blueprint(
     "batch",

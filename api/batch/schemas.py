@@ -9,11 +9,11 @@ from marshmallow import fields, validate
 
 from kalah_core.rules import PRESETS
 
-from ..config import BATCH_PAGE_MAX
+from ..base.config import BATCH_PAGE_MAX
+from ..jobs.store import STATUSES
 from ..schemas.components import ref
 from ..schemas.fields import JsonValue, RulesField, answer, position_field, rules_field
 from ..schemas.requests import LimitsArgs, LimitsSchema
-from .store import STATUSES
 
 RESULT_DOC = {
     "description": "The item's analysis answer (as POST /v1/analysis gives it; `cached` says "

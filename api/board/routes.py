@@ -13,10 +13,10 @@ from kalah_core.errors import IllegalMoveError
 from kalah_core.game import Move, legal_moves
 from kalah_core.svg import board_svg
 
-from ..core.answer import etag_of
+from ..core.reply import etag_of
 from ..core.request import RULE_PARAMETERS, parse_position_field, parse_query_rules
-from ..errors import document_problems
-from ..web import not_modified
+from ..edge.http_errors import document_problems
+from ..edge.responses import not_modified
 from .schemas import BoardImageQuerySchema
 
 blp = Blueprint("board", __name__, url_prefix="/v1", description="Images of positions (SVG).")

@@ -8,5 +8,6 @@
 - :mod:`.problems`: the problem types and the exception raised for a bad input.
 
 Nothing here knows HTTP: the resources (``api/<resource>/routes.py``) turn arguments into a
-request, call the analyser and turn its answer into a response (:mod:`api.web`).
+request, call the analyser and turn its answer into a response
+(:mod:`kalah_service.edge.responses`).
 """

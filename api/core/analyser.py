@@ -6,7 +6,7 @@ runner takes per item: the answer's body, or the problem object of an item that 
 analysed.
 
 What a search costs is not decided here: the analyser tells its :class:`Meter` (the HTTP
-app's is the caller's bill, :mod:`api.ratelimit`) before a search starts and after it ran.
+app's is the caller's bill, :mod:`kalah_service.ratelimit`) before a search starts and after it ran.
 
 A small pool of :class:`~kalah_core.solver.Engine` per process (:mod:`.engines`:
 ``KALAH_ENGINES``, each with a ``KALAH_TT_MB`` table), created on first use so that each
@@ -29,12 +29,13 @@ from kalah_core.results import Analysis
 from kalah_core.rules import Rules
 from kalah_core.solver import ENGINE_VERSION, Engine
 
-from .. import egdb, metrics
-from ..config import MAX_PV_SOWINGS, Settings, load_settings
-from ..store import AnswerStore, Entry, Keys, make_store
-from .answer import Answer, dumps
+from ..base import metrics
+from ..base.config import MAX_PV_SOWINGS, Settings, load_settings
+from ..stores import AnswerStore, Entry, Keys, make_store
+from . import endgames as egdb
 from .engines import EnginePool
 from .problems import ApiProblem, problem_object
+from .reply import Answer, dumps
 from .request import AnalysisRequest
 
 LOCK_MARGIN_S = 2.0

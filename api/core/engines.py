@@ -36,7 +36,7 @@ from typing import TypeVar
 
 from kalah_core.solver import Engine
 
-from .. import metrics
+from ..base import metrics
 from .problems import ApiProblem
 
 log = logging.getLogger("kalah_service.engines")

@@ -11,7 +11,7 @@ search's is. A position answered already (exactly, or for these limits) is that 
 No search outlives its caller: when the client goes away (its socket reads end-of-file, or a
 write fails and the server closes the response) the engine is interrupted, the stream waits
 for it to return (a few ms) and gives the engine back. The caller pays the time the search
-ran (:func:`api.ratelimit.charging.charge_stream`).
+ran (:func:`kalah_service.edge.charging.charge_stream`).
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ from kalah_core.errors import KalahError
 from kalah_core.results import Analysis
 from kalah_core.solver import Engine, Snapshot
 
-from .. import metrics
-from ..config import Settings
-from ..store import Entry
+from ..base import metrics
+from ..base.config import Settings
+from ..stores import Entry
 from .analyser import Analyser, search_with
-from .answer import Answer, dumps
 from .problems import ApiProblem, problem_object
+from .reply import Answer, dumps
 from .request import AnalysisRequest
 
 MEDIA_TYPES = ("text/event-stream", "application/x-ndjson")

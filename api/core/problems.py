@@ -4,8 +4,8 @@ the core raises for a bad input (:class:`ApiProblem`), and a problem as a plain 
 Every error answer is an RFC 9457 problem with ``type``, ``title``, ``status``, ``detail``
 and, when one input is at fault, ``field`` naming it (a dotted path into the request, e.g.
 ``limits.time_ms``, ``rules.houses``, ``moves.3``). :data:`PROBLEMS` gives each problem type
-its status, title and log level; :mod:`api.errors` renders them as HTTP answers, and a batch
-puts :func:`problem_object` in the slot of an item that cannot be analysed.
+its status, title and log level; :mod:`kalah_service.edge.http_errors` renders them as HTTP answers,
+and a batch puts :func:`problem_object` in the slot of an item that cannot be analysed.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from kalah_core.game import Move, legal_moves
 from kalah_core.position import Position, parse_position
 from kalah_core.rules import OPTION_DOCS, Rules
 
-from ..config import MAX_DEPTH, Settings
+from ..base.config import MAX_DEPTH, Settings
 from .problems import ApiProblem, renamed_field
 
 MAX_POSITION_TEXT = 1024

@@ -7,9 +7,9 @@ from typing import Any
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from ..core.review import review_game
-from ..errors import document_problems
-from ..web import analyser
+from ..core.game_review import review_game
+from ..edge.http_errors import document_problems
+from ..edge.responses import analyser
 from .schemas import GameAnswerSchema, GameBody, GameRequestSchema
 
 blp = Blueprint(

@@ -11,7 +11,7 @@ from kalah_core.finnish import MAX_GAME_LENGTH
 from kalah_core.moves import Move
 from kalah_core.review import JUDGEMENT_DOC
 
-from ..config import MAX_DEPTH, MAX_MOVES
+from ..base.config import MAX_DEPTH, MAX_MOVES
 from ..schemas.answers import RulesOptionsSchema
 from ..schemas.fields import JsonValue, answer, move_field, position_field, rules_field
 from ..schemas.requests import DEPTH_DOC, NODES_DOC, LimitsArgs
@@ -28,7 +28,7 @@ GAME_TIME_DOC = (
 
 class GameLimitsSchema(ma.Schema):
     # strict, as in /v1/analysis: a JSON "50" or 5.5 is not an integer; the bounds are
-    # checked by the request type (api.core.request.Limits.checked)
+    # checked by the request type (kalah_service.core.request.Limits.checked)
     time_ms = fields.Integer(strict=True, metadata={"description": GAME_TIME_DOC, "minimum": 1})
     depth = fields.Integer(
         strict=True,

@@ -9,7 +9,7 @@ without a worker do (a 200 whose ``status`` is ``degraded``); taking every repli
 load balancer for it (issue 33, finding 6) would turn a slower service into none. The policy
 is docs/deploy.md's "Store faults". Details never show paths, addresses or exception text (the
 server log has them); ``/metrics`` is served only to ``KALAH_METRICS_ALLOW`` (loopback by
-default: :mod:`api.health.access`).
+default: :mod:`kalah_service.edge.access`).
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ from flask import Response, current_app, request
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from .. import metrics
-from ..batch.store import STORE_ERRORS, JobStore
+from ..base import metrics
 from ..core.problems import PROBLEMS, TYPE_PREFIX
-from ..errors import problem_response
+from ..edge.access import metrics_allowed, metrics_refusal
+from ..edge.http_errors import problem_response
+from ..jobs.store import STORE_ERRORS, JobStore
 from ..ratelimit.buckets import Buckets
 from ..schemas.answers import ProblemSchema
-from ..state import make_state_client
-from .access import metrics_allowed, metrics_refusal
+from ..stores.state import make_state_client
 from .schemas import LiveSchema, ReadySchema
 
 log = logging.getLogger("kalah_service.health")

@@ -10,7 +10,7 @@ from flask_smorest import Blueprint
 
 from ..core.play import play
 from ..core.problems import ApiProblem
-from ..errors import document_problems
+from ..edge.http_errors import document_problems
 from .schemas import PlayAnswerSchema, PlayBody, PlayRequestSchema
 
 blp = Blueprint(

@@ -10,7 +10,7 @@ from marshmallow import fields, validate
 from kalah_core.finnish import MAX_GAME_LENGTH
 from kalah_core.moves import Move
 
-from ..config import MAX_MOVES
+from ..base.config import MAX_MOVES
 from ..schemas.answers import BoardSchema, RulesOptionsSchema
 from ..schemas.fields import JsonValue, answer, move_field, position_field, rules_field
 

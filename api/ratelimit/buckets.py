@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from limits import RateLimitItem
 
-from .counters import KEY_PREFIX, Counters
+from ..stores.counters import KEY_PREFIX, Counters
 
 log = logging.getLogger("kalah_service.ratelimit")
 

@@ -11,7 +11,7 @@
   cached answer runs none, an uncached one at the default 1 s budget costs up to 10 more.
 - A batch run as a job costs 1 unit per started :data:`ITEMS_PER_UNIT` items when it is
   posted (:func:`job_cost`), and then the search its chunks actually ran, charged as each
-  search ends, whatever becomes of its chunk (:func:`api.ratelimit.charging.charge_later`):
+  search ends, whatever becomes of its chunk (:func:`kalah_service.edge.charging.charge_later`):
   not its whole budget up front, which made a 10,000-item job at 1 s (about 110,000 units)
   impossible with a standard key. The bucket must hold the first chunk's budget when the job
   is posted.
@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from ..config import MAX_BODY_BYTES
+from ..base.config import MAX_BODY_BYTES
 
 ROUTE_COSTS: Mapping[str, int] = {}
 """Base cost of an endpoint (Flask endpoint name, e.g. ``"batch.Batch"``), 1 when absent."""

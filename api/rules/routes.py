@@ -14,8 +14,7 @@ from kalah_core.finnish import MAX_GAME_LENGTH
 from kalah_core.position import MAX_NOTATION_LENGTH, MAX_SEEDS
 from kalah_core.rules import OPTION_DOCS, PRESET_DOCS, PRESETS, Rules, option_values
 
-from .. import egdb
-from ..config import (
+from ..base.config import (
     MAX_BATCH_BODY_BYTES,
     MAX_BODY_BYTES,
     MAX_DEPTH,
@@ -23,8 +22,9 @@ from ..config import (
     MAX_PV_SOWINGS,
     TIERS,
 )
+from ..core import endgames as egdb
 from ..core.request import MAX_POSITION_TEXT
-from ..ratelimit.charging import limits_apply
+from ..edge.charging import limits_apply
 from ..ratelimit.costs import SEARCH_UNIT_MS
 from .schemas import RulesAnswerSchema
 

@@ -39,8 +39,8 @@ def answer(*optional: str) -> Callable[[SchemaClass], SchemaClass]:
 
 class PositionField(fields.Field[JsonValue]):
     """A position: ``"start"``, the compact notation, or the JSON form (object or its text).
-    Only the JSON type is checked here; the request type (:mod:`api.core.request`) parses and
-    validates it."""
+    Only the JSON type is checked here; the request type (:mod:`kalah_service.core.request`) parses
+    and validates it."""
 
     component = "Position"
 

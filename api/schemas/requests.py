@@ -1,6 +1,6 @@
 """Request schemas shared by several resources: the search budgets of a body and the position
 parameters of a query. They check JSON types and document bounds; the request type
-(:mod:`api.core.request`) validates the values."""
+(:mod:`kalah_service.core.request`) validates the values."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from kalah_core.rules import (
     PRESETS,
 )
 
-from ..config import MAX_DEPTH
+from ..base.config import MAX_DEPTH
 from ..core.request import MAX_POSITION_TEXT
 from .components import POSITION_PATTERN, option_doc
 
@@ -33,7 +33,7 @@ NODES_DOC = "Node budget of the search; at most KALAH_MAX_NODES."
 class LimitsSchema(ma.Schema):
     """Search budgets in a body. Only the JSON type is checked here (strict: a JSON 5.5 or
     1e308 is not an integer); the bounds are documented here and checked by
-    :meth:`api.core.request.Limits.checked` (a limit-exceeded problem with its max)."""
+    :meth:`kalah_service.core.request.Limits.checked` (a limit-exceeded problem with its max)."""
 
     time_ms = fields.Integer(strict=True, metadata={"description": TIME_DOC, "minimum": 1})
     depth = fields.Integer(

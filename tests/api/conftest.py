@@ -76,7 +76,7 @@ def redis_app(redis_server: RedisServer) -> Flask:
 
 @pytest.fixture(scope="session")
 def gunicorn_server(redis_server: RedisServer) -> Iterator[str]:
-    """gunicorn with ``api/gunicorn_conf.py``, 2 workers and the session's Redis; yields the
+    """gunicorn with ``api/ops/gunicorn_conf.py``, 2 workers and the session's Redis; yields the
     base URL."""
     server = Gunicorn({"KALAH_REDIS_URL": redis_server.url})
     try:

@@ -18,7 +18,7 @@ from conftest import Gunicorn, RedisServer
 from figures import measured
 from test_batch_workers import endgame_positions
 
-from kalah_service.keys import make_key_store
+from kalah_service.edge.keys import make_key_store
 
 pytestmark = pytest.mark.system
 

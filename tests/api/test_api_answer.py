@@ -1,4 +1,4 @@
-"""The answer object (api.core.answer): ``cached`` is a field, the body is written in one
+"""The answer object (kalah_service.core.reply): ``cached`` is a field, the body is written in one
 place with the flag first, and the entity tag digests the content without the flag."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 from flask.testing import FlaskClient
 
-from kalah_service.core.answer import Answer, as_cached, dumps
+from kalah_service.core.reply import Answer, as_cached, dumps
 
 CONTENT = {"position": "s", "perspective": "side_to_move", "value": 3, "exact": True}
 FULL = {**CONTENT, "best_moves": [2, 5], "lower": 3, "upper": 3}

@@ -17,11 +17,11 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from kalah_service import create_app
-from kalah_service.batch import runner
-from kalah_service.batch.items import parse_batch
-from kalah_service.batch.redis_store import LEASES, JobKeys, RedisJobStore
-from kalah_service.batch.store import MAX_ATTEMPTS, MAX_UNFINISHED_JOBS, Completed
-from kalah_service.config import load_settings
+from kalah_service.base.config import load_settings
+from kalah_service.jobs import runner
+from kalah_service.jobs.items import parse_batch
+from kalah_service.jobs.redis_jobs import LEASES, JobKeys, RedisJobStore
+from kalah_service.jobs.store import MAX_ATTEMPTS, MAX_UNFINISHED_JOBS, Completed
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = {"houses": 3, "seeds": 2}

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from kalah_service.config import MAX_PV_SOWINGS, load_settings, worker_timeout_s
-from kalah_service.store.base import Entry, Lru
-from kalah_service.store.walbound import SHM_BYTES
+from kalah_service.base.config import MAX_PV_SOWINGS, load_settings, worker_timeout_s
+from kalah_service.stores.answers import Entry, Lru
+from kalah_service.stores.walbound import SHM_BYTES
 
 PROBLEM = "application/problem+json"
 A = "/v1/analysis"

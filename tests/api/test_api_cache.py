@@ -15,8 +15,8 @@ from kalah_core import Position, Rules, book, deepbook
 from kalah_service import create_app
 from kalah_service.core.analyser import Analyser
 from kalah_service.core.request import AnalysisRequest, Limits
-from kalah_service.store import EmbeddedStore, RedisStore
-from kalah_service.store.base import Entry, Keys, Lru
+from kalah_service.stores import EmbeddedStore, RedisStore
+from kalah_service.stores.answers import Entry, Keys, Lru
 
 if TYPE_CHECKING:
     from conftest import RedisServer

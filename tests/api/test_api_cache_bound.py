@@ -1,7 +1,7 @@
 """Issue 33, finding 11: with ``KALAH_CACHE_MB=1`` the embedded answer store's ``cache.db``
 stayed at 1 MB but its ``cache.db-wal`` grew many times past it. The bound now counts the WAL
 (and its shared-memory index), and checkpoints stay regular however busy the store is
-(:mod:`api.store.walbound`).
+(:mod:`kalah_service.stores.walbound`).
 
 Many writes under a tiny bound, twice: four processes writing to the store as fast as they
 can (the worst case), and a real gunicorn with two workers answering distinct analyses from
@@ -26,8 +26,8 @@ import requests
 from conftest import Gunicorn
 from figures import measured
 
-from kalah_service.store.base import Entry, Keys
-from kalah_service.store.embedded import EmbeddedStore as EmbeddedCache
+from kalah_service.stores.answers import Entry, Keys
+from kalah_service.stores.embedded_answers import EmbeddedStore as EmbeddedCache
 
 pytestmark = pytest.mark.system
 

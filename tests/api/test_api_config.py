@@ -1,4 +1,4 @@
-"""Configuration from environment variables (api/config.py) and serving helpers."""
+"""Configuration from environment variables (api/base/config.py) and serving helpers."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from kalah_service.config import ENV_NAMES, load_settings, worker_timeout_s
-from kalah_service.serve import CONFIG, gunicorn_command
+from kalah_service.base.config import ENV_NAMES, load_settings, worker_timeout_s
+from kalah_service.ops.serve import CONFIG, gunicorn_command
 
 
 def test_defaults() -> None:
@@ -81,10 +81,10 @@ def test_every_variable_is_documented() -> None:
 def test_serve_runs_gunicorn_with_the_deploy_config() -> None:
     command = gunicorn_command("0.0.0.0", 8080, 3)
     assert command[1:3] == ["-m", "gunicorn"]
-    assert ["-c", "python:kalah_service.gunicorn_conf"] == command[3:5] == ["-c", CONFIG]
+    assert ["-c", "python:kalah_service.ops.gunicorn_conf"] == command[3:5] == ["-c", CONFIG]
     assert "0.0.0.0:8080" in command and command[-3:] == ["-w", "3", "kalah_service.wsgi:app"]
     assert "[::1]:80" in gunicorn_command("::1", 80, None)
-    assert importlib.util.find_spec("kalah_service.gunicorn_conf") is not None
+    assert importlib.util.find_spec("kalah_service.ops.gunicorn_conf") is not None
 
 
 def free_port() -> int:
@@ -95,7 +95,7 @@ def free_port() -> int:
 
 @pytest.mark.system
 def test_serve_starts_and_stops_cleanly(tmp_path: Path) -> None:
-    """``python -m kalah_service.serve`` (what ``kalah serve`` runs) from an empty folder:
+    """``python -m kalah_service.ops.serve`` (what ``kalah serve`` runs) from an empty folder:
     answers, then stops on SIGTERM."""
     port = free_port()
     empty = tmp_path / "empty"
@@ -103,7 +103,7 @@ def test_serve_starts_and_stops_cleanly(tmp_path: Path) -> None:
     metrics = tmp_path / "metrics"
     env = {**os.environ, "KALAH_REDIS_URL": "", "PROMETHEUS_MULTIPROC_DIR": str(metrics)}
     process = subprocess.Popen(
-        [sys.executable, "-m", "kalah_service.serve", "--port", str(port), "--workers", "1"],
+        [sys.executable, "-m", "kalah_service.ops.serve", "--port", str(port), "--workers", "1"],
         cwd=empty,
         env=env,
         stdout=subprocess.PIPE,

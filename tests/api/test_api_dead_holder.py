@@ -22,7 +22,7 @@ from conftest import Gunicorn, RedisServer
 from figures import measured
 from test_batch_workers import endgame_positions
 
-from kalah_service.lease import holder_dead, owner_token
+from kalah_service.stores.lease import holder_dead, owner_token
 
 pytestmark = pytest.mark.system
 

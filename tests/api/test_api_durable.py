@@ -19,11 +19,11 @@ from figures import measured
 from test_batch_workers import endgame_positions, start_worker
 
 from kalah_service import create_app
-from kalah_service.batch.items import parse_batch
-from kalah_service.batch.redis_store import RedisJobStore
-from kalah_service.config import load_settings
+from kalah_service.base.config import load_settings
+from kalah_service.jobs.items import parse_batch
+from kalah_service.jobs.redis_jobs import RedisJobStore
 from kalah_service.ratelimit.costs import body_cost
-from kalah_service.state import EvictingStateStore
+from kalah_service.stores.state import EvictingStateStore
 
 pytestmark = pytest.mark.system
 

@@ -14,8 +14,15 @@ import pytest
 from kalah_core import Position, Rules, databases, egdb
 from kalah_core.solver import Engine
 from kalah_service import create_app
-from kalah_service.config import load_settings
-from kalah_service.egdb import LOCK_NAME, DatabaseService, Planned, _build_once, choose_sizes, plan
+from kalah_service.base.config import load_settings
+from kalah_service.core.endgames import (
+    LOCK_NAME,
+    DatabaseService,
+    Planned,
+    _build_once,
+    choose_sizes,
+    plan,
+)
 
 
 def test_off_attaches_nothing() -> None:
@@ -102,7 +109,7 @@ def test_auto_builds_every_preset_once_in_the_background(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    caplog.set_level(logging.INFO, logger="kalah_service.egdb")
+    caplog.set_level(logging.INFO, logger="kalah_service.core.endgames")
     # Two services stand for two worker processes of one machine.
     services = [DatabaseService("auto", 8), DatabaseService("auto", 8)]
     engine, lock = Engine(16), threading.Lock()

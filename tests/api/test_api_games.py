@@ -17,8 +17,8 @@ from kalah_core import Position, Rules
 from kalah_core.cli import main
 from kalah_core.game import Game, legal_moves
 from kalah_service import create_app
-from kalah_service.core import review as review_module
-from kalah_service.core.review import OVERRUN_S
+from kalah_service.core import game_review as review_module
+from kalah_service.core.game_review import OVERRUN_S
 
 EXAMPLE = "45-46, 1*-5, 2-, -63*, 6-, -561646562, 4-3, 656-"
 EXAMPLE_LOSSES = [4, 0, 0, 4, 2, 0, 2, 0, 0, 10] + [0] * 14

@@ -1,4 +1,4 @@
-"""Real HTTP: gunicorn with ``api/gunicorn_conf.py``, 2 workers and a real Redis."""
+"""Real HTTP: gunicorn with ``api/ops/gunicorn_conf.py``, 2 workers and a real Redis."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Cost-based rate limits, API keys, CORS and the security headers (api/ratelimit.py,
-api/keys.py, api/security.py), with the in-process limiter and with a real Redis."""
+api/edge/keys.py, api/edge/security.py), with the in-process limiter and with a real Redis."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from flask.testing import FlaskClient
 
 from kalah_service import create_app
 from kalah_service.core.problems import ApiProblem
-from kalah_service.keys import RedisKeyStore, digest, require_key
+from kalah_service.edge.charging import charge, charge_batch
+from kalah_service.edge.keys import RedisKeyStore, digest, require_key
 from kalah_service.ratelimit.buckets import SYNC_S
-from kalah_service.ratelimit.charging import charge, charge_batch
 from kalah_service.ratelimit.costs import ROUTE_COSTS
 
 if TYPE_CHECKING:
@@ -323,7 +323,7 @@ def test_redis_down_is_a_503_for_limited_requests_until_it_is_back(own_redis: Re
 
 
 def test_an_unreachable_key_store_is_skipped_for_a_moment() -> None:
-    from kalah_service.keys import KeyInfo, KeyStore, KeyStoreUnavailable
+    from kalah_service.edge.keys import KeyInfo, KeyStore, KeyStoreUnavailable
 
     class Down(KeyStore):
         calls = 0

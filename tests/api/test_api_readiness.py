@@ -22,8 +22,8 @@ import requests
 from conftest import Gunicorn, RedisServer, free_port
 
 from kalah_core import Rules, egdb
-from kalah_service.batch.redis_store import RedisJobStore
-from kalah_service.batch.runner import beating
+from kalah_service.jobs.redis_jobs import RedisJobStore
+from kalah_service.jobs.runner import beating
 
 pytestmark = pytest.mark.system
 

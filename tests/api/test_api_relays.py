@@ -1,4 +1,4 @@
-"""Issue 47, finding 4: relays and forwarding headers (api/forwarding.py, api/serve.py).
+"""Issue 47, finding 4: relays and forwarding headers (api/edge/forwarding.py, api/ops/serve.py).
 
 ``X-Forwarded-For`` and ``Forwarded`` (RFC 7239) are read alike: for the client's address
 behind ``KALAH_TRUSTED_PROXIES`` hops, for ``KALAH_LIMITS=auto``'s loopback exemption and for
@@ -15,9 +15,9 @@ import pytest
 from flask import Flask
 
 from kalah_service import create_app
-from kalah_service.config import load_settings
-from kalah_service.forwarding import forwarded_for
-from kalah_service.serve import exemption, proxy_environment
+from kalah_service.base.config import load_settings
+from kalah_service.edge.forwarding import forwarded_for
+from kalah_service.ops.serve import exemption, proxy_environment
 
 RULES = "/v1/rules"
 LOCAL = {"REMOTE_ADDR": "127.0.0.1"}

@@ -2,7 +2,7 @@
 over their budget: each position's search got its share, and the work
 around the searches (the cache, an engine, the answer) came on top; past the deadline every
 position still got a 1 ms search. The budget is now shared out by the deadline
-(:class:`api.core.review.ReviewClock`).
+(:class:`kalah_service.core.game_review.ReviewClock`).
 
 Watched here without timing the review: the review runs on a clock that only its searches
 advance (each by its whole budget and the work around it: 2 ms, which fits the least budget
@@ -22,9 +22,9 @@ from figures import measured
 from flask import Flask
 from test_api_games import long_game
 
-from kalah_service.core import review as service
+from kalah_service.core import game_review as service
+from kalah_service.core.game_review import QUICK_DEPTH, ReviewClock
 from kalah_service.core.request import AnalysisRequest
-from kalah_service.core.review import QUICK_DEPTH, ReviewClock
 
 pytestmark = pytest.mark.system  # reviews of 200+ positions: a few seconds
 

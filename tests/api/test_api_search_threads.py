@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kalah_service.config import load_settings
+from kalah_service.base.config import load_settings
 from kalah_service.core.analyser import Analyser
 
 

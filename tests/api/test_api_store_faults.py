@@ -26,8 +26,8 @@ from conftest import Gunicorn, RedisServer, free_port
 from flask import Flask
 
 from kalah_service import create_app
-from kalah_service.keys import PREFIX as KEY_PREFIX
-from kalah_service.keys import RedisKeyStore, digest
+from kalah_service.edge.keys import PREFIX as KEY_PREFIX
+from kalah_service.edge.keys import RedisKeyStore, digest
 from kalah_service.ratelimit.buckets import Buckets
 from kalah_service.ratelimit.costs import search_cost
 

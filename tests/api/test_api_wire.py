@@ -1,6 +1,6 @@
 """Issue 33, findings 7 and 10: what a real gunicorn answers to requests broken on the wire.
 
-Raw sockets against ``kalah serve``'s gunicorn (``api/gunicorn_conf.py``, the embedded
+Raw sockets against ``kalah serve``'s gunicorn (``api/ops/gunicorn_conf.py``, the embedded
 default): a malformed chunked body was a 500 on every POST endpoint (gunicorn raises its own
 ``ParseException`` from ``wsgi.input``), and what gunicorn refuses before the app sees the
 request (a long request line, large headers, a malformed request line or header, an unknown

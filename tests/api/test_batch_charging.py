@@ -35,18 +35,18 @@ from test_domain import check_value, tiny_limits
 
 from kalah_core.results import Analysis
 from kalah_service import create_app
-from kalah_service.batch import runner
-from kalah_service.batch.embedded_store import EmbeddedJobStore
-from kalah_service.batch.items import parse_batch
-from kalah_service.batch.redis_store import RedisJobStore
-from kalah_service.batch.store import MAX_ATTEMPTS, Completed, JobStore, Lease
-from kalah_service.config import load_settings
+from kalah_service.base.config import load_settings
 from kalah_service.core.analyser import Analyser
 from kalah_service.core.request import AnalysisRequest
+from kalah_service.edge.charging import charge_later
+from kalah_service.jobs import runner
+from kalah_service.jobs.embedded_jobs import EmbeddedJobStore
+from kalah_service.jobs.items import parse_batch
+from kalah_service.jobs.redis_jobs import RedisJobStore
+from kalah_service.jobs.store import MAX_ATTEMPTS, Completed, JobStore, Lease
 from kalah_service.ratelimit.buckets import Buckets
-from kalah_service.ratelimit.charging import charge_later
 from kalah_service.ratelimit.costs import search_cost
-from kalah_service.store import make_store
+from kalah_service.stores import make_store
 
 pytestmark = pytest.mark.system  # real Redis, runner threads, a worker process
 
@@ -305,16 +305,16 @@ def test_an_offset_past_2_63_is_the_same_empty_page_on_both_stores(service: Serv
 KILLER = textwrap.dedent(
     """
     import os, sys, threading
-    from kalah_service.batch import embedded_store, redis_store, runner
-    from kalah_service.batch.embedded_store import EmbeddedJobStore
-    from kalah_service.batch.redis_store import RedisJobStore
+    from kalah_service.jobs import embedded_jobs, redis_jobs, runner
+    from kalah_service.jobs.embedded_jobs import EmbeddedJobStore
+    from kalah_service.jobs.redis_jobs import RedisJobStore
     from kalah_service.core.analyser import Analyser, default_analyser
 
     where, target, poison = sys.argv[1], sys.argv[2], sys.argv[3]
     # Short leases, so that a dead runner's chunk is taken over soon.
-    redis_store.LEASE_MS = 2000
+    redis_jobs.LEASE_MS = 2000
     runner.HEARTBEAT_S = 0.2
-    embedded_store.LEASE_GRACE_S = 1.0
+    embedded_jobs.LEASE_GRACE_S = 1.0
     search = Analyser.search
 
     def deadly(self, request):

@@ -12,9 +12,9 @@ from flask.testing import FlaskClient
 from test_batch_workers import start_worker
 
 from kalah_core.cli import main
-from kalah_service.batch.remote import MAX_OUTSTANDING, run_remote
-from kalah_service.batch.store import MAX_UNFINISHED_JOBS
-from kalah_service.keys import make_key_store
+from kalah_service.edge.keys import make_key_store
+from kalah_service.jobs.remote import MAX_OUTSTANDING, run_remote
+from kalah_service.jobs.store import MAX_UNFINISHED_JOBS
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = {"houses": 3, "seeds": 2}

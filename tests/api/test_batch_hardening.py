@@ -31,8 +31,8 @@ from conftest import Gunicorn, RedisServer, free_port
 from figures import measured
 from test_batch_workers import endgame_positions, start_worker
 
-from kalah_service.batch.redis_store import FAIR_PREFIX, LEASES, WORKER_STALE_S, JobKeys
-from kalah_service.keys import make_key_store
+from kalah_service.edge.keys import make_key_store
+from kalah_service.jobs.redis_jobs import FAIR_PREFIX, LEASES, WORKER_STALE_S, JobKeys
 from kalah_service.ratelimit.costs import ITEMS_PER_UNIT
 
 pytestmark = pytest.mark.system

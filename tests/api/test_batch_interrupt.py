@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kalah_service.config import load_settings
+from kalah_service.base.config import load_settings
 from kalah_service.core.request import AnalysisRequest
 
 pytestmark = pytest.mark.system  # a subprocess with a pool of processes

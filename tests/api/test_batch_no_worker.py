@@ -18,7 +18,7 @@ from figures import measured
 from test_batch_workers import endgame_positions, start_worker
 
 from kalah_service import create_app
-from kalah_service.batch.redis_store import WORKER_STALE_S, WORKERS
+from kalah_service.jobs.redis_jobs import WORKER_STALE_S, WORKERS
 
 pytestmark = pytest.mark.system
 

@@ -133,7 +133,7 @@ def test_sigkill_of_kalah_serve_ends_gunicorn_and_the_build(tmp_path: Path) -> N
     port = free_port()
     env = {**os.environ, **cache_env(tmp_path, 24), "KALAH_WORKERS": "1"}
     code = (
-        "import sys; from kalah_service.serve import serve; "
+        "import sys; from kalah_service.ops.serve import serve; "
         f"sys.exit(serve('127.0.0.1', {port}, 1))"
     )
     serve = subprocess.Popen(

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from figures import measured
 
-from kalah_service.batch.embedded_store import EmbeddedJobStore
-from kalah_service.batch.items import parse_batch
-from kalah_service.config import load_settings
-from kalah_service.store.walbound import WalBound
+from kalah_service.base.config import load_settings
+from kalah_service.jobs.embedded_jobs import EmbeddedJobStore
+from kalah_service.jobs.items import parse_batch
+from kalah_service.stores.walbound import WalBound
 
 pytestmark = pytest.mark.system
 

@@ -1,0 +1,1 @@
+"""The ground floor: the settings and the metrics, which every storey reads."""

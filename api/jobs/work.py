@@ -1,0 +1,118 @@
+"""Engine work on the batch workers: ``kalah book build --redis-url`` through the job queue.
+
+:class:`RedisExecutor` is a :class:`kalah_core.tasks.Executor` (found by the engine through
+the ``kalah.executors`` entry point ``redis``, since the engine never imports the service).
+It posts a task's items as one job of the :class:`~.redis_store.RedisJobStore` (the same
+chunks, fair queue and leases as ``POST /v1/batch`` jobs; the owner ``book-build``, charged to
+nobody), and yields each item's result as a ``kalah worker`` stores it (:func:`.runner.run_work`):
+
+- any number of workers on any number of machines take its chunks, each running the task's
+  function with its own warm engine (:func:`kalah_core.tasks.run`);
+- a worker killed mid-chunk costs the item in hand: its lease lapses (5 s), the next worker
+  takes the chunk over and skips the items already answered;
+- the poster (the book build) keeps its checkpoint files as the results come, so it resumes
+  from them when killed; when stopped (a deadline, Ctrl-C, SIGTERM), it cancels the job and
+  deletes its keys; killed hard, its job is cancelled once it has not read its results for a
+  minute (:data:`~.redis_store.POSTER_LEASE_MS`), and its keys expire after :data:`TTL_S`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import sys
+import time
+from collections.abc import Generator, Sequence
+from typing import TextIO
+
+import redis
+
+from kalah_core.errors import KalahError
+from kalah_core.tasks import Json, Task
+
+from .redis_jobs import RedisJobStore
+from .runner import PAUSE_MAX_S, PAUSE_S
+
+log = logging.getLogger("kalah_service.jobs.work")
+
+OWNER = "book-build"
+"""The owner of engine-work jobs in the fair queue (API keys' jobs take turns with them)."""
+TTL_S = 7 * 86400
+"""How long an engine-work job's keys live after its last change."""
+NO_WORKER_EVERY_S = 30.0
+"""How often a poster waiting with no worker alive says so."""
+
+
+class RedisExecutor:
+    """Runs tasks on the ``kalah worker`` processes of the Redis at ``url`` (the workers' job
+    store: their ``KALAH_STATE_REDIS_URL``, else ``KALAH_REDIS_URL``)."""
+
+    def __init__(self, url: str, *, stream: TextIO | None = None, poll_s: float = 1.0) -> None:
+        self.url = url
+        self.store = RedisJobStore(url, ttl_s=TTL_S)
+        self.stream = stream or sys.stderr
+        self.poll_s = poll_s
+
+    def map(
+        self, work: Task, items: Sequence[Json], chunk: int
+    ) -> Generator[list[tuple[int, Json]], None, None]:
+        store = self.store
+        try:
+            job = store.create_work(work, items, chunk, OWNER, ttl_s=TTL_S)
+            alive = store.workers()
+        except redis.RedisError as error:
+            raise KalahError(f"the workers' Redis at {self.url}: {error}") from None
+        self.stream.write(
+            f"  job {job}: {len(items):,} items in chunks of {chunk} for the kalah workers "
+            f"of {self.url} ({alive} alive)\n"
+        )
+        seen: set[int] = set()
+        quiet_since = time.monotonic()
+        finished = 0  # polls that found the job finished and no new result
+        pause = PAUSE_S
+        try:
+            while len(seen) < len(items):
+                try:
+                    batch = [(i, body) for i, body in store.feed(job, self.poll_s) if i not in seen]
+                    status = None if batch else store.status(job)
+                except redis.RedisError as error:  # waited out (a minute: the job is cancelled)
+                    self.stream.write(f"  job {job}: Redis: {error}; again in {pause:.1f} s\n")
+                    time.sleep(pause)
+                    pause = min(2 * pause, PAUSE_MAX_S)
+                    yield []
+                    continue
+                pause = PAUSE_S
+                if batch:
+                    finished = 0
+                    seen.update(i for i, _ in batch)
+                    quiet_since = time.monotonic()
+                    yield [(i, json.loads(body)) for i, body in batch]
+                    continue
+                if status is None:
+                    raise RuntimeError(f"job {job} is gone from {self.url} (expired, or deleted)")
+                if status.status in ("failed", "cancelled"):
+                    raise RuntimeError(f"job {job} {status.status}: {status.error or ''}".strip())
+                if status.status == "finished":  # its last results may be on their way
+                    finished += 1
+                    if finished > 1:
+                        missing = len(items) - len(seen)
+                        raise RuntimeError(f"job {job} finished without {missing} results")
+                yield []  # nothing yet: the caller may look at its clock (--minutes)
+                if time.monotonic() - quiet_since > NO_WORKER_EVERY_S:
+                    quiet_since = time.monotonic()
+                    if not store.workers():
+                        self.stream.write(
+                            f"  job {job}: waiting, no kalah worker alive on {self.url}\n"
+                        )
+                        self.stream.flush()
+        finally:
+            with contextlib.suppress(redis.RedisError):  # else cancelled a minute later
+                if len(seen) < len(items):
+                    store.cancel(job)
+                store.forget(job)
+
+
+def redis_executor(url: str) -> RedisExecutor:
+    """The ``kalah.executors`` entry point ``redis``."""
+    return RedisExecutor(url)

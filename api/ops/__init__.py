@@ -1,0 +1,1 @@
+"""Running the service: the backends built from the settings, gunicorn, the commands."""
