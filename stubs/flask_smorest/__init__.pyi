@@ -7,6 +7,7 @@ import flask
 from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 from marshmallow import Schema
+from marshmallow.schema import SchemaMeta
 from werkzeug.exceptions import HTTPException
 
 _T = TypeVar("_T")
@@ -23,6 +24,17 @@ class Blueprint(flask.Blueprint):
         description: str = "",
         url_prefix: str | None = None,
         **kwargs: Any,
+    ) -> None: ...
+    def add_url_rule(
+        self,
+        rule: str,
+        endpoint: str | None = None,
+        view_func: Callable[..., object] | None = None,
+        provide_automatic_options: bool | None = None,
+        *,
+        parameters: list[_Doc | str] | None = None,
+        tags: list[str] | None = None,
+        **options: Any,
     ) -> None: ...
     # A MethodView class or a view function, returned as given.
     def route(
@@ -73,7 +85,7 @@ class Blueprint(flask.Blueprint):
     def doc(**kwargs: Any) -> Callable[[_T], _T]: ...
 
 class Api:
-    ERROR_SCHEMA: ClassVar[type[Schema]]
+    ERROR_SCHEMA: ClassVar[SchemaMeta]  # a Schema class
     DEFAULT_RESPONSE_CONTENT_TYPE: str
     spec: APISpec
     ma_plugin: MarshmallowPlugin
