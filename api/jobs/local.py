@@ -25,7 +25,7 @@ from kalah_core.errors import InvalidNotationError
 from ..base.config import load_settings
 from ..core.analyser import default_analyser
 from ..core.problems import ApiProblem
-from ..core.request import AnalysisRequest
+from ..core.request import AnalysisRequest, RequestJson
 from .items import Batch, parse_batch
 from .runner import answer_all
 
@@ -141,7 +141,7 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _answer_some(piece: tuple[int, list[dict[str, Any]]]) -> tuple[int, list[bytes]]:
+def _answer_some(piece: tuple[int, list[RequestJson]]) -> tuple[int, list[bytes]]:
     """One pool process's share (its first position in the run, its tasks): the tasks'
     answers, through the one batch loop."""
     start, tasks = piece
