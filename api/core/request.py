@@ -191,7 +191,7 @@ class AnalysisRequest:
         return data
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> AnalysisRequest:
+    def from_json(cls, data: RequestJson) -> AnalysisRequest:
         limits = data["limits"]
         moves = data.get("moves")
         return cls(

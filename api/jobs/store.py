@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import diskcache
 import redis
 
-from kalah_core.tasks import Task
+from kalah_core.tasks import Json, Task
 
 from ..core.problems import ApiProblem
 from ..core.request import AnalysisRequest
@@ -83,7 +83,7 @@ class Lease:
     """A chunk of engine work (:mod:`kalah_core.tasks`, e.g. a book build's boards) instead of
     analyses: its ``items`` (index, JSON item) are run by the task's function, and each
     item's result is stored as it comes (a lost runner costs only the item in hand)."""
-    items: list[tuple[int, Any]] = field(default_factory=list)
+    items: list[tuple[int, Json]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
