@@ -34,24 +34,22 @@ from .core import endgames as egdb
 from .core.analyser import Analyser
 from .core.problems import ApiProblem
 from .edge.bounds import init_body_guard
+from .edge.callers import Authenticator
 from .edge.charging import RequestMeter, charge_body, init_rate_limits
 from .edge.forwarding import ForwardedFor
 from .edge.http_errors import PROBLEM_JSON, problem_for
-from .edge.keys import Authenticator, make_key_store
 from .edge.security import init_security
 from .edge.spec_limits import ServerLimitsPlugin
 from .edge.spec_rates import RateLimitDocsPlugin
 from .games import routes as games_routes
 from .health import routes as health_routes
-from .ops.backends import make_job_store
+from .ops import backends
 from .play import routes as play_routes
 from .problems import routes as problems_routes
 from .ratelimit.costs import COSTS_DOC
 from .rules import routes as rules_routes
 from .schemas.answers import ProblemSchema
 from .schemas.components import COMPONENTS, component_ref
-from .stores import make_store
-from .stores.state import check_state_store, make_state_client
 
 RESOURCES = (
     analysis_routes,
@@ -158,11 +156,11 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     )
     app.config.update({k: v for k, v in config.items() if k not in ENV_NAMES})
 
-    cache = make_store(settings, max_connections=settings.threads + 4)
+    cache = backends.make_answer_store(settings, max_connections=settings.threads + 4)
     app.extensions["kalah"] = Analyser(settings, cache, meter=RequestMeter())
-    if settings.state_url:
-        check_state_store(make_state_client(settings.state_url, timeout_s=2.0))
-    app.extensions["kalah_jobs"] = make_job_store(settings)
+    backends.check_state(settings)
+    app.extensions["kalah_state"] = backends.make_state_ping(settings)
+    app.extensions["kalah_jobs"] = backends.make_job_store(settings)
 
     plugins = [
         analysis_routes.ConditionalGetPlugin(),
@@ -198,12 +196,12 @@ def _register_callers_and_limits(app: Flask, settings: Settings) -> None:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.trusted_proxies)  # type: ignore[method-assign]  # Flask's way to add middleware
     # Outside ProxyFix: X-Forwarded-For and Forwarded read alike (see api/edge/forwarding.py).
     app.wsgi_app = ForwardedFor(app.wsgi_app, settings.trusted_proxies)  # type: ignore[method-assign]  # Flask's way to add middleware
-    auth = Authenticator(make_key_store(settings.state_url, timeout_s=settings.redis_timeout_s))
+    auth = Authenticator(backends.make_key_store(settings))
     app.extensions["kalah_auth"] = auth
 
     # The caller is resolved when its request is admitted: a bad key is a 401 charged to the
     # client's IP (so guessing keys is rate limited), before any body is read.
-    init_rate_limits(app, settings, auth)
+    init_rate_limits(app, settings, auth, backends.make_counters(settings))
     init_security(app, settings)
 
 

@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from harness import RedisServer, wait_for  # noqa: E402
 
-from kalah_service.jobs.redis_jobs import WORKERS  # noqa: E402
+from kalah_service.jobs.redis_layout import WORKERS  # noqa: E402
 
 MODES = ("local", "pool2", "redis1", "redis2")
 TICK = os.sysconf("SC_CLK_TCK")

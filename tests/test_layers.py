@@ -165,6 +165,48 @@ def test_the_service_folders_import_each_other_without_a_cycle() -> None:
     assert cycles(folder_edges(all_imports())) == []
 
 
+def test_no_service_module_is_named_like_an_engine_module() -> None:
+    """One name, one concept: ``answer.py`` in both packages meant two things to a reader."""
+    engine = {path.name for path in (ROOT / "kalah_core").rglob("*.py")} - {"__init__.py"}
+    service = {path.relative_to(ROOT).as_posix() for path in (ROOT / "api").rglob("*.py")}
+    assert sorted(name for name in service if name.rpartition("/")[2] in engine) == []
+
+
+BACKENDS = ("redis", "diskcache", "sqlite3")
+
+
+def test_routes_reach_backends_only_through_their_interfaces() -> None:
+    """A route catches its store's ``errors``; it never imports a backend's library."""
+    offenders = [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for path in sorted((ROOT / "api").rglob("routes.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        and any(
+            name.split(".")[0] in BACKENDS
+            for name in (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if not node.level
+                else []
+            )
+        )
+    ]
+    assert offenders == []
+
+
+MAX_LINES = 600
+
+
+def test_no_service_module_is_over_the_line_limit() -> None:
+    lines = {
+        path.relative_to(ROOT).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
+        for path in (ROOT / "api").rglob("*.py")
+    }
+    assert {name: n for name, n in lines.items() if n > MAX_LINES} == {}
+
+
 def test_the_engine_never_imports_the_service() -> None:
     edges = [i for i in all_imports() if i.source.startswith("kalah_core")]
     assert [i for i in edges if i.target.split(".")[0] == "api"] == []

@@ -1,9 +1,10 @@
-"""``POST /v1/batch``, ``GET`` and ``DELETE /v1/jobs/{id}``: thin routes over :mod:`.items`,
-:mod:`.runner` and a :class:`~.store.JobStore`.
+"""``POST /v1/batch``, ``GET`` and ``DELETE /v1/jobs/{id}``: thin routes over
+:mod:`kalah_service.jobs.items`,
+:mod:`kalah_service.jobs.runner` and a :class:`~kalah_service.jobs.store.JobStore`.
 
 A small batch is answered inline; a larger one becomes a job (202 with ``Location``) for the
 ``kalah worker`` processes on the API's Redis, or without Redis for the server's own
-processes (:mod:`.embedded_store`).
+processes (:mod:`kalah_service.jobs.embedded_jobs`).
 """
 
 from __future__ import annotations
@@ -21,15 +22,16 @@ from ..base.config import BATCH_PAGE_MAX, MAX_BATCH_BODY_BYTES
 from ..core.analyser import Analyser
 from ..core.problems import ApiProblem
 from ..edge.bounds import stop_reading
-from ..edge.charging import charge_batch, charge_later, payer
+from ..edge.callers import Caller, current_caller, require_key
+from ..edge.charging import charge_batch, payer
 from ..edge.http_errors import document_problems
-from ..edge.keys import Caller, current_caller, require_key
 from ..jobs.items import Batch as ParsedBatch
 from ..jobs.items import inline_ok, parse_batch
 from ..jobs.runner import answer_all, start_in_server
-from ..jobs.store import MAX_UNFINISHED_JOBS, STORE_ERRORS, UNFINISHED, JobStatus, JobStore
+from ..jobs.store import MAX_UNFINISHED_JOBS, UNFINISHED, JobStatus, JobStore
 from ..ratelimit.buckets import Buckets
 from ..ratelimit.costs import FREE_BODY_BYTES, search_cost
+from .batch_answer import BatchAnswer
 from .schemas import (
     BatchAnswerSchema,
     BatchBody,
@@ -98,19 +100,19 @@ def _jobs() -> JobStore:
 
         def bill(payer_text: str, search_ms: float) -> None:
             if buckets is not None:
-                charge_later(buckets, payer_text, search_ms)
+                buckets.charge_later(payer_text, search_ms)
 
         start_in_server(store, _analyser(), bill)
     return store
 
 
 @contextlib.contextmanager
-def _store_errors() -> Iterator[None]:
+def _store_errors(store: JobStore) -> Iterator[None]:
     """The job store failing (unreachable, answering errors, timing out, full, locked, corrupt)
     is a 503 problem with Retry-After, never a 500."""
     try:
         yield
-    except STORE_ERRORS as error:
+    except store.errors as error:
         log.warning("the job store failed: %s: %s", type(error).__name__, error)
         raise ApiProblem(
             "not-ready",
@@ -121,7 +123,7 @@ def _store_errors() -> Iterator[None]:
 
 def _no_worker(store: JobStore) -> ApiProblem | None:
     """The 503 of a job no worker would run (nothing charged), or None."""
-    with _store_errors():
+    with _store_errors(store):
         stalled = store.stalled()
     if stalled is None:
         return None
@@ -152,8 +154,7 @@ def _refuse_unrunnable_bodies() -> None:
 def _inline(batch: ParsedBatch) -> Response:
     # Each search is charged to the caller as it runs (the analyser's meter).
     answers = [answered.body for answered in answer_all(_analyser(), batch.tasks)]
-    body = b'{"results":[' + b",".join(batch.assemble(answers)) + b"]}"
-    return Response(body, status=200, mimetype="application/json")
+    return BatchAnswer(batch.assemble(answers)).response()
 
 
 def _job_json(status: JobStatus, store: JobStore) -> dict[str, Any]:
@@ -170,14 +171,14 @@ def _stalled(store: JobStore) -> str | None:
     """Why the job cannot advance now (no batch worker alive), or None."""
     try:
         return store.stalled()
-    except STORE_ERRORS as error:  # the answer's other fields came through: say so
+    except store.errors as error:  # the answer's other fields came through: say so
         log.warning("could not count the batch workers: %s", error)
         return None
 
 
 def _own_job(store: JobStore, job_id: str) -> JobStatus:
     """The caller's job ``job_id``: to anyone else (and when there is none) a 404 problem."""
-    with _store_errors():
+    with _store_errors(store):
         status = store.status(job_id)
     owner = _owner(current_caller(), store)
     if status is None or owner is None or status.owner != owner:
@@ -228,7 +229,7 @@ class Batch(MethodView):
         # without, it belongs to the caller's address.
         owner = _owner(current_caller(), store)
         if owner is not None:
-            with _store_errors():
+            with _store_errors(store):
                 unfinished = store.unfinished_of(owner)
             if unfinished >= MAX_UNFINISHED_JOBS:
                 raise ApiProblem(
@@ -242,7 +243,7 @@ class Batch(MethodView):
         first = sum(search_cost(t["limits"]["time_ms"]) for t in chunks[0].tasks) if chunks else 0
         charge_batch(len(batch.slots), first, need_key=not store.in_server)
         assert owner is not None  # charge_batch required a key
-        with _store_errors():
+        with _store_errors(store):
             status = store.create(batch, settings.batch_chunk, owner=owner, payer=payer())
         location = url_for("batch.Job", job_id=status.id)
         return Response(
@@ -260,7 +261,7 @@ def _ndjson(
     for start in range(offset + len(first), end, STREAM_PAGE):
         try:
             page = store.results(job_id, start, min(STREAM_PAGE, end - start))
-        except STORE_ERRORS as error:  # the status line was sent
+        except store.errors as error:  # the status line was sent
             log.warning("job %s: streaming its results stopped: %s", job_id, error)
             return
         if not page:
@@ -297,7 +298,7 @@ class Job(MethodView):
         past_end = offset >= status.total
         if wanted == NDJSON:
             end = min(status.total, offset + (status.total if limit is None else limit))
-            with _store_errors():  # the first page before the status line: a 503 still
+            with _store_errors(store):  # the first page before the status line: a 503 still
                 first = (
                     []
                     if past_end
@@ -312,7 +313,7 @@ class Job(MethodView):
                 },
             )
         limit = DEFAULT_PAGE if limit is None else limit
-        with _store_errors():
+        with _store_errors(store):
             page = [] if past_end else store.results(job_id, offset, limit)
             head = {**_job_json(status, store), "offset": offset, "limit": limit}
         following = offset + limit
@@ -322,8 +323,7 @@ class Job(MethodView):
             else None
         )
         head["next"] = next_url
-        body = json.dumps(head)[:-1].encode() + b',"results":[' + b",".join(page) + b"]}"
-        return Response(body, status=200, mimetype="application/json")
+        return BatchAnswer(page, head).response()
 
     @blp.response(
         200,
@@ -338,7 +338,7 @@ class Job(MethodView):
         the job expires. A finished or failed job stays as it is."""
         store = _jobs()
         _own_job(store, job_id)
-        with _store_errors():
+        with _store_errors(store):
             status = store.cancel(job_id)
         if status is None:  # expired in between
             raise ApiProblem(

@@ -30,8 +30,8 @@ from kalah_core.rules import Rules
 from kalah_core.solver import ENGINE_VERSION, Engine
 
 from ..base import metrics
-from ..base.config import MAX_PV_SOWINGS, Settings, load_settings
-from ..stores import AnswerStore, Entry, Keys, make_store
+from ..base.config import MAX_PV_SOWINGS, Settings
+from ..stores.answers import AnswerStore, Entry, Keys
 from . import endgames as egdb
 from .engines import EnginePool
 from .problems import ApiProblem, problem_object
@@ -193,9 +193,6 @@ class Analyser:
         return self.analyse(AnalysisRequest.from_body(self.settings, body)).json()
 
 
-_DEFAULT: list[Analyser] = []
-
-
 def search_with(engine: Engine, request: AnalysisRequest) -> Analysis:
     """The one way a request is searched: its position, rules, limits and moves on ``engine``
     (a one-shot answer and a stream's search are the same search)."""
@@ -209,15 +206,6 @@ def search_with(engine: Engine, request: AnalysisRequest) -> Analysis:
         pv_limit=MAX_PV_SOWINGS,
         moves=request.moves,
     )
-
-
-def default_analyser() -> Analyser:
-    """An analyser from the environment's settings, one per process (the command line's and
-    the local batch runner's): the server's cache (``KALAH_REDIS_URL``) and limits."""
-    if not _DEFAULT:
-        settings = load_settings()
-        _DEFAULT.append(Analyser(settings, make_store(settings, max_connections=2)))
-    return _DEFAULT[0]
 
 
 def _minimax(position: Position, rules: Rules) -> int:

@@ -93,7 +93,7 @@ class LowPriority:
 
 
 @dataclass(eq=False, slots=True)
-class Slot:
+class EngineSlot:
     """One engine (made on first use) and the lock that guards it (attaching a database
     takes it too)."""
 
@@ -121,8 +121,8 @@ class EnginePool:
         self.make = make
         """Makes an engine, its databases attached under the given lock (its slot's)."""
         self.short_ms = short_ms
-        self._free: list[Slot] = []
-        self._busy: list[Slot] = []
+        self._free: list[EngineSlot] = []
+        self._busy: list[EngineSlot] = []
         self._created = 0
         self._waiting = 0
         self._changed = threading.Condition()
@@ -178,7 +178,7 @@ class EnginePool:
             if self._free and not keep_last:
                 slot = self._free.pop()
             else:  # a new engine, counted now and made below (no one waits on the lock)
-                slot = Slot()
+                slot = EngineSlot()
                 self._created += 1
             slot.ends = time.monotonic() + budget_s  # a search ends within ms of its budget
             slot.long = long
@@ -225,7 +225,7 @@ class EnginePool:
         threading.Thread(target=run, name="live-search", daemon=True).start()
         return future
 
-    def _equip(self, slot: Slot) -> None:
+    def _equip(self, slot: EngineSlot) -> None:
         slot.engine = self.make(slot.lock)
 
     def prepare(self, count: int = EAGER) -> threading.Thread:
@@ -238,7 +238,7 @@ class EnginePool:
                 with self._changed:
                     if self._created >= min(count, self.size):
                         return
-                slot = Slot()
+                slot = EngineSlot()
                 self._equip(slot)  # meanwhile requests make their own: none waits for this
                 with self._changed:
                     if self._created >= self.size:

@@ -32,7 +32,7 @@ from kalah_core.solver import Engine, Snapshot
 
 from ..base import metrics
 from ..base.config import Settings
-from ..stores import Entry
+from ..stores.answers import Entry
 from .analyser import Analyser, search_with
 from .problems import ApiProblem, problem_object
 from .reply import Answer, dumps

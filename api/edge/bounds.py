@@ -25,7 +25,7 @@ import contextlib
 import io
 import json
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 from flask import Flask, Response, current_app, request
 from gunicorn.http.errors import ParseException
@@ -33,8 +33,8 @@ from werkzeug.exceptions import ClientDisconnected
 
 from ..base.config import MAX_BATCH_BODY_BYTES, MAX_BODY_BYTES
 from ..core.problems import ApiProblem
+from .callers import current_caller, require_key
 from .http_errors import problem_for
-from .keys import current_caller, require_key
 
 BODY_LIMITS = {"batch.Batch": MAX_BATCH_BODY_BYTES}
 """Endpoints whose bodies may be larger than the app's ``MAX_CONTENT_LENGTH`` (for callers
@@ -102,15 +102,8 @@ def init_body_guard(app: Flask, on_read: Callable[[int], None] | None = None) ->
                     field="Content-Type",
                 )
             return
-        try:
+        with _reading():
             data = request.get_data(cache=True)
-        except (OSError, ClientDisconnected):  # the socket timed out: the client stalled
-            stop_reading()
-            raise ApiProblem(
-                "request-timeout", "the request body did not arrive in time", field="body"
-            ) from None
-        except ParseException as error:
-            raise _malformed_framing(error) from None
         if not data:
             return
         try:
@@ -131,14 +124,12 @@ def init_body_guard(app: Flask, on_read: Callable[[int], None] | None = None) ->
             ) from None
 
 
-def _read_chunked_body() -> int:
-    """A chunked body (no Content-Length) read whole here, up to the endpoint's limit: werkzeug
-    would cut it at the limit without a word and the view would answer the truncated part. It
-    is put back as a body of known length."""
-    limit = request.max_content_length or MAX_BODY_BYTES
-    environ = request.environ
+@contextlib.contextmanager
+def _reading() -> Iterator[None]:
+    """Reading the body: a client that stalled (the socket timed out) is a 408, a body whose
+    framing cannot be parsed a 400, both as problems."""
     try:
-        data = environ["wsgi.input"].read(limit + 1)
+        yield
     except (OSError, ClientDisconnected):
         stop_reading()
         raise ApiProblem(
@@ -146,6 +137,16 @@ def _read_chunked_body() -> int:
         ) from None
     except ParseException as error:
         raise _malformed_framing(error) from None
+
+
+def _read_chunked_body() -> int:
+    """A chunked body (no Content-Length) read whole here, up to the endpoint's limit: werkzeug
+    would cut it at the limit without a word and the view would answer the truncated part. It
+    is put back as a body of known length."""
+    limit = request.max_content_length or MAX_BODY_BYTES
+    environ = request.environ
+    with _reading():
+        data = environ["wsgi.input"].read(limit + 1)
     if len(data) > limit:
         stop_reading()
         raise ApiProblem(

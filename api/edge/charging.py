@@ -1,24 +1,26 @@
 """Charging, in one place: who is limited, admission, reservations, the bill of each request
 and its settlement, as Flask hooks.
 
-The caller is its API key, or its IP address when it sends none (:mod:`kalah_service.edge.keys`);
+The caller is its API key, or its IP address when it sends none (:mod:`kalah_service.edge.callers`);
 its tier sets the bucket's size (``KALAH_LIMIT_<TIER>``, e.g. ``120/minute`` units, the syntax of
 the ``limits`` library). ``KALAH_LIMITS`` says who is limited (:func:`limits_apply`). What things
-cost is :mod:`.costs`; how buckets are counted across workers, :mod:`.buckets`.
+cost is :mod:`kalah_service.ratelimit.costs`; how buckets are counted across workers,
+:mod:`kalah_service.ratelimit.buckets`.
 
 A request's life:
 
 1. **Admission** (before any body is read): the caller's bucket must hold its base cost; a
-   body above the free size reserves its cost (:func:`.costs.body_cost`) at once, from
-   ``Content-Length``, so a body the caller cannot pay for is refused (429) before it is read
-   or parsed, and one it can pay for stays paid even if the request is refused later. A
+   body above the free size reserves its cost (:func:`kalah_service.ratelimit.costs.body_cost`) at
+   once, from ``Content-Length``, so a body the caller cannot pay for is refused (429) before it is
+   read or parsed, and one it can pay for stays paid even if the request is refused later. A
    chunked body is reserved for when it has been read, before it is parsed
    (:func:`charge_body`, called by :mod:`kalah_service.edge.bounds`).
 2. **Reservations**: a search reserves its budget's cost before it runs (the analyser's meter,
    :class:`RequestMeter`); a game review its whole budget (:meth:`RequestMeter.prepay`); a
    batch job what posting it costs (:func:`charge_batch`; its searches are charged to the
-   caller as they run, :func:`charge_later`). Each is counted at once in the shared
-   counters, so concurrent requests on every worker cannot overdraw a bucket by them.
+   caller as they run, :meth:`~kalah_service.ratelimit.buckets.Buckets.charge_later`). Each is
+   counted at once in the shared counters, so concurrent requests on every worker cannot overdraw a
+   bucket by them.
 3. **Settlement** (after the request): the cost is the base cost, the body, and the search
    time actually run (the review's own time, at most its budget); what was reserved and not
    spent is refunded. A refused request (429) pays only a body it had read; a request the
@@ -37,28 +39,24 @@ Answers carry ``RateLimit-Limit``, ``RateLimit-Remaining``, ``RateLimit-Reset`` 
 from __future__ import annotations
 
 import ipaddress
-import json
 import math
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 from flask import Flask, Response, current_app, g, has_request_context, request
 from limits import RateLimitItem, parse_many
-
-from kalah_core.databases import cache_dir
 
 from ..base.config import Settings
 from ..core.problems import ApiProblem
 from ..ratelimit.buckets import RETRY_S, Admitted, Buckets, CountersFailing
 from ..ratelimit.costs import base_cost, body_cost, job_cost, search_cost
-from ..stores.counters import Counters, EmbeddedCounters, RedisCounters
+from ..stores.counters import Counters
 from .bounds import stop_reading
+from .callers import Authenticator, require_key
 from .forwarding import forwarded, hops
-from .keys import Authenticator, require_key
 
 LIMITED_PREFIX = "/v1/"
 """Paths that are charged; health, metrics, the spec and the docs are free."""
@@ -218,10 +216,12 @@ def ensure_budget(units: int) -> None:
 
 def charge_batch(items: int, first_units: int, *, need_key: bool = True) -> None:
     """The hook of an endpoint that queues analyses for background workers: it needs an API
-    key when ``need_key`` (a 401 problem without one) and costs :func:`.costs.job_cost` of its
-    ``items`` (bad ones included), paid up front; the bucket must also hold ``first_units``
-    (the cost of the first chunk's searches, a 429 problem otherwise), which are not charged
-    here: the searches are charged as they run (:func:`payer`, :func:`charge_later`)."""
+    key when ``need_key`` (a 401 problem without one) and costs
+    :func:`kalah_service.ratelimit.costs.job_cost` of its ``items`` (bad ones included), paid up
+    front; the bucket must also hold ``first_units`` (the cost of the first chunk's searches, a 429
+    problem otherwise), which are not charged here: the searches are charged as they run
+    (:func:`payer`,
+    :meth:`~kalah_service.ratelimit.buckets.Buckets.charge_later`)."""
     if need_key:
         require_key()
     units = job_cost(items)
@@ -257,34 +257,18 @@ def charge_stream(budget_ms: int) -> Callable[[float], None]:
 
 
 def payer() -> str:
-    """Who pays for work the current request leaves to run later (a batch job's searches):
-    the caller's identity and limits as text, for :func:`charge_later`; empty when no limit
-    applies to the request."""
+    """Who pays for work the current request leaves to run later (a batch job's searches),
+    as text for :meth:`~kalah_service.ratelimit.buckets.Buckets.charge_later`; empty when no
+    limit applies to the request."""
     window: Admitted | None = g.get("kalah_window")
-    if window is None:
-        return ""
-    limits = [f"{i.amount}/{i.multiples} {i.GRANULARITY.name}" for i in window.items]
-    return json.dumps({"identity": window.identity, "limits": limits})
-
-
-def charge_later(buckets: Buckets, payer_text: str, search_ms: float) -> None:
-    """Charge ``payer_text`` (from :func:`payer`) for ``search_ms`` of search run outside its
-    request (a job's chunk, on a batch worker or a server's runner thread), in ``buckets``
-    (synced at once to the shared counters every worker reads)."""
-    units = search_cost(search_ms)
-    if not payer_text or units <= 0:
-        return
-    data = json.loads(payer_text)
-    items = tuple(parse_many(";".join(data["limits"])))
-    buckets.add(data["identity"], items, units)
-    buckets.sync()
+    return "" if window is None else window.payer()
 
 
 class RequestMeter:
     """The analyser's meter in the HTTP app (:class:`kalah_service.core.analyser.Meter`): the
     current request's caller pays for the searches it runs. Outside a request (a batch job's runner
     thread) nothing is charged here: the runner charges each chunk to the job's payer
-    (:func:`charge_later`)."""
+    (:meth:`~kalah_service.ratelimit.buckets.Buckets.charge_later`)."""
 
     def before_search(self, budget_ms: int) -> None:
         """Reserve the search's budget, unless the request prepaid (a game review)."""
@@ -313,19 +297,12 @@ def _retry_after(reset: float) -> str:
 # -- the hooks -----------------------------------------------------------------------------
 
 
-def make_counters(settings: Settings) -> Counters:
-    """The shared counters: in the state store, or beside the embedded answer store (one
-    SQLite file for every process of the machine)."""
-    if settings.state_url:
-        return RedisCounters(settings.state_url, timeout_s=settings.redis_timeout_s)
-    answers = Path(settings.cache_dir) if settings.cache_dir else cache_dir() / "answers"
-    return EmbeddedCounters(answers.parent / (answers.name + "-limits.sqlite"))
-
-
-def init_rate_limits(app: Flask, settings: Settings, auth: Authenticator) -> Buckets:
+def init_rate_limits(
+    app: Flask, settings: Settings, auth: Authenticator, counters: Counters
+) -> Buckets:
     """Charge every request under ``/v1/`` (after the caller is resolved, see
     :func:`kalah_service.create_app`)."""
-    buckets = Buckets(make_counters(settings))
+    buckets = Buckets(counters)
     app.extensions["kalah_limits"] = buckets
     tiers: dict[str, tuple[RateLimitItem, ...]] = {}
 

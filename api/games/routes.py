@@ -1,4 +1,5 @@
-"""``POST /v1/games/analysis``: a whole game judged sowing by sowing (thin over :mod:`.service`)."""
+"""``POST /v1/games/analysis``: a whole game judged sowing by sowing (thin over
+:mod:`kalah_service.core.game_review`)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import redis
 from flask import Response, current_app, request
 from flask.views import MethodView
 from flask_smorest import Blueprint
@@ -26,16 +25,13 @@ from ..base import metrics
 from ..core.problems import PROBLEMS, TYPE_PREFIX
 from ..edge.access import metrics_allowed, metrics_refusal
 from ..edge.http_errors import problem_response
-from ..jobs.store import STORE_ERRORS, JobStore
+from ..jobs.store import JobStore
 from ..ratelimit.buckets import Buckets
 from ..schemas.answers import ProblemSchema
-from ..stores.state import make_state_client
+from ..stores.state import StatePing
 from .schemas import LiveSchema, ReadySchema
 
 log = logging.getLogger("kalah_service.health")
-
-STATE_PING_TIMEOUT_S = 1.0
-"""How long ``/readyz`` waits for the state store's PING (the probe's own timeout is 3 s)."""
 
 blp = Blueprint(
     "health", __name__, description="Liveness, readiness and metrics for orchestrators."
@@ -105,16 +101,12 @@ class Ready(MethodView):
 
 def _state_check() -> tuple[bool, str]:
     """Whether the state store answers a PING (no state store: nothing to check)."""
-    url = current_app.extensions["kalah"].settings.state_url
-    if not url:
+    state: StatePing | None = current_app.extensions["kalah_state"]
+    if state is None:
         return True, "no state store: no API keys, jobs in the embedded store"
-    client = current_app.extensions.get("kalah_state_ping")
-    if client is None:
-        client = make_state_client(url, timeout_s=STATE_PING_TIMEOUT_S)
-        current_app.extensions["kalah_state_ping"] = client
     try:
-        client.ping()
-    except (redis.RedisError, OSError) as error:
+        state.ping()
+    except state.errors as error:
         log.warning("readyz: the state store is unreachable: %s: %s", type(error).__name__, error)
         return False, "the state store is unreachable (the server log has the error)"
     return True, "the state store answers"
@@ -131,7 +123,7 @@ def _jobs_check() -> tuple[bool, bool, str]:
         stalled = store.stalled()
         if stalled is not None:
             return True, False, f"{stalled}; {store.unfinished()} unfinished jobs"
-    except STORE_ERRORS as error:
+    except store.errors as error:
         log.warning("readyz: the job store failed: %s: %s", type(error).__name__, error)
         return False, False, "the job store is failing (the server log has the error)"
     if workers is None:

@@ -16,9 +16,9 @@ and the chunk goes on.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
+import sqlite3
 import threading
 import time
 import uuid
@@ -28,10 +28,10 @@ from typing import Any
 import diskcache
 
 from ..core.problems import problem_object
-from ..core.reply import as_cached, dumps
+from ..core.reply import dumps
 from ..core.request import AnalysisRequest
 from ..stores.walbound import BoundedCache, WalBound
-from .items import Batch
+from .items import Batch, slot_json
 from .store import MAX_ATTEMPTS, UNFINISHED, Completed, JobStatus, Lease, lost_problem
 
 log = logging.getLogger("kalah_service.batch.embedded")
@@ -53,6 +53,9 @@ taken for dead."""
 class EmbeddedJobStore:
     """Jobs in a diskcache folder shared by every process of the machine."""
 
+    errors: tuple[type[Exception], ...] = (diskcache.Timeout, sqlite3.Error, OSError)
+    """A lock held too long, a full disk (``sqlite3.OperationalError``), a corrupt file
+    (``sqlite3.DatabaseError``)."""
     in_server = True
 
     def __init__(
@@ -127,14 +130,12 @@ class EmbeddedJobStore:
         """Slots ``offset .. offset+limit-1``: an answer, a problem, or ``null`` until ready."""
         store = self.store
         slots: list[dict[str, Any]] = store.get(f"job:{job_id}:items", [])
-        out: list[bytes] = []
-        for slot in slots[offset : offset + limit]:
-            if "p" in slot:
-                out.append(json.dumps(slot["p"], separators=(",", ":")).encode())
-                continue
-            body: bytes | None = store.get(f"job:{job_id}:result:{slot['t']}")
-            out.append(b"null" if body is None else body if slot["f"] else as_cached(body))
-        return out
+        return [
+            slot_json(slot["p"], None, True)
+            if "p" in slot
+            else slot_json(None, store.get(f"job:{job_id}:result:{slot['t']}"), slot["f"])
+            for slot in slots[offset : offset + limit]
+        ]
 
     def cancel(self, job_id: str) -> JobStatus | None:
         store = self.store

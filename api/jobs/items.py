@@ -22,7 +22,7 @@ from ..core.request import AnalysisRequest, Limits, RequestJson, parse_rules
 
 
 @dataclass(frozen=True, slots=True)
-class Slot:
+class ItemSlot:
     """One input item: the index of its distinct task, or the problem that stops it.
     ``first`` is false for a repeat of an earlier item (its answer is reported as cached)."""
 
@@ -31,20 +31,27 @@ class Slot:
     first: bool = True
 
 
+def slot_json(problem: dict[str, Any] | None, answer: bytes | None, first: bool) -> bytes:
+    """One slot's JSON, written here for every runner and store: its problem, else its task's
+    answer (reported as cached for a repeat of an earlier item), else ``null`` (no answer yet)."""
+    if problem is not None:
+        return dumps(problem)
+    if answer is None:
+        return b"null"
+    return answer if first else as_cached(answer)
+
+
 @dataclass(frozen=True, slots=True)
 class Batch:
     tasks: list[AnalysisRequest]
     """The distinct requests, in order of first appearance."""
-    slots: list[Slot]
+    slots: list[ItemSlot]
 
-    def assemble(self, answers: Sequence[bytes]) -> list[bytes]:
-        """Every slot's JSON in input order from the distinct tasks' ``answers``."""
+    def assemble(self, answers: Sequence[bytes | None]) -> list[bytes]:
+        """Every slot's JSON in input order from the distinct tasks' ``answers`` (None: not
+        answered)."""
         return [
-            dumps(slot.problem)
-            if slot.task is None
-            else answers[slot.task]
-            if slot.first
-            else as_cached(answers[slot.task])
+            slot_json(slot.problem, None if slot.task is None else answers[slot.task], slot.first)
             for slot in self.slots
         ]
 
@@ -110,7 +117,7 @@ def parse_batch(
     Limits.checked(settings, shared_limits, prefix="limits.")
     tasks: list[AnalysisRequest] = []
     index: dict[str, int] = {}
-    slots: list[Slot] = []
+    slots: list[ItemSlot] = []
     for i, item in enumerate(items):
         try:
             task = AnalysisRequest.from_body(
@@ -121,15 +128,15 @@ def parse_batch(
                 where=f"positions.{i}.",
             )
         except (ApiProblem, KalahError) as error:
-            slots.append(Slot(None, problem_object(error)))
+            slots.append(ItemSlot(None, problem_object(error)))
             continue
         known = index.get(task.key)
         if known is None:
             index[task.key] = known = len(tasks)
             tasks.append(task)
-            slots.append(Slot(known))
+            slots.append(ItemSlot(known))
         else:
-            slots.append(Slot(known, first=False))
+            slots.append(ItemSlot(known, first=False))
     batch = Batch(tasks, slots)
     if batch.budget_ms > settings.batch_max_budget_ms:
         raise ApiProblem(

@@ -23,7 +23,7 @@ from typing import IO, Any
 from kalah_core.errors import InvalidNotationError
 
 from ..base.config import load_settings
-from ..core.analyser import default_analyser
+from ..core.analyser import Analyser
 from ..core.problems import ApiProblem
 from ..core.request import AnalysisRequest, RequestJson
 from .items import Batch, parse_batch
@@ -141,12 +141,19 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _answer_some(piece: tuple[int, list[RequestJson]]) -> tuple[int, list[bytes]]:
+MakeAnalyser = Callable[[], Analyser]
+"""This process's analyser (a module-level function: each pool process calls it for its own,
+the commands pass :func:`kalah_service.ops.backends.default_analyser`)."""
+
+
+def _answer_some(
+    piece: tuple[MakeAnalyser, int, list[RequestJson]],
+) -> tuple[int, list[bytes]]:
     """One pool process's share (its first position in the run, its tasks): the tasks'
     answers, through the one batch loop."""
-    start, tasks = piece
+    make, start, tasks = piece
     requests = [AnalysisRequest.from_json(task) for task in tasks]
-    return start, [answered.body for answered in answer_all(default_analyser(), requests)]
+    return start, [answered.body for answered in answer_all(make(), requests)]
 
 
 class Interrupted(Exception):
@@ -160,7 +167,9 @@ class Interrupted(Exception):
         self.total = total
 
 
-def run_local(batch: Batch, workers: int, progress: Progress | None = None) -> list[bytes]:
+def run_local(
+    batch: Batch, workers: int, make: MakeAnalyser, progress: Progress | None = None
+) -> list[bytes]:
     """Every slot's answer in input order, the distinct tasks spread over ``workers``
     processes (grouped by rules, so each process's table serves one rule set at a time).
     Ctrl-C stops the processes at once and raises :class:`Interrupted` with the answers
@@ -168,7 +177,7 @@ def run_local(batch: Batch, workers: int, progress: Progress | None = None) -> l
     order = sorted(range(len(batch.tasks)), key=lambda k: batch.tasks[k].key)
     payload = [batch.tasks[k].to_json() for k in order]
     size = max(1, min(32, len(payload) // (workers * 8) or 1)) if workers > 1 else 1
-    pieces = [(i, payload[i : i + size]) for i in range(0, len(payload), size)]
+    pieces = [(make, i, payload[i : i + size]) for i in range(0, len(payload), size)]
     answers: list[bytes | None] = [None] * len(batch.tasks)
     # spawn, not fork: a process with threads (a server, a test run) may be inside SQLite or
     # another lock when it forks, and the child would wait on that lock forever.
@@ -193,12 +202,12 @@ def run_local(batch: Batch, workers: int, progress: Progress | None = None) -> l
         if pool is not None:
             pool.terminate()  # the searches in hand are dropped, not waited for
             pool.join()
-        lines = batch.assemble([b"null" if body is None else body for body in answers])
+        lines = batch.assemble(answers)
         raise Interrupted(lines, finished, len(batch.tasks)) from None
     if pool is not None:
         pool.close()
         pool.join()
-    return batch.assemble([body or b"null" for body in answers])
+    return batch.assemble(answers)
 
 
 def write_jsonl(lines: Sequence[bytes], out: IO[bytes]) -> None:

@@ -16,28 +16,14 @@ Two stores implement :class:`JobStore`:
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass, field
 from typing import Protocol
-
-import diskcache
-import redis
 
 from kalah_core.tasks import Json, Task
 
 from ..core.problems import ApiProblem
 from ..core.request import AnalysisRequest
 from .items import Batch
-
-STORE_ERRORS: tuple[type[Exception], ...] = (
-    redis.RedisError,
-    OSError,
-    diskcache.Timeout,
-    sqlite3.Error,
-)
-"""What a job store raises when it fails: Redis down or answering errors, a lock held too long,
-a full disk (``sqlite3.OperationalError``), a corrupt file (``sqlite3.DatabaseError``). The API
-answers each with a 503 problem (docs/deploy.md, "Store faults"), never a 500."""
 
 MAX_ATTEMPTS = 3
 """A chunk whose runner died this many times in a row gives the task in hand (its first
@@ -123,6 +109,11 @@ def stalled_reason(workers: int | None, stale_s: float) -> str | None:
 class JobStore(Protocol):
     """Where jobs live and how runners take their chunks (see the module docstring)."""
 
+    errors: tuple[type[Exception], ...]
+    """What this store raises when it fails (Redis down or answering errors; a lock held too
+    long, a full disk, a corrupt file). The API answers each with a 503 problem
+    (docs/deploy.md, "Store faults"), never a 500."""
+
     in_server: bool
     """True when the server's own processes run the jobs (no ``kalah worker``): a job then
     belongs to the caller's address when it sends no key, and needs no key."""
@@ -162,7 +153,7 @@ class JobStore(Protocol):
         ...
 
     def probe(self) -> None:
-        """Write to the store (``/readyz``): raises one of :data:`STORE_ERRORS` when that
+        """Write to the store (``/readyz``): raises one of :attr:`errors` when that
         fails (a full disk still reads)."""
         ...
 

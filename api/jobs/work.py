@@ -2,7 +2,7 @@
 
 :class:`RedisExecutor` is a :class:`kalah_core.tasks.Executor` (found by the engine through
 the ``kalah.executors`` entry point ``redis``, since the engine never imports the service).
-It posts a task's items as one job of the :class:`~.redis_store.RedisJobStore` (the same
+It posts a task's items as one job of the :class:`~.redis_jobs.RedisJobStore` (the same
 chunks, fair queue and leases as ``POST /v1/batch`` jobs; the owner ``book-build``, charged to
 nobody), and yields each item's result as a ``kalah worker`` stores it (:func:`.runner.run_work`):
 
@@ -13,7 +13,7 @@ nobody), and yields each item's result as a ``kalah worker`` stores it (:func:`.
 - the poster (the book build) keeps its checkpoint files as the results come, so it resumes
   from them when killed; when stopped (a deadline, Ctrl-C, SIGTERM), it cancels the job and
   deletes its keys; killed hard, its job is cancelled once it has not read its results for a
-  minute (:data:`~.redis_store.POSTER_LEASE_MS`), and its keys expire after :data:`TTL_S`.
+  minute (:data:`~.redis_jobs.POSTER_LEASE_MS`), and its keys expire after :data:`TTL_S`.
 """
 
 from __future__ import annotations

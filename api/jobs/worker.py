@@ -23,35 +23,28 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Callable
 from types import FrameType
 
 import redis
 
 from ..base.config import Settings, load_settings
 from ..core.analyser import Analyser
-from ..edge.charging import charge_later, make_counters
 from ..ratelimit.buckets import Buckets
-from ..stores import make_store
 from ..stores.lease import owner_token
-from ..stores.state import check_state_store, make_state_client
-from .redis_jobs import WORKER_BEAT_S, RedisJobStore, job_store
+from .redis_jobs import WORKER_BEAT_S
 from .runner import PAUSE_MAX_S, PAUSE_S, beating, serve
+from .store import JobStore
 
 log = logging.getLogger("kalah_service.jobs.worker")
 
 
-def _make(settings: Settings) -> tuple[Analyser, RedisJobStore, Buckets]:
-    if not settings.state_url:
-        raise RuntimeError(
-            "kalah worker needs KALAH_STATE_REDIS_URL or KALAH_REDIS_URL (the API's)"
-        )
-    check_state_store(make_state_client(settings.state_url, timeout_s=2.0))
-    cache = make_store(settings, max_connections=4)
-    buckets = Buckets(make_counters(settings))
-    return Analyser(settings, cache), job_store(settings), buckets
+Connect = Callable[[Settings], tuple[Analyser, JobStore, Buckets]]
+"""Builds a worker's analyser, job store and buckets from the settings (the commands pass
+:func:`kalah_service.ops.backends.worker_backends`)."""
 
 
-def run_worker(*, burst: bool = False, name: str | None = None) -> int:
+def run_worker(connect: Connect, *, burst: bool = False, name: str | None = None) -> int:
     """Run chunks until stopped (or, with ``burst``, until no chunk waits or runs)."""
     logging.basicConfig(
         level=os.environ.get("KALAH_LOG_LEVEL", "INFO").upper(),
@@ -61,7 +54,7 @@ def run_worker(*, burst: bool = False, name: str | None = None) -> int:
     pause = PAUSE_S
     while True:  # a state store not up yet (a deployment starting) is waited for
         try:
-            analyser, store, buckets = _make(settings)
+            analyser, store, buckets = connect(settings)
             break
         except (redis.ConnectionError, redis.TimeoutError) as error:
             log.warning("the state store is unreachable (%s); trying again in %.1f s", error, pause)
@@ -84,16 +77,13 @@ def run_worker(*, burst: bool = False, name: str | None = None) -> int:
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
 
-    def bill(payer_text: str, search_ms: float) -> None:
-        charge_later(buckets, payer_text, search_ms)
-
     with beating(store, me, WORKER_BEAT_S):
         serve(
             store,
             analyser,
             worker=f"{me}/{owner_token()}",  # the lease token: unique even if names repeat
             stop=stop,
-            bill=bill,
+            bill=buckets.charge_later,
             burst=burst,
             hard_stop=hard,
         )

@@ -70,10 +70,10 @@ if _MISSING:
 def _analysis_request(args: argparse.Namespace, *, live: bool = False) -> AnalysisRequest:
     """The request of an analysis command, its limits checked against the server
     configuration (a live one's against the stream's longest budget)."""
-    from ..core.analyser import default_analyser
     from ..core.live import stream_settings
     from ..core.problems import ApiProblem
     from ..core.request import AnalysisRequest
+    from .backends import default_analyser
 
     # A one-shot command uses the databases there are; it starts no background build.
     os.environ.setdefault("KALAH_EGDB_SEEDS", "0")
@@ -91,8 +91,8 @@ def _analysis_request(args: argparse.Namespace, *, live: bool = False) -> Analys
 
 def _analysis_answer(args: argparse.Namespace) -> tuple[Position, Answer]:
     """The API's own analysis code path (limits checked against the server configuration)."""
-    from ..core.analyser import default_analyser
     from ..core.problems import ApiProblem
+    from .backends import default_analyser
 
     request = _analysis_request(args)
     try:
@@ -109,7 +109,7 @@ def _source(answer: dict[str, Any], position: Position) -> str:
     from kalah_core.rules import Rules
 
     from ..core import endgames as egdb
-    from ..core.analyser import default_analyser
+    from .backends import default_analyser
 
     book = answer.get("book")
     if answer.get("cached"):
@@ -169,8 +169,8 @@ def _watch(args: argparse.Namespace) -> int:
     """``kalah analyse --watch``: each event of the live analysis, as one block redrawn in
     place on a terminal (one block after another elsewhere), or as NDJSON under ``--json``;
     the answer last. Ctrl-C stops the search (the block shows what it had)."""
-    from ..core.analyser import default_analyser
     from ..core.live import Live
+    from .backends import default_analyser
 
     request = _analysis_request(args, live=True)
     live = Live(default_analyser(), request, alive=lambda: True, heartbeat_s=math.inf)
@@ -242,9 +242,9 @@ def cmd_analyse_game(args: argparse.Namespace) -> int:
     """Judge every sowing of a game as ``POST /v1/games/analysis`` does."""
     from kalah_core.review import JUDGEMENT_DOC, count_text
 
-    from ..core.analyser import default_analyser
     from ..core.game_review import review_game
     from ..core.problems import ApiProblem
+    from .backends import default_analyser
 
     os.environ.setdefault("KALAH_EGDB_SEEDS", "0")  # the databases there are, no build
     rules = rules_from_args(args)
@@ -323,6 +323,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     from ..core.problems import ApiProblem
     from ..jobs.local import Interrupted, parse_local, read_items, run_local, write_jsonl
     from ..jobs.remote import run_remote
+    from .backends import default_analyser
 
     os.environ.setdefault("KALAH_EGDB_SEEDS", "0")  # the databases there are, no build
     rules = rules_from_args(args).to_json()
@@ -346,7 +347,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
             distinct = len(batch.tasks)
             with tqdm(total=len(batch.tasks), unit="pos", disable=args.quiet) as bar:
                 try:
-                    lines = run_local(batch, args.workers, progress=bar.update)
+                    lines = run_local(batch, args.workers, default_analyser, progress=bar.update)
                 except Interrupted as stopped:  # Ctrl-C: what is finished is still written
                     lines, interrupted = stopped.lines, stopped
     except ApiProblem as problem:
@@ -455,8 +456,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
     if not os.environ.get("KALAH_REDIS_URL") and not os.environ.get("KALAH_STATE_REDIS_URL"):
         raise KalahError("kalah worker needs the API's Redis: set KALAH_REDIS_URL or --redis-url")
     from ..jobs.worker import run_worker
+    from .backends import worker_backends
 
-    return run_worker(burst=args.burst, name=args.name)
+    return run_worker(worker_backends, burst=args.burst, name=args.name)
 
 
 def add_worker(commands: Commands) -> None:
@@ -508,7 +510,7 @@ def add_serve(commands: Commands) -> None:
 
 def cmd_keys(args: argparse.Namespace) -> int:
     """API keys of the service: ``kalah keys create|revoke``."""
-    from ..edge.keys import cli
+    from .key_admin import cli
 
     return cli(args.keys_command, tier=args.tier, key=args.key, as_json=args.json)
 

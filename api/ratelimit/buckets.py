@@ -1,9 +1,9 @@
 """Every caller's buckets as one worker sees them, synced with the shared counters.
 
 Buckets are fixed windows. Each worker counts its callers' charges in memory and a background
-thread adds them to the shared :mod:`.counters` every :data:`SYNC_S`, reading back everyone's
-totals (one round trip for all callers): a cached answer makes no round trip. Why not
-flask-limiter's request hooks: they made three Redis round trips per request, most of a cached
+thread adds them to the shared :mod:`kalah_service.stores.counters` every :data:`SYNC_S`, reading
+back everyone's totals (one round trip for all callers): a cached answer makes no round trip. Why
+not flask-limiter's request hooks: they made three Redis round trips per request, most of a cached
 answer's time (``benchmarks/load_api.py`` measures it; the figures: HISTORY.md).
 
 A caller spending fast is synced before it is admitted (see :meth:`Buckets.admit`), so another
@@ -14,8 +14,8 @@ concurrent requests on any worker cannot overdraw a bucket by their reservations
 
 Counters that fail (Redis down or answering errors, a full disk, a corrupt file) are a fault
 of the service, not a reason to stop counting: a limited request is then refused with
-:class:`CountersFailing` (a 503 with Retry-After, :mod:`.charging`) until the counters answer
-again, tried at most every :data:`RETRY_S` (by the next request, the sync thread or
+:class:`CountersFailing` (a 503 with Retry-After, :mod:`kalah_service.edge.charging`) until the
+counters answer again, tried at most every :data:`RETRY_S` (by the next request, the sync thread or
 ``/readyz``); charges made meanwhile stay pending and are added once they are back. The sync
 thread survives any error.
 """
@@ -23,6 +23,7 @@ thread survives any error.
 from __future__ import annotations
 
 import atexit
+import json
 import logging
 import os
 import threading
@@ -30,9 +31,10 @@ import time
 import weakref
 from dataclasses import dataclass
 
-from limits import RateLimitItem
+from limits import RateLimitItem, parse_many
 
 from ..stores.counters import KEY_PREFIX, Counters
+from .costs import search_cost
 
 log = logging.getLogger("kalah_service.ratelimit")
 
@@ -68,6 +70,12 @@ class _Bucket:
 class Admitted:
     identity: str
     items: tuple[RateLimitItem, ...]
+
+    def payer(self) -> str:
+        """This caller and its limits as text, kept with work that runs after its request (a
+        batch job's chunks) and charged by :meth:`Buckets.charge_later`."""
+        limits = [f"{i.amount}/{i.multiples} {i.GRANULARITY.name}" for i in self.items]
+        return json.dumps({"identity": self.identity, "limits": limits})
 
 
 class Buckets:
@@ -182,6 +190,17 @@ class Buckets:
         with self._lock:
             for item in items:
                 self._bucket(identity, item).pending += units
+
+    def charge_later(self, payer: str, search_ms: float) -> None:
+        """Charge ``payer`` (:meth:`Admitted.payer`; empty: nobody) for ``search_ms`` of search
+        run outside its request (a job's chunk, on a batch worker or a server's runner
+        thread), synced at once to the shared counters every worker reads."""
+        units = search_cost(search_ms)
+        if not payer or units <= 0:
+            return
+        data = json.loads(payer)
+        self.add(data["identity"], tuple(parse_many(";".join(data["limits"]))), units)
+        self.sync()
 
     def window(self, identity: str, item: RateLimitItem) -> tuple[float, int]:
         """(reset time, units left) of the caller's bucket for ``item``."""

@@ -1,38 +1,14 @@
-"""The answer store: one interface (:class:`~.base.AnswerStore`, with the one single-flight)
-and its two backends, chosen by the settings (:func:`make_store`).
+"""The Redis-or-local seams, each one interface with its ``errors`` and its backends beside it
+(built from the settings by :mod:`kalah_service.ops.backends`, the one place that chooses):
 
-- :mod:`.base`: the keys, the entries, the interface and the single-flight;
-- :mod:`.embedded`: SQLite on the local disk, shared by every process of the machine (the
-  default, no Redis);
-- :mod:`.redis_store`: Redis, shared by every worker and replica (``KALAH_REDIS_URL``).
+- answers: :mod:`.answers` (the keys, the entries, :class:`~.answers.AnswerStore` and the one
+  single-flight), :mod:`.redis_answers`, :mod:`.embedded_answers` (SQLite on the local disk,
+  its size bounded by :mod:`.walbound`);
+- the rate limits' counters: :mod:`.counters`, :mod:`.redis_counters`,
+  :mod:`.embedded_counters`;
+- API keys: :mod:`.keys`, :mod:`.redis_keys`, :mod:`.memory_keys`;
+- the state Redis itself (:mod:`.state`: refused when it evicts) and the compute-once leases
+  (:mod:`.lease`).
+
+The job store, the fourth seam, stands with the jobs (:mod:`kalah_service.jobs.store`).
 """
-
-from __future__ import annotations
-
-from kalah_core.databases import cache_dir
-
-from ..base.config import Settings
-from .answers import AnswerStore, Entry, Keys
-from .embedded_answers import EmbeddedStore
-from .redis_answers import RedisStore
-
-__all__ = ["AnswerStore", "EmbeddedStore", "Entry", "Keys", "RedisStore", "make_store"]
-
-
-def make_store(settings: Settings, *, max_connections: int) -> AnswerStore:
-    """The answer store the settings configure: Redis behind an LRU, or the embedded store
-    shared by every process of the machine."""
-    if settings.redis_url:
-        return RedisStore(
-            settings.redis_url,
-            ttl_s=settings.cache_ttl_s,
-            lru_size=settings.lru_size,
-            timeout_s=settings.redis_timeout_s,
-            max_connections=max_connections,
-        )
-    return EmbeddedStore(
-        settings.cache_dir or cache_dir() / "answers",
-        size_mb=settings.cache_mb,
-        ttl_s=settings.cache_ttl_s,
-        lru_size=settings.lru_size,
-    )

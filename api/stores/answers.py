@@ -7,8 +7,8 @@ does not depend on the limits, so it is stored under the limits ``exact`` withou
 answers a request with any limits; a heuristic result is stored under its limits with a TTL
 and is replaced only by a deeper one.
 
-:class:`AnswerStore` is the interface of both backends (:mod:`.embedded`: SQLite on the local
-disk, shared by every process of the machine; :mod:`.redis_store`: Redis, shared by every
+:class:`AnswerStore` is the interface of both backends (:mod:`.embedded_answers`: SQLite on the
+local disk, shared by every process of the machine; :mod:`.redis_answers`: Redis, shared by every
 worker and replica). Each has a small in-process LRU of exact results in front (immutable, so
 never stale) and gives four lock primitives (take, read, renew, release a key's lock); on
 them :meth:`AnswerStore.compute_once` runs the single-flight, written once: the first request

@@ -12,7 +12,7 @@ all of which we would have to write.
   ``least-recently-stored``: reads never write); heuristic ones expire after
   ``KALAH_CACHE_TTL_S`` and are replaced only by a deeper one.
 - One search per key across processes: the key's lock is an atomic ``add`` with a short
-  renewed lease, under the single-flight of :class:`~.base.AnswerStore` (as with Redis).
+  renewed lease, under the single-flight of :class:`~.answers.AnswerStore` (as with Redis).
 - An in-process LRU of exact answers sits in front (immutable, so never stale).
 - The store is opened per process, after gunicorn forks (SQLite handles do not survive one).
 - The cache is optional (docs/deploy.md, "Store faults"): a store that fails (a full disk, a

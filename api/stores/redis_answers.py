@@ -1,6 +1,6 @@
 """The answer store in Redis: shared by every worker and replica.
 
-Keys as in :mod:`.base`; a heuristic entry is replaced only by a deeper one (a script), and
+Keys as in :mod:`.answers`; a heuristic entry is replaced only by a deeper one (a script), and
 a key's lock is ``SET NX PX`` (its release and renewal scripts check the holder). Every Redis
 failure is a miss: the request is computed and answered, Redis is skipped for a short
 back-off, then tried again on the next request or health check; there is no permanent

@@ -29,6 +29,18 @@ def make_state_client(url: str, *, timeout_s: float) -> redis.Redis:
     return redis.Redis.from_url(url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
 
 
+class StatePing:
+    """The state store as ``/readyz`` checks it: a PING, failing with one of :attr:`errors`."""
+
+    errors: tuple[type[Exception], ...] = (redis.RedisError, OSError)
+
+    def __init__(self, url: str, *, timeout_s: float) -> None:
+        self.client = make_state_client(url, timeout_s=timeout_s)
+
+    def ping(self) -> None:
+        self.client.ping()
+
+
 def check_state_store(client: redis.Redis, *, what: str = "KALAH_STATE_REDIS_URL") -> bool:
     """Raise :class:`EvictingStateStore` if the Redis of ``client`` evicts; warn if it does not
     persist. Returns False (and logs) when it cannot be reached: the service starts and

@@ -18,7 +18,7 @@ from conftest import Gunicorn, RedisServer
 from figures import measured
 from test_batch_workers import endgame_positions
 
-from kalah_service.edge.keys import make_key_store
+from kalah_service.stores.redis_keys import RedisKeyStore
 
 pytestmark = pytest.mark.system
 
@@ -191,7 +191,7 @@ def test_cheap_requests_and_health_are_answered_while_long_searches_run(
 
 def test_the_small_items_of_finding_11(server: Gunicorn, redis_server: RedisServer) -> None:
     base = server.base
-    key, _ = make_key_store(redis_server.url, timeout_s=2.0).create("premium")
+    key, _ = RedisKeyStore(redis_server.url, timeout_s=2.0).create("premium")
     requests_ = requests.Session()  # an own bucket: the overdraft test spent the IP's
     requests_.headers["Authorization"] = f"Bearer {key}"
     # A 413 says Connection: close, and python-requests reads it (no RemoteDisconnected).

@@ -217,7 +217,7 @@ def test_best_move_when_over(client: FlaskClient) -> None:
 
 def test_analyse_body_is_the_same_code_path(client: FlaskClient) -> None:
     """The HTTP-free entry point gives the same answer as the API."""
-    from kalah_service.core.analyser import default_analyser
+    from kalah_service.ops.backends import default_analyser
 
     app = client.application
     body = {"position": MIDGAME, "limits": {"time_ms": 5000}}

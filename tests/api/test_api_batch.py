@@ -20,7 +20,8 @@ from kalah_service import create_app
 from kalah_service.base.config import load_settings
 from kalah_service.jobs import runner
 from kalah_service.jobs.items import parse_batch
-from kalah_service.jobs.redis_jobs import LEASES, JobKeys, RedisJobStore
+from kalah_service.jobs.redis_jobs import RedisJobStore
+from kalah_service.jobs.redis_layout import LEASES, JobKeys
 from kalah_service.jobs.store import MAX_ATTEMPTS, MAX_UNFINISHED_JOBS, Completed
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,8 +15,9 @@ from kalah_core import Position, Rules, book, deepbook
 from kalah_service import create_app
 from kalah_service.core.analyser import Analyser
 from kalah_service.core.request import AnalysisRequest, Limits
-from kalah_service.stores import EmbeddedStore, RedisStore
 from kalah_service.stores.answers import Entry, Keys, Lru
+from kalah_service.stores.embedded_answers import EmbeddedStore
+from kalah_service.stores.redis_answers import RedisStore
 
 if TYPE_CHECKING:
     from conftest import RedisServer

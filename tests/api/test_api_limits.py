@@ -15,10 +15,12 @@ from flask.testing import FlaskClient
 
 from kalah_service import create_app
 from kalah_service.core.problems import ApiProblem
+from kalah_service.edge.callers import require_key
 from kalah_service.edge.charging import charge, charge_batch
-from kalah_service.edge.keys import RedisKeyStore, digest, require_key
 from kalah_service.ratelimit.buckets import SYNC_S
 from kalah_service.ratelimit.costs import ROUTE_COSTS
+from kalah_service.stores.keys import digest
+from kalah_service.stores.redis_keys import RedisKeyStore
 
 if TYPE_CHECKING:
     from conftest import RedisServer
@@ -323,7 +325,7 @@ def test_redis_down_is_a_503_for_limited_requests_until_it_is_back(own_redis: Re
 
 
 def test_an_unreachable_key_store_is_skipped_for_a_moment() -> None:
-    from kalah_service.edge.keys import KeyInfo, KeyStore, KeyStoreUnavailable
+    from kalah_service.stores.keys import KeyInfo, KeyStore, KeyStoreUnavailable
 
     class Down(KeyStore):
         calls = 0

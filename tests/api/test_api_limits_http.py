@@ -21,10 +21,10 @@ from figures import measured
 from harness import wait_for
 from test_batch_workers import endgame_positions
 
-from kalah_service.edge.keys import RedisKeyStore
 from kalah_service.jobs.redis_jobs import RedisJobStore
 from kalah_service.jobs.runner import beating
 from kalah_service.ratelimit.costs import body_cost
+from kalah_service.stores.redis_keys import RedisKeyStore
 
 pytestmark = pytest.mark.system
 

@@ -26,10 +26,11 @@ from conftest import Gunicorn, RedisServer, free_port
 from flask import Flask
 
 from kalah_service import create_app
-from kalah_service.edge.keys import PREFIX as KEY_PREFIX
-from kalah_service.edge.keys import RedisKeyStore, digest
 from kalah_service.ratelimit.buckets import Buckets
 from kalah_service.ratelimit.costs import search_cost
+from kalah_service.stores.keys import PREFIX as KEY_PREFIX
+from kalah_service.stores.keys import digest
+from kalah_service.stores.redis_keys import RedisKeyStore
 
 GARBAGE = b"this is not an SQLite database, it was overwritten\n" * 200
 

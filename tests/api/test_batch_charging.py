@@ -38,15 +38,14 @@ from kalah_service import create_app
 from kalah_service.base.config import load_settings
 from kalah_service.core.analyser import Analyser
 from kalah_service.core.request import AnalysisRequest
-from kalah_service.edge.charging import charge_later
 from kalah_service.jobs import runner
 from kalah_service.jobs.embedded_jobs import EmbeddedJobStore
 from kalah_service.jobs.items import parse_batch
 from kalah_service.jobs.redis_jobs import RedisJobStore
 from kalah_service.jobs.store import MAX_ATTEMPTS, Completed, JobStore, Lease
+from kalah_service.ops.backends import make_answer_store
 from kalah_service.ratelimit.buckets import Buckets
 from kalah_service.ratelimit.costs import search_cost
-from kalah_service.stores import make_store
 
 pytestmark = pytest.mark.system  # real Redis, runner threads, a worker process
 
@@ -130,7 +129,7 @@ def service(
     buckets: Buckets = app.extensions["kalah_limits"]
 
     def bill(payer_text: str, search_ms: float) -> None:  # as kalah worker bills
-        charge_later(buckets, payer_text, search_ms)
+        buckets.charge_later(payer_text, search_ms)
 
     stop = threading.Event()
     store.beat("the runner thread")
@@ -308,7 +307,8 @@ KILLER = textwrap.dedent(
     from kalah_service.jobs import embedded_jobs, redis_jobs, runner
     from kalah_service.jobs.embedded_jobs import EmbeddedJobStore
     from kalah_service.jobs.redis_jobs import RedisJobStore
-    from kalah_service.core.analyser import Analyser, default_analyser
+    from kalah_service.core.analyser import Analyser
+    from kalah_service.ops.backends import default_analyser
 
     where, target, poison = sys.argv[1], sys.argv[2], sys.argv[3]
     # Short leases, so that a dead runner's chunk is taken over soon.
@@ -407,7 +407,7 @@ def test_a_malformed_chunk_fails_its_job_and_is_logged_as_malformed(
     stop = threading.Event()
     thread = threading.Thread(
         target=runner.serve,
-        args=(store, Analyser(settings, make_store(settings, max_connections=4))),
+        args=(store, Analyser(settings, make_answer_store(settings, max_connections=4))),
         kwargs={"worker": "w", "stop": stop, "burst": True},
         daemon=True,
     )

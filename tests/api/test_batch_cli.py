@@ -12,9 +12,9 @@ from flask.testing import FlaskClient
 from test_batch_workers import start_worker
 
 from kalah_core.cli import main
-from kalah_service.edge.keys import make_key_store
 from kalah_service.jobs.remote import MAX_OUTSTANDING, run_remote
 from kalah_service.jobs.store import MAX_UNFINISHED_JOBS
+from kalah_service.stores.redis_keys import RedisKeyStore
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = {"houses": 3, "seeds": 2}
@@ -86,7 +86,7 @@ def test_against_gunicorn_with_a_worker(
     out = tmp_path / "out.jsonl"
     worker = start_worker(redis_server.url, tmp_path / "worker.log")
     try:
-        key, _ = make_key_store(redis_server.url, timeout_s=2.0).create("standard")
+        key, _ = RedisKeyStore(redis_server.url, timeout_s=2.0).create("standard")
         argv = ["batch", str(source), "-o", str(out), "--houses", "3", "--seeds", "2"]
         argv += ["--time-ms", "200", "--server", gunicorn_server, "--quiet"]
         # Without a key (a job needs one here) the batch goes in pieces answered inline.

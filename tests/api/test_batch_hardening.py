@@ -31,9 +31,10 @@ from conftest import Gunicorn, RedisServer, free_port
 from figures import measured
 from test_batch_workers import endgame_positions, start_worker
 
-from kalah_service.edge.keys import make_key_store
-from kalah_service.jobs.redis_jobs import FAIR_PREFIX, LEASES, WORKER_STALE_S, JobKeys
+from kalah_service.jobs.redis_jobs import WORKER_STALE_S
+from kalah_service.jobs.redis_layout import FAIR_PREFIX, LEASES, JobKeys
 from kalah_service.ratelimit.costs import ITEMS_PER_UNIT
+from kalah_service.stores.redis_keys import RedisKeyStore
 
 pytestmark = pytest.mark.system
 
@@ -91,7 +92,7 @@ def server(own_redis: RedisServer) -> Iterator[tuple[str, RedisServer]]:
 
 def new_key(redis_url: str, tier: str = "standard") -> tuple[dict[str, str], str]:
     """Headers with a new key of ``tier``, and its rate-limit identity."""
-    key, info = make_key_store(redis_url, timeout_s=2.0).create(tier)
+    key, info = RedisKeyStore(redis_url, timeout_s=2.0).create(tier)
     return {"Authorization": f"Bearer {key}"}, f"key:{info.id}"
 
 

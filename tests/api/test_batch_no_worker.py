@@ -18,7 +18,8 @@ from figures import measured
 from test_batch_workers import endgame_positions, start_worker
 
 from kalah_service import create_app
-from kalah_service.jobs.redis_jobs import WORKER_STALE_S, WORKERS
+from kalah_service.jobs.redis_jobs import WORKER_STALE_S
+from kalah_service.jobs.redis_layout import WORKERS
 
 pytestmark = pytest.mark.system
 

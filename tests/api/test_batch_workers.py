@@ -18,7 +18,7 @@ import redis
 from flask.testing import FlaskClient
 
 from kalah_service import create_app
-from kalah_service.jobs.redis_jobs import TOKENS, WORKERS, JobKeys
+from kalah_service.jobs.redis_layout import TOKENS, WORKERS, JobKeys
 
 pytestmark = pytest.mark.system
 

@@ -23,7 +23,8 @@ from kalah_core import Rules, book_build, tasks
 from kalah_core.book import Book, Section
 from kalah_core.book_build import build_section
 from kalah_core.tasks import LocalExecutor, Task
-from kalah_service.jobs.redis_jobs import LEASES, TOKENS, JobKeys, RedisJobStore
+from kalah_service.jobs.redis_jobs import RedisJobStore
+from kalah_service.jobs.redis_layout import LEASES, TOKENS, JobKeys
 from kalah_service.jobs.store import Completed
 from kalah_service.jobs.work import TTL_S, RedisExecutor
 
