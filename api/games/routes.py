@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
@@ -35,7 +33,7 @@ class GameAnalysis(MethodView):
     @blp.arguments(GameRequestSchema(), as_kwargs=False)
     @blp.response(200, GameAnswerSchema, description="One entry per sowing and a summary.")
     @document_problems(blp, ERRORS)
-    def post(self, data: GameBody) -> dict[str, Any]:
+    def post(self, data: GameBody) -> dict[str, object]:
         """Analyse a game: a text in the Finnish notation (`game`) or `moves` from `position`
         (default the start). Each sowing gets the position before it, the mover's value before
         and after, the best moves, the seeds lost against perfect play and a judgement: best (0),

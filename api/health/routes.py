@@ -15,7 +15,6 @@ default: :mod:`kalah_service.edge.access`).
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from flask import Response, current_app, request
 from flask.views import MethodView
@@ -41,7 +40,7 @@ blp = Blueprint(
 @blp.route("/livez")
 class Live(MethodView):
     @blp.response(200, LiveSchema, description="The process answers.")
-    def get(self) -> dict[str, Any]:
+    def get(self) -> dict[str, object]:
         """Liveness: the process answers (nothing else: a Redis outage restarts nothing)."""
         return {"status": "ok"}
 
@@ -60,7 +59,7 @@ class Ready(MethodView):
         content_type="application/problem+json",
         description="Not ready: the problem's checks say which failed.",
     )
-    def get(self) -> dict[str, Any] | Response:
+    def get(self) -> dict[str, object] | Response:
         """Readiness: the engine self-test passed and the state store (when configured:
         keys, jobs and rate limits live there) is reachable; a 503 otherwise.
 

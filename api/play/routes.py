@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import request
 from flask.views import MethodView
 from flask_smorest import Blueprint
@@ -31,7 +29,7 @@ class Play(MethodView):
     @blp.arguments(PlayRequestSchema(), as_kwargs=False)
     @blp.response(200, PlayAnswerSchema, description="Every step and the final status.")
     @document_problems(blp, ERRORS)
-    def post(self, data: PlayBody) -> dict[str, Any]:
+    def post(self, data: PlayBody) -> dict[str, object]:
         """Play moves (house numbers or 'swap') or a game in the Finnish notation from a
         position (default: the start) and return each intermediate position with the events
         of its sowing and the game status."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import abort
 from flask.views import MethodView
 from flask_smorest import Blueprint
@@ -26,7 +24,7 @@ class ProblemType(MethodView):
         content_type="application/problem+json",
         description="No such type.",
     )
-    def get(self, slug: str) -> dict[str, Any]:
+    def get(self, slug: str) -> dict[str, object]:
         """Describe one problem type."""
         problem = PROBLEMS.get(slug)
         if problem is None:

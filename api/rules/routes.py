@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from flask import current_app
 from flask.views import MethodView
@@ -34,7 +33,7 @@ blp = Blueprint("rules", __name__, url_prefix="/v1", description="The rule prese
 @blp.route("/rules")
 class RulesView(MethodView):
     @blp.response(200, RulesAnswerSchema, description="The presets, options and limits.")
-    def get(self) -> dict[str, Any]:
+    def get(self) -> dict[str, object]:
         """The presets and rule options with their descriptions, and this server's limits."""
         default = Rules()
         settings = current_app.extensions["kalah"].settings
