@@ -165,6 +165,22 @@ def test_the_service_folders_import_each_other_without_a_cycle() -> None:
     assert cycles(folder_edges(all_imports())) == []
 
 
+RESOURCES = ("analysis", "batch", "board", "games", "health", "play", "problems", "rules")
+"""The folders of api/ that are HTTP resources (routes and schemas)."""
+
+
+def test_no_resource_imports_another() -> None:
+    """What two resources share stands in a storey below them (/readyz counts the batch
+    workers through the job store in jobs/, not through batch/)."""
+    resources = {f"api.{name}" for name in RESOURCES}
+    edges = {
+        (i.source, i.target)
+        for i in folder_edges(all_imports())
+        if i.source in resources and i.target in resources
+    }
+    assert edges == set()
+
+
 def test_no_service_module_is_named_like_an_engine_module() -> None:
     """One name, one concept: ``answer.py`` in both packages meant two things to a reader."""
     engine = {path.name for path in (ROOT / "kalah_core").rglob("*.py")} - {"__init__.py"}

@@ -124,7 +124,7 @@ def test_the_wheel_holds_the_compiled_engine_and_the_service(wheel: Path) -> Non
     import zipfile
 
     names = set(zipfile.ZipFile(wheel).namelist())
-    service = {"kalah_service/gunicorn_conf.py", "kalah_service/openapi.json"}
+    service = {"kalah_service/ops/gunicorn_conf.py", "kalah_service/openapi.json"}
     assert service | {"kalah_core/py.typed", "kalah_service/board/static/index.html"} <= names
     assert {"kalah_core/data/book.bin", "kalah_core/data/deepbook.json.xz"} <= names  # the books
     assert not [n for n in names if n.startswith("api/")]  # installed as kalah_service only

@@ -1,1 +1,2 @@
-"""The ground floor: the settings and the metrics, which every storey reads."""
+"""The ground floor, read by every storey above: the settings (:mod:`.config`, every
+environment variable in one place) and the Prometheus metrics (:mod:`.metrics`)."""
