@@ -38,7 +38,7 @@ file: ``jobs/`` and ``stores/`` hold whole concepts, ``edge/`` everything only H
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .app import create_app as create_app
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 _LAZY = frozenset({"create_app", "openapi_text"})
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in _LAZY:
         from . import app
 

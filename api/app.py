@@ -17,8 +17,9 @@ from typing import Any
 
 from apispec import BasePlugin
 from flask import Flask, Response, g, request
-from flask_smorest import Api  # type: ignore[import-untyped]
+from flask_smorest import Api
 from werkzeug.exceptions import HTTPException
+from werkzeug.routing import Rule
 
 from kalah_core import __version__
 from kalah_core.errors import KalahError
@@ -103,7 +104,7 @@ class OperationIds(BasePlugin):
         self,
         path: str | None = None,
         operations: dict[str, Any] | None = None,
-        rule: Any = None,
+        rule: Rule | None = None,
         **kwargs: Any,
     ) -> None:
         for method, operation in (operations or {}).items():
@@ -112,7 +113,7 @@ class OperationIds(BasePlugin):
             operation.setdefault("operationId", OPERATION_IDS.get((method, path or ""), fallback))
 
 
-class KalahApi(Api):  # type: ignore[misc]
+class KalahApi(Api):
     """flask-smorest's Api with every HTTP error rendered as problem+json."""
 
     ERROR_SCHEMA = ProblemSchema
@@ -170,7 +171,9 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     api = KalahApi(app, spec_kwargs={"extra_plugins": plugins})
     for name, component in COMPONENTS.items():
         api.spec.components.schema(name, component)
-    api.ma_plugin.converter.add_attribute_function(component_ref)
+    converter = api.ma_plugin.converter
+    assert converter is not None  # made when the Api built its spec
+    converter.add_attribute_function(component_ref)  # type: ignore[no-untyped-call]  # apispec leaves it unannotated
     for resource in RESOURCES:
         api.register_blueprint(resource.blp)
     app.extensions["kalah_api"] = api
@@ -190,9 +193,9 @@ def _register_callers_and_limits(app: Flask, settings: Settings) -> None:
     if settings.trusted_proxies:
         from werkzeug.middleware.proxy_fix import ProxyFix
 
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.trusted_proxies)  # type: ignore[method-assign]
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.trusted_proxies)  # type: ignore[method-assign]  # Flask's way to add middleware
     # Outside ProxyFix: X-Forwarded-For and Forwarded read alike (see api/edge/forwarding.py).
-    app.wsgi_app = ForwardedFor(app.wsgi_app, settings.trusted_proxies)  # type: ignore[method-assign]
+    app.wsgi_app = ForwardedFor(app.wsgi_app, settings.trusted_proxies)  # type: ignore[method-assign]  # Flask's way to add middleware
     auth = Authenticator(backends.make_key_store(settings))
     app.extensions["kalah_auth"] = auth
 

@@ -1,4 +1,3 @@
-# mypy: disable-error-code="untyped-decorator"
 """``/v1/analysis`` (GET and POST) and ``/v1/best-move``: arguments, the core's analyser,
 the answer (:mod:`kalah_service.core`, :mod:`kalah_service.edge.responses`)."""
 
@@ -9,7 +8,7 @@ from typing import Any
 from apispec import APISpec, BasePlugin
 from flask import Response
 from flask.views import MethodView
-from flask_smorest import Blueprint  # type: ignore[import-untyped]
+from flask_smorest import Blueprint
 from marshmallow import RAISE
 
 from ..core.live import stream_settings
@@ -17,12 +16,15 @@ from ..core.request import AnalysisRequest
 from ..edge.http_errors import document_problems
 from ..edge.responses import analyser, answer_response, live_response, live_type
 from .schemas import (
+    AnalysisBody,
     AnalysisFinalSchema,
     AnalysisProgressSchema,
+    AnalysisQuery,
     AnalysisQuerySchema,
     AnalysisRequestSchema,
     AnalysisSchema,
     BestMoveAnswerSchema,
+    BestMoveQuery,
     BestMoveQuerySchema,
 )
 
@@ -124,7 +126,7 @@ class Analysis(MethodView):
     @blp.response(200, AnalysisSchema, description="The analysis.", headers=CACHE_HEADERS)
     @blp.alt_response(304, description="Not modified (If-None-Match matched the ETag).")
     @document_problems(blp, ERRORS)
-    def get(self, args: dict[str, Any]) -> Response:
+    def get(self, args: AnalysisQuery) -> Response:
         """Analyse a position given in the query (cacheable), or watch it deepen.
 
         `position` is `start` or the compact notation; `rules` a preset, and each rule option
@@ -141,7 +143,7 @@ class Analysis(MethodView):
     @blp.arguments(AnalysisRequestSchema(), as_kwargs=False)
     @blp.response(200, AnalysisSchema, description="The analysis.")
     @document_problems(blp, ERRORS)
-    def post(self, data: dict[str, Any]) -> Response:
+    def post(self, data: AnalysisBody) -> Response:
         """Analyse a position given in the body: JSON form or compact notation, rules as a
         preset or an object of options, and search limits; or watch it deepen."""
         live = live_type()
@@ -160,7 +162,7 @@ class BestMove(MethodView):
     )
     @blp.alt_response(304, description="Not modified (If-None-Match matched the ETag).")
     @document_problems(blp, ERRORS)
-    def get(self, args: dict[str, Any]) -> Response:
+    def get(self, args: BestMoveQuery) -> Response:
         """The best move and the value only: the quickest answer (same cache as /v1/analysis)."""
         answer = analyser().analyse(AnalysisRequest.from_query(analyser().settings, args))
         return answer_response(answer.best_move(), conditional=True)

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+from typing import Required, TypedDict
+
 import marshmallow as ma
 from marshmallow import fields, validate
 
+from kalah_core.moves import Move
+
 from ..base.config import MAX_DEPTH
 from ..schemas.answers import BoardSchema, RulesOptionsSchema
-from ..schemas.fields import answer, move_field, position_field, rules_field
-from ..schemas.requests import DEPTH_DOC, NODES_DOC, TIME_DOC, LimitsSchema, PositionQuerySchema
+from ..schemas.fields import JsonValue, answer, move_field, position_field, rules_field
+from ..schemas.requests import (
+    DEPTH_DOC,
+    NODES_DOC,
+    TIME_DOC,
+    LimitsArgs,
+    LimitsSchema,
+    PositionQuery,
+    PositionQuerySchema,
+)
 
 MOVES_DOC = (
     "Only these moves of the position (as chess engines' searchmoves): the value is the "
@@ -31,6 +43,16 @@ class AnalysisRequestSchema(ma.Schema):
     )
 
 
+class AnalysisBody(TypedDict, total=False):
+    """What :class:`AnalysisRequestSchema` loads (JSON types checked; the request type checks
+    the values)."""
+
+    position: Required[JsonValue]
+    rules: Required[JsonValue]
+    moves: list[Move]
+    limits: Required[LimitsArgs]
+
+
 class AnalysisQuerySchema(PositionQuerySchema):
     time_ms = fields.Integer(metadata={"description": TIME_DOC, "minimum": 1})
     moves = fields.String(
@@ -40,8 +62,23 @@ class AnalysisQuerySchema(PositionQuerySchema):
     nodes = fields.Integer(metadata={"description": NODES_DOC, "minimum": 1})
 
 
+class AnalysisQuery(PositionQuery, total=False):
+    """What :class:`AnalysisQuerySchema` loads."""
+
+    time_ms: int
+    moves: str
+    depth: int
+    nodes: int
+
+
 class BestMoveQuerySchema(PositionQuerySchema):
     time_ms = fields.Integer(metadata={"description": TIME_DOC, "minimum": 1})
+
+
+class BestMoveQuery(PositionQuery, total=False):
+    """What :class:`BestMoveQuerySchema` loads."""
+
+    time_ms: int
 
 
 @answer()

@@ -129,7 +129,7 @@ class AutoInt:
 
 # variable name -> (attribute, type, default, minimum, maximum)
 
-_VARIABLES: dict[str, tuple[str, type, Any, float | None, float | None]] = {
+_VARIABLES: dict[str, tuple[str, type, object, float | None, float | None]] = {
     "KALAH_REDIS_URL": ("redis_url", str, None, None, None),
     "KALAH_STATE_REDIS_URL": ("state_redis_url", str, None, None, None),
     "KALAH_TT_MB": ("tt_mb", int, 64, 1, 65536),

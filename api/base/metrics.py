@@ -68,7 +68,7 @@ def render() -> tuple[bytes, str]:
     """The exposition text of every worker's metrics and its content type."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()
-        _multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        _multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]  # prometheus_client: unannotated
         return generate_latest(registry), CONTENT_TYPE_LATEST
     return generate_latest(), CONTENT_TYPE_LATEST
 
@@ -76,4 +76,4 @@ def render() -> tuple[bytes, str]:
 def mark_process_dead(pid: int) -> None:
     """Called by gunicorn's ``child_exit`` hook so a dead worker's live gauges are dropped."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        _multiprocess.mark_process_dead(pid)  # type: ignore[no-untyped-call]
+        _multiprocess.mark_process_dead(pid)  # type: ignore[no-untyped-call]  # prometheus_client: unannotated

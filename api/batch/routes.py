@@ -1,4 +1,3 @@
-# mypy: disable-error-code="untyped-decorator"
 """``POST /v1/batch``, ``GET`` and ``DELETE /v1/jobs/{id}``: thin routes over
 :mod:`kalah_service.jobs.items`,
 :mod:`kalah_service.jobs.runner` and a :class:`~kalah_service.jobs.store.JobStore`.
@@ -17,7 +16,7 @@ from typing import Any
 
 from flask import Response, current_app, json, request, url_for
 from flask.views import MethodView
-from flask_smorest import Blueprint  # type: ignore[import-untyped]
+from flask_smorest import Blueprint
 
 from ..base.config import BATCH_PAGE_MAX, MAX_BATCH_BODY_BYTES
 from ..core.analyser import Analyser
@@ -35,8 +34,10 @@ from ..ratelimit.costs import FREE_BODY_BYTES, search_cost
 from .batch_answer import BatchAnswer
 from .schemas import (
     BatchAnswerSchema,
+    BatchBody,
     BatchRequestSchema,
     JobAcceptedSchema,
+    JobQuery,
     JobQuerySchema,
     JobSchema,
     JobStatusAnswerSchema,
@@ -198,7 +199,7 @@ class Batch(MethodView):
         headers={"Location": {"description": "/v1/jobs/{id}", "schema": {"type": "string"}}},
     )
     @document_problems(blp, ERRORS)
-    def post(self, data: dict[str, Any]) -> Response:
+    def post(self, data: BatchBody) -> Response:
         """Analyse many positions: each item is a position with optional rules and limits of
         its own (overriding the batch's `rules` and `limits`). Items are analysed exactly as
         `POST /v1/analysis` analyses one (same cache, same answer); repeated items are
@@ -273,7 +274,7 @@ class Job(MethodView):
     @blp.arguments(JobQuerySchema(), location="query", as_kwargs=False)
     @blp.response(200, JobSchema, description="The job's status, progress and a page of results.")
     @document_problems(blp, JOB_ERRORS)
-    def get(self, args: dict[str, Any], job_id: str) -> Response:
+    def get(self, args: JobQuery, job_id: str) -> Response:
         """A batch job: its status (queued, running, finished, failed, cancelled), its
         progress and a page of its results in input order (`offset`, `limit`; `next` links
         the following page). With `Accept: application/x-ndjson` the results are streamed one

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Required, TypedDict
+
 import marshmallow as ma
 from marshmallow import fields, validate
 
@@ -10,8 +12,8 @@ from kalah_core.rules import PRESETS
 from ..base.config import BATCH_PAGE_MAX
 from ..jobs.store import STATUSES
 from ..schemas.components import ref
-from ..schemas.fields import RulesField, answer, position_field, rules_field
-from ..schemas.requests import LimitsSchema
+from ..schemas.fields import JsonValue, RulesField, answer, position_field, rules_field
+from ..schemas.requests import LimitsArgs, LimitsSchema
 
 RESULT_DOC = {
     "description": "The item's analysis answer (as POST /v1/analysis gives it; `cached` says "
@@ -62,6 +64,22 @@ class BatchRequestSchema(ma.Schema):
             "time_ms add up to at most KALAH_BATCH_MAX_BUDGET_MS."
         },
     )
+
+
+class BatchItemBody(TypedDict, total=False):
+    """What :class:`BatchItemSchema` loads."""
+
+    position: Required[JsonValue]
+    rules: JsonValue
+    limits: LimitsArgs
+
+
+class BatchBody(TypedDict, total=False):
+    """What :class:`BatchRequestSchema` loads."""
+
+    positions: Required[list[BatchItemBody]]
+    rules: Required[JsonValue]
+    limits: Required[LimitsArgs]
 
 
 @answer()
@@ -145,3 +163,10 @@ class JobQuerySchema(ma.Schema):
             "unless a limit is given."
         },
     )
+
+
+class JobQuery(TypedDict, total=False):
+    """What :class:`JobQuerySchema` loads."""
+
+    offset: Required[int]
+    limit: int

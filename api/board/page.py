@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 
 from flask import Blueprint, Response, abort, request, send_from_directory
-from swagger_ui_bundle import swagger_ui_path  # type: ignore[import-untyped]
+from swagger_ui_bundle import swagger_ui_path
 
 STATIC = Path(__file__).resolve().parent / "static"
 SWAGGER_ASSETS = frozenset({"swagger-ui-bundle.js", "swagger-ui.css", "favicon-32x32.png"})

@@ -1,4 +1,3 @@
-# mypy: disable-error-code="untyped-decorator"
 """``GET /v1/board.svg``: an image of a position, for forum posts, chats and READMEs."""
 
 from __future__ import annotations
@@ -7,7 +6,7 @@ from typing import Any
 
 from flask import Response, request
 from flask.views import MethodView
-from flask_smorest import Blueprint  # type: ignore[import-untyped]
+from flask_smorest import Blueprint
 from marshmallow import RAISE
 
 from kalah_core.errors import IllegalMoveError

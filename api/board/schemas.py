@@ -3,9 +3,11 @@ draw it."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from marshmallow import fields, validate
+
+from kalah_core.moves import Move
 
 from ..schemas.fields import MoveField
 from ..schemas.requests import PositionQuerySchema
@@ -17,7 +19,9 @@ class QueryMoveField(MoveField):
     """A move in a query string (``move=4``, ``move=swap``): typed as every other move (the
     ``Move`` component: an integer or ``"swap"``), so a typed client sends ``move=4``."""
 
-    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
+    def _deserialize(
+        self, value: object, attr: str | None, data: Mapping[str, object] | None, **kwargs: object
+    ) -> Move:
         if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 2:
             value = int(value)
         return super()._deserialize(value, attr, data, **kwargs)

@@ -29,7 +29,6 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kalah_core import databases, egdb
 from kalah_core.egdb import EndgameDatabase, EndgameDatabaseError, RuleKey
@@ -230,7 +229,7 @@ class DatabaseService:
             database = self.attached.get(egdb.rule_key(rules))
         return -1 if database is None else database.max_seeds
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> dict[str, object]:
         """What ``GET /v1/rules`` reports: attached databases and the background builds."""
         self.start()
         with self._lock:

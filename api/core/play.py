@@ -4,7 +4,6 @@ status at the end. :func:`replay` is shared with the game review."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from kalah_core.finnish import write_fi
 from kalah_core.game import Game, legal_moves, outcome
@@ -25,7 +24,7 @@ def replay(
         with renamed_field(lambda _field: "game"):
             played.push_fi(game)
     for index, move in enumerate(moves or ()):
-        with renamed_field(lambda _field, i=index: f"moves.{i}"):  # type: ignore[misc]
+        with renamed_field(lambda _field, i=index: f"moves.{i}"):  # type: ignore[misc]  # mypy infers no lambda with a default
             played.push(move)
     return played
 
@@ -36,7 +35,7 @@ def play(
     *,
     game: str | None = None,
     moves: Sequence[Move] | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The answer of ``POST /v1/play``: each step with the events of its sowing, the final
     position and the game status (the schema ``PlayAnswer``)."""
     rules = parse_rules(rules_in)

@@ -14,7 +14,6 @@ import logging
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 from kalah_core.errors import (
     IllegalMoveError,
@@ -155,7 +154,7 @@ class ApiProblem(Exception):
         field: str | None = None,
         status: int | None = None,
         headers: Mapping[str, str] | None = None,
-        **extra: Any,
+        **extra: object,
     ) -> None:
         super().__init__(detail)
         self.slug = slug
@@ -184,7 +183,9 @@ def slug_of(error: KalahError) -> str:
     return next(s for cls, s in CORE_ERRORS if isinstance(error, cls))
 
 
-def problem_object(error: ApiProblem | KalahError, *, field: str | None = None) -> dict[str, Any]:
+def problem_object(
+    error: ApiProblem | KalahError, *, field: str | None = None
+) -> dict[str, object]:
     """The problem+json body of a bad input as a plain object: a batch puts one in the slot of
     each item that cannot be analysed instead of failing the whole batch."""
     if isinstance(error, ApiProblem):
@@ -193,7 +194,7 @@ def problem_object(error: ApiProblem | KalahError, *, field: str | None = None) 
     else:
         slug = slug_of(error)
         detail, status, extra, field = str(error), PROBLEMS[slug].status, {}, field or error.field
-    body: dict[str, Any] = {
+    body: dict[str, object] = {
         "type": TYPE_PREFIX + slug,
         "title": PROBLEMS[slug].title,
         "status": status,

@@ -24,7 +24,7 @@ from kalah_core.results import Analysis
 from .request import AnalysisRequest
 
 
-def dumps(data: Any) -> bytes:
+def dumps(data: object) -> bytes:
     """The service's compact JSON text of ``data`` (answers and what the store keeps)."""
     return json.dumps(data, separators=(",", ":")).encode()
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from kalah_core.game import Move, legal_moves
 from kalah_core.position import Position, parse_position
@@ -53,7 +53,7 @@ class Limits:
             + (f"n{self.nodes}" if self.nodes else "")
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, int | None]:
         return {"time_ms": self.time_ms, "depth": self.depth, "nodes": self.nodes}
 
     @classmethod
@@ -87,6 +87,16 @@ class Limits:
             given.get("depth"),
             given.get("nodes"),
         )
+
+
+class RequestJson(TypedDict):
+    """An :class:`AnalysisRequest` as JSON (:meth:`AnalysisRequest.to_json`): the job queue's
+    form, already checked."""
+
+    rules: dict[str, Any]
+    position: str
+    limits: dict[str, Any]  # Limits.to_json(): time_ms an int, depth and nodes an int or None
+    moves: NotRequired[list[Move]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,8 +180,8 @@ class AnalysisRequest:
 
     # -- the job queue's form (already checked: no limits are re-applied) -------------------
 
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
+    def to_json(self) -> RequestJson:
+        data: RequestJson = {
             "rules": self.rules.to_json(),
             "position": self.position.compact(),
             "limits": self.limits.to_json(),
@@ -181,7 +191,7 @@ class AnalysisRequest:
         return data
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> AnalysisRequest:
+    def from_json(cls, data: RequestJson) -> AnalysisRequest:
         limits = data["limits"]
         moves = data.get("moves")
         return cls(

@@ -28,7 +28,7 @@ import socket
 from collections.abc import Callable, Iterable, Iterator
 
 from flask import Flask, Response, current_app, request
-from gunicorn.http.errors import ParseException  # type: ignore[import-untyped]
+from gunicorn.http.errors import ParseException
 from werkzeug.exceptions import ClientDisconnected
 
 from ..base.config import MAX_BATCH_BODY_BYTES, MAX_BODY_BYTES

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 from flask import Response, has_request_context, json, request
 from werkzeug.exceptions import HTTPException
@@ -21,9 +21,14 @@ from ..base.config import MAX_BODY_BYTES
 from ..core.problems import PROBLEMS, TYPE_PREFIX, ApiProblem, bounded, slug_of
 from ..schemas.answers import ProblemSchema
 
+if TYPE_CHECKING:
+    from flask_smorest import Blueprint
+
 PROBLEM_JSON = "application/problem+json"
 
 log = logging.getLogger("kalah_service")
+
+View = TypeVar("View")
 
 
 def problem_response(
@@ -34,9 +39,9 @@ def problem_response(
     type_: str = "about:blank",
     field: str | None = None,
     headers: Mapping[str, str] | None = None,
-    **extra: Any,
+    **extra: object,
 ) -> Response:
-    body: dict[str, Any] = {
+    body: dict[str, object] = {
         "type": type_,
         "title": title,
         "status": status,
@@ -61,7 +66,7 @@ def _typed(
     field: str | None,
     status: int | None = None,
     headers: Mapping[str, str] | None = None,
-    **extra: Any,
+    **extra: object,
 ) -> Response:
     problem = PROBLEMS[slug]
     log.log(
@@ -87,7 +92,7 @@ def core_problem(error: KalahError, *, field: str | None = None) -> Response:
     return _typed(slug_of(error), str(error), field=field or error.field)
 
 
-def _first_field(messages: Any, prefix: str = "") -> tuple[str | None, str]:
+def _first_field(messages: object, prefix: str = "") -> tuple[str | None, str]:
     """The dotted path and message of the first error in a marshmallow ``messages`` tree."""
     if isinstance(messages, Mapping):
         for key, value in messages.items():
@@ -174,11 +179,11 @@ def problem_for(error: BaseException) -> Response:
     return _typed("internal-error", "an internal error occurred", field=None)
 
 
-def document_problems(blp: Any, errors: Mapping[int, str]) -> Callable[[Any], Any]:
+def document_problems(blp: Blueprint, errors: Mapping[int, str]) -> Callable[[View], View]:
     """A view decorator documenting each ``status: description`` of ``errors`` as a
     problem+json response of ``blp`` (a flask-smorest Blueprint) in the spec."""
 
-    def decorate(view: Any) -> Any:
+    def decorate(view: View) -> View:
         for status, description in errors.items():
             view = blp.alt_response(
                 status, schema=ProblemSchema, content_type=PROBLEM_JSON, description=description

@@ -1,18 +1,15 @@
-# mypy: disable-error-code="untyped-decorator"
 """``POST /v1/games/analysis``: a whole game judged sowing by sowing (thin over
 :mod:`kalah_service.core.game_review`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask.views import MethodView
-from flask_smorest import Blueprint  # type: ignore[import-untyped]
+from flask_smorest import Blueprint
 
 from ..core.game_review import review_game
 from ..edge.http_errors import document_problems
 from ..edge.responses import analyser
-from .schemas import GameAnswerSchema, GameRequestSchema
+from .schemas import GameAnswerSchema, GameBody, GameRequestSchema
 
 blp = Blueprint(
     "games",
@@ -36,7 +33,7 @@ class GameAnalysis(MethodView):
     @blp.arguments(GameRequestSchema(), as_kwargs=False)
     @blp.response(200, GameAnswerSchema, description="One entry per sowing and a summary.")
     @document_problems(blp, ERRORS)
-    def post(self, data: dict[str, Any]) -> dict[str, Any]:
+    def post(self, data: GameBody) -> dict[str, object]:
         """Analyse a game: a text in the Finnish notation (`game`) or `moves` from `position`
         (default the start). Each sowing gets the position before it, the mover's value before
         and after, the best moves, the seeds lost against perfect play and a judgement: best (0),

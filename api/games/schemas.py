@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Required, TypedDict
+
 import marshmallow as ma
 from marshmallow import fields, validate
 
 from kalah_core.finnish import MAX_GAME_LENGTH
+from kalah_core.moves import Move
 from kalah_core.review import JUDGEMENT_DOC
 
 from ..base.config import MAX_DEPTH, MAX_MOVES
 from ..schemas.answers import RulesOptionsSchema
-from ..schemas.fields import answer, move_field, position_field, rules_field
-from ..schemas.requests import DEPTH_DOC, NODES_DOC
+from ..schemas.fields import JsonValue, answer, move_field, position_field, rules_field
+from ..schemas.requests import DEPTH_DOC, NODES_DOC, LimitsArgs
 
 GAME_TIME_DOC = (
     "Search budget for the whole game in milliseconds; default KALAH_DEFAULT_TIME_MS per "
@@ -63,6 +66,16 @@ class GameRequestSchema(ma.Schema):
     def _one_of(self, data: dict[str, object], **kwargs: object) -> None:
         if ("moves" in data) == ("game" in data):
             raise ma.ValidationError("give exactly one of moves and game", field_name="game")
+
+
+class GameBody(TypedDict, total=False):
+    """What :class:`GameRequestSchema` loads (its limits are the whole game's)."""
+
+    rules: Required[JsonValue]
+    game: str
+    position: Required[JsonValue]
+    moves: list[Move]
+    limits: Required[LimitsArgs]
 
 
 @answer()

@@ -1,4 +1,3 @@
-# mypy: disable-error-code="untyped-decorator"
 """``/livez``, ``/readyz`` and ``/metrics``.
 
 ``/readyz`` depends on what must work: the engine, the state store when there is one (API
@@ -16,11 +15,10 @@ default: :mod:`kalah_service.edge.access`).
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from flask import Response, current_app, request
 from flask.views import MethodView
-from flask_smorest import Blueprint  # type: ignore[import-untyped]
+from flask_smorest import Blueprint
 
 from ..base import metrics
 from ..core.problems import PROBLEMS, TYPE_PREFIX
@@ -42,7 +40,7 @@ blp = Blueprint(
 @blp.route("/livez")
 class Live(MethodView):
     @blp.response(200, LiveSchema, description="The process answers.")
-    def get(self) -> dict[str, Any]:
+    def get(self) -> dict[str, object]:
         """Liveness: the process answers (nothing else: a Redis outage restarts nothing)."""
         return {"status": "ok"}
 
@@ -61,7 +59,7 @@ class Ready(MethodView):
         content_type="application/problem+json",
         description="Not ready: the problem's checks say which failed.",
     )
-    def get(self) -> Any:
+    def get(self) -> dict[str, object] | Response:
         """Readiness: the engine self-test passed and the state store (when configured:
         keys, jobs and rate limits live there) is reachable; a 503 otherwise.
 

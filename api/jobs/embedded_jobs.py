@@ -23,7 +23,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import diskcache
 
@@ -31,7 +31,7 @@ from ..core.problems import problem_object
 from ..core.reply import dumps
 from ..core.request import AnalysisRequest
 from ..stores.walbound import BoundedCache, WalBound
-from .items import Batch, slot_json
+from .items import Batch, TaskJson, slot_json
 from .store import MAX_ATTEMPTS, UNFINISHED, Completed, JobStatus, Lease, lost_problem
 
 log = logging.getLogger("kalah_service.batch.embedded")
@@ -48,6 +48,31 @@ IDLE_POLL_S = 0.2
 LEASE_GRACE_S = 10.0
 """A chunk's lease is twice its budget plus this (it is not renewed): then its runner is
 taken for dead."""
+
+
+class _Meta(TypedDict):
+    """A job's record (``job:<id>:meta``)."""
+
+    status: str
+    total: int
+    done: int
+    """Slots answered (problems included)."""
+    chunks: int
+    finished: list[int]
+    """The chunks counted as finished."""
+    created: float
+    error: str | None
+    owner: str
+    payer: str
+    search_ms: float
+
+
+class _Chunk(TypedDict):
+    """A chunk as stored (``job:<id>:chunk:<n>``): its tasks and the batch's slots they
+    answer."""
+
+    tasks: list[TaskJson]
+    slots: int
 
 
 class EmbeddedJobStore:
@@ -92,7 +117,7 @@ class EmbeddedJobStore:
         chunks = batch.chunks(chunk_size)
         problems = batch.problems
         status = "queued" if chunks else "finished"
-        meta = {
+        meta: _Meta = {
             "status": status,
             "total": len(batch.slots),
             "done": problems,
@@ -112,14 +137,14 @@ class EmbeddedJobStore:
             store.set(f"job:{job_id}:meta", meta, expire=ttl)
             store.set(f"job:{job_id}:items", slots, expire=ttl)
             for n, chunk in enumerate(chunks):
-                body = {"tasks": chunk.tasks, "slots": chunk.slots}
+                body: _Chunk = {"tasks": chunk.tasks, "slots": chunk.slots}
                 store.set(f"job:{job_id}:chunk:{n}", body, expire=ttl)
             queue: list[list[Any]] = store.get(QUEUE, [])
             store.set(QUEUE, queue + [[job_id, n] for n in range(len(chunks))])
         return JobStatus(job_id, status, problems, len(batch.slots), None, owner)
 
     def status(self, job_id: str) -> JobStatus | None:
-        meta: dict[str, Any] | None = self.store.get(f"job:{job_id}:meta")
+        meta: _Meta | None = self.store.get(f"job:{job_id}:meta")
         if meta is None:
             return None
         return JobStatus(
@@ -140,7 +165,7 @@ class EmbeddedJobStore:
     def cancel(self, job_id: str) -> JobStatus | None:
         store = self.store
         with store.transact():
-            meta: dict[str, Any] | None = store.get(f"job:{job_id}:meta")
+            meta: _Meta | None = store.get(f"job:{job_id}:meta")
             if meta is None:
                 return None
             if meta["status"] in UNFINISHED:
@@ -153,7 +178,7 @@ class EmbeddedJobStore:
         leases: dict[str, Any] = store.get(LEASES, {})
         queue: list[list[Any]] = store.get(QUEUE, [])
         jobs = {entry[0] for entry in queue} | {name.rsplit(":", 1)[0] for name in leases}
-        metas: list[dict[str, Any] | None] = [store.get(f"job:{job}:meta") for job in jobs]
+        metas: list[_Meta | None] = [store.get(f"job:{job}:meta") for job in jobs]
         return sum(
             1 for m in metas if m is not None and m["owner"] == owner and m["status"] in UNFINISHED
         )
@@ -200,8 +225,8 @@ class EmbeddedJobStore:
                     queue.insert(0, [job_id, int(n), attempts])
             while queue:
                 job_id, n, *before = queue.pop(0)
-                chunk: dict[str, Any] | None = store.get(f"job:{job_id}:chunk:{n}")
-                meta: dict[str, Any] | None = store.get(f"job:{job_id}:meta")
+                chunk: _Chunk | None = store.get(f"job:{job_id}:chunk:{n}")
+                meta: _Meta | None = store.get(f"job:{job_id}:meta")
                 if chunk is None or meta is None or meta["status"] not in UNFINISHED:
                     continue
                 try:
@@ -230,7 +255,7 @@ class EmbeddedJobStore:
         in hand each time, answers being stored as they come) gets a problem, and the chunk
         goes on with its other tasks; the attempts to count from (0)."""
         store = self.store
-        chunk: dict[str, Any] | None = store.get(f"job:{job_id}:chunk:{n}")
+        chunk: _Chunk | None = store.get(f"job:{job_id}:chunk:{n}")
         if chunk is None:
             return 0
         for task in chunk["tasks"]:
@@ -251,14 +276,14 @@ class EmbeddedJobStore:
     def _store_answers(
         self,
         job_id: str,
-        chunk: dict[str, Any],
+        chunk: _Chunk,
         answers: list[tuple[int, bytes]],
         search_ms: float,
-    ) -> dict[str, Any] | None:
+    ) -> _Meta | None:
         """Store answers (in a transaction of the caller's): progress counts the slots of
         each task answered for the first time, and the search they ran is recorded."""
         store, ttl = self.store, self.ttl_s
-        meta: dict[str, Any] | None = store.get(f"job:{job_id}:meta")
+        meta: _Meta | None = store.get(f"job:{job_id}:meta")
         if meta is None:
             return None
         slots = {t["t"]: t.get("n", 1) for t in chunk["tasks"]}
@@ -274,7 +299,7 @@ class EmbeddedJobStore:
     def renew(self, lease: Lease) -> bool:
         """Whether to go on: the job is still queued or running (the lease is long enough for
         the whole chunk, so it is not extended)."""
-        meta: dict[str, Any] | None = self.store.get(f"job:{lease.job_id}:meta")
+        meta: _Meta | None = self.store.get(f"job:{lease.job_id}:meta")
         return meta is not None and meta["status"] in UNFINISHED
 
     def complete(self, lease: Lease, done: Completed) -> bool:
@@ -284,7 +309,7 @@ class EmbeddedJobStore:
         job_id, n = lease.job_id, lease.chunk
         store, ttl = self.store, self.ttl_s
         with store.transact():
-            chunk: dict[str, Any] | None = store.get(f"job:{job_id}:chunk:{n}")
+            chunk: _Chunk | None = store.get(f"job:{job_id}:chunk:{n}")
             if chunk is None:
                 return False
             meta = self._store_answers(job_id, chunk, done.answers, done.search_ms)
@@ -317,7 +342,7 @@ class EmbeddedJobStore:
         """Nothing (see :meth:`beat`)."""
 
     def _fail(self, job_id: str, error: str) -> None:
-        meta: dict[str, Any] | None = self.store.get(f"job:{job_id}:meta")
+        meta: _Meta | None = self.store.get(f"job:{job_id}:meta")
         if meta is not None:
-            meta.update(status="failed", error=error)
+            meta.update({"status": "failed", "error": error})
             self.store.set(f"job:{job_id}:meta", meta, expire=self.ttl_s)

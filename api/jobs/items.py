@@ -18,7 +18,7 @@ from kalah_core.errors import KalahError
 from ..base.config import Settings
 from ..core.problems import ApiProblem, problem_object
 from ..core.reply import as_cached, dumps
-from ..core.request import AnalysisRequest, Limits, parse_rules
+from ..core.request import AnalysisRequest, Limits, RequestJson, parse_rules
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +27,7 @@ class ItemSlot:
     ``first`` is false for a repeat of an earlier item (its answer is reported as cached)."""
 
     task: int | None
-    problem: dict[str, Any] | None = None
+    problem: dict[str, object] | None = None
     first: bool = True
 
 
@@ -80,13 +80,21 @@ class Batch:
         ]
 
 
+class TaskJson(RequestJson):
+    """A job's task as its chunk holds it: the request, its index ``t`` among the batch's
+    distinct tasks and the number ``n`` of the batch's slots it answers."""
+
+    t: int
+    n: int
+
+
 @dataclass(frozen=True)
 class Chunk:
     """A job's unit of work: its tasks as JSON (each with its index ``t`` and the number
     ``n`` of the batch's slots it answers: a job's progress counts each task's slots as its
     answer is stored) and how many of the batch's slots they answer."""
 
-    tasks: list[dict[str, Any]]
+    tasks: list[TaskJson]
     slots: int
 
 

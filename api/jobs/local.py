@@ -25,7 +25,7 @@ from kalah_core.errors import InvalidNotationError
 from ..base.config import load_settings
 from ..core.analyser import Analyser
 from ..core.problems import ApiProblem
-from ..core.request import AnalysisRequest
+from ..core.request import AnalysisRequest, RequestJson
 from .items import Batch, parse_batch
 from .runner import answer_all
 
@@ -33,7 +33,7 @@ CSV_COLUMNS = ("position", "rules", "time_ms", "depth", "nodes")
 """CSV input: a header row naming some of these columns; ``position`` is required, ``rules`` a
 preset name or a JSON object, the budgets integers; empty cells are left out."""
 
-Progress = Callable[[int], None]
+Progress = Callable[[int], object]  # tqdm's update returns a flag, ignored
 
 
 def read_items(path: Path | str) -> list[dict[str, Any]]:
@@ -147,7 +147,7 @@ the commands pass :func:`kalah_service.ops.backends.default_analyser`)."""
 
 
 def _answer_some(
-    piece: tuple[MakeAnalyser, int, list[dict[str, Any]]],
+    piece: tuple[MakeAnalyser, int, list[RequestJson]],
 ) -> tuple[int, list[bytes]]:
     """One pool process's share (its first position in the run, its tasks): the tasks'
     answers, through the one batch loop."""

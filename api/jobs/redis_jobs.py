@@ -49,7 +49,7 @@ from typing import Any, cast
 
 import redis
 
-from kalah_core.tasks import Task, chunks
+from kalah_core.tasks import Json, Task, chunks
 
 from ..core.problems import problem_object
 from ..core.reply import dumps
@@ -172,7 +172,7 @@ class RedisJobStore:
         return JobStatus(job.id, status, problems, len(batch.slots), None, owner)
 
     def create_work(
-        self, work: Task, items: Sequence[Any], chunk_size: int, owner: str, *, ttl_s: int
+        self, work: Task, items: Sequence[Json], chunk_size: int, owner: str, *, ttl_s: int
     ) -> str:
         """A new job of engine work (see the module docstring): ``work`` over ``items`` (JSON)
         in chunks of ``chunk_size``; its results come back through :meth:`feed`. ``ttl_s``:

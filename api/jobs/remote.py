@@ -31,7 +31,7 @@ class ServerError(KalahError):
 def _request(
     url: str,
     *,
-    body: Any = None,
+    body: object = None,
     accept: str = "application/json",
     key: str | None = None,
     timeout: float = 600,
@@ -96,7 +96,7 @@ def run_remote(
     *,
     piece: int = 1000,
     key: str | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int], object] | None = None,
 ) -> list[bytes]:
     """Every item's result line, in input order. ``key``: the API key sent as a bearer token
     (a batch that becomes a job needs one). At most :data:`MAX_OUTSTANDING` jobs are queued or

@@ -17,9 +17,9 @@ Two stores implement :class:`JobStore`:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
-from kalah_core.tasks import Task
+from kalah_core.tasks import Json, Task
 
 from ..core.problems import ApiProblem
 from ..core.request import AnalysisRequest
@@ -69,7 +69,7 @@ class Lease:
     """A chunk of engine work (:mod:`kalah_core.tasks`, e.g. a book build's boards) instead of
     analyses: its ``items`` (index, JSON item) are run by the task's function, and each
     item's result is stored as it comes (a lost runner costs only the item in hand)."""
-    items: list[tuple[int, Any]] = field(default_factory=list)
+    items: list[tuple[int, Json]] = field(default_factory=list)
 
 
 @dataclass(slots=True)

@@ -17,7 +17,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
@@ -216,7 +216,7 @@ def cmd_best_move(args: argparse.Namespace) -> int:
 
 
 def _add_analysis_command(
-    commands: Commands, name: str, func: Any, text: str
+    commands: Commands, name: str, func: Callable[[argparse.Namespace], int], text: str
 ) -> argparse.ArgumentParser:
     sub = add_command(commands, name, func, text)
     sub.add_argument("position", metavar="POSITION", help=POSITION_HELP)
@@ -324,7 +324,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     """Analyse every position of a JSONL or CSV file, locally on every core or on a server."""
     import time
 
-    from tqdm import tqdm  # type: ignore[import-untyped]
+    from tqdm import tqdm
 
     from ..core.problems import ApiProblem
     from ..jobs.local import Interrupted, parse_local, read_items, run_local, write_jsonl

@@ -27,7 +27,12 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from flask import Flask
+    from gunicorn.arbiter import Arbiter
+    from gunicorn.workers.base import Worker
 
 # Must happen before prometheus_client is imported (by the preloaded app); importing the
 # ``api`` package itself loads nothing (see api/__init__.py).
@@ -62,7 +67,7 @@ proc_name = "kalah-api"
 control_socket_disable = True  # gunicorn >= 25: no shared control socket between instances
 
 
-def on_starting(server: object) -> None:
+def on_starting(server: Arbiter) -> None:
     """Drop metric files left by an earlier run in the same folder; name this process (the
     master) as the server that background database builds stop with
     (``kalah_service.core.endgames``)."""
@@ -71,7 +76,7 @@ def on_starting(server: object) -> None:
     os.environ["KALAH_SERVER_PID"] = str(os.getpid())
 
 
-def post_fork(server: object, worker: object) -> None:
+def post_fork(server: Arbiter, worker: Worker) -> None:
     """Hand the GIL over every 0.5 ms instead of 5 ms. The solver drops the GIL for each of
     its many searches and takes it back between them; while the worker's other threads serve
     cached answers, each take-back waited up to a whole interval, so small analyses next to
@@ -81,17 +86,17 @@ def post_fork(server: object, worker: object) -> None:
     sys.setswitchinterval(0.0005)
 
 
-def post_worker_init(worker: Any) -> None:
+def post_worker_init(worker: Worker) -> None:
     """Make the worker's engines now, in the background (see kalah_service.core.engines)."""
-    worker.app.wsgi().extensions["kalah"].engines().prepare()
+    cast("Flask", worker.app.wsgi()).extensions["kalah"].engines().prepare()
 
 
-def child_exit(server: object, worker: object) -> None:
+def child_exit(server: Arbiter, worker: Worker) -> None:
     from prometheus_client import multiprocess
 
-    multiprocess.mark_process_dead(worker.pid)  # type: ignore[attr-defined,no-untyped-call]
+    multiprocess.mark_process_dead(worker.pid)  # type: ignore[no-untyped-call]  # prometheus_client: unannotated
 
 
-def on_exit(server: object) -> None:
+def on_exit(server: Arbiter) -> None:
     if _OWN_METRICS_DIR:
         shutil.rmtree(_METRICS_DIR, ignore_errors=True)

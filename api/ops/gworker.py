@@ -20,17 +20,25 @@ from __future__ import annotations
 import errno
 import json
 import os
+import socket
 import threading
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
-from gunicorn import util  # type: ignore[import-untyped]
-from gunicorn.http import errors as http_errors  # type: ignore[import-untyped]
-from gunicorn.workers import gthread  # type: ignore[import-untyped]
+from gunicorn import util
+from gunicorn.http import errors as http_errors
+from gunicorn.workers import gthread
+
+if TYPE_CHECKING:
+    from _typeshed import OptExcInfo
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+    from gunicorn._types import _AddressType  # what gunicorn hands its workers as addresses
+    from gunicorn.http import Request
 
 CLIENT_TIMEOUT_S = float(os.environ.get("KALAH_CLIENT_TIMEOUT_S", "10"))
 
 
-class _TimedConn(gthread.TConn):  # type: ignore[misc]
+class _TimedConn(gthread.TConn):
     def init(self) -> None:
         super().init()
         # handle() made the socket blocking with no limit just before calling this
@@ -42,14 +50,16 @@ CLOSE = "kalah.close"
 stalled client, a large anonymous batch): the connection is then closed, and says so."""
 
 
-def _closing(app: Any) -> Any:
+def _closing(app: WSGIApplication) -> WSGIApplication:
     """``app``, whose answers say ``Connection: close`` (and close) when it set :data:`CLOSE`:
     gunicorn would otherwise say keep-alive and then close the connection anyway, or try to
     read the unread body as the next request. ``start_response`` is a method of gunicorn's
     response, whose ``force_close`` does that."""
 
-    def wsgi(environ: dict[str, Any], start_response: Any) -> Any:
-        def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+    def wsgi(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        def start(
+            status: str, headers: list[tuple[str, str]], exc_info: OptExcInfo | None = None
+        ) -> Callable[[bytes], object]:
             force_close = getattr(getattr(start_response, "__self__", None), "force_close", None)
             if environ.get(CLOSE) and force_close is not None:
                 force_close()
@@ -90,7 +100,7 @@ def problem_bytes(status: int, reason: str, detail: str, field: str | None) -> b
     """
     if len(detail) > _DETAIL_CHARS:
         detail = detail[: _DETAIL_CHARS - 1] + "\u2026"
-    problem: dict[str, Any] = {
+    problem: dict[str, object] = {
         "type": "about:blank",
         "title": reason,
         "status": status,
@@ -109,7 +119,7 @@ def problem_bytes(status: int, reason: str, detail: str, field: str | None) -> b
     return head.encode("latin-1") + body
 
 
-def _write_problem(sock: Any, status_int: int, reason: str, mesg: str) -> None:
+def _write_problem(sock: socket.socket, status_int: int, reason: str, mesg: str) -> None:
     """gunicorn's ``util.write_error`` (an HTML page), answering problem+json instead."""
     error = getattr(_refused, "error", None)
     field = next((f for kind, f in _FIELDS if isinstance(error, kind)), None)
@@ -118,7 +128,7 @@ def _write_problem(sock: Any, status_int: int, reason: str, mesg: str) -> None:
     util.write_nonblock(sock, problem_bytes(status_int, reason, mesg, field))
 
 
-class ThreadWorker(gthread.ThreadWorker):  # type: ignore[misc]
+class ThreadWorker(gthread.ThreadWorker):
     """gthread, with :class:`_TimedConn` for every accepted connection and problem+json for
     gunicorn's own refusals."""
 
@@ -128,7 +138,9 @@ class ThreadWorker(gthread.ThreadWorker):  # type: ignore[misc]
         util.write_error = _write_problem
         super().init_process()
 
-    def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
+    def handle_error(
+        self, req: Request | None, client: socket.socket, addr: _AddressType, exc: BaseException
+    ) -> None:
         _refused.error = exc
         try:
             super().handle_error(req, client, addr, exc)
@@ -137,9 +149,10 @@ class ThreadWorker(gthread.ThreadWorker):  # type: ignore[misc]
 
     def load_wsgi(self) -> None:
         super().load_wsgi()
-        self.wsgi: Any = _closing(self.wsgi)
+        # types-gunicorn's WSGI app type has a start_response without PEP 3333's exc_info
+        self.wsgi = _closing(self.wsgi)  # type: ignore[arg-type,assignment]
 
-    def accept(self, listener: Any) -> None:
+    def accept(self, listener: socket.socket) -> None:
         try:
             client_sock, client_addr = listener.accept()
             self.nr_conns += 1

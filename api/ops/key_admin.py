@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
 
 from ..base.config import load_settings
 from ..stores.keys import KeyInfo, KeyStoreUnavailable
 from .backends import make_key_store
 
 
-def describe(info: KeyInfo) -> dict[str, Any]:
+def describe(info: KeyInfo) -> dict[str, object]:
     return {"id": info.id, "tier": info.tier, "created": info.created}
 
 

@@ -1,18 +1,15 @@
-# mypy: disable-error-code="untyped-decorator"
 """``POST /v1/play``: apply moves or a game (Finnish notation), return every step and the status."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import request
 from flask.views import MethodView
-from flask_smorest import Blueprint  # type: ignore[import-untyped]
+from flask_smorest import Blueprint
 
 from ..core.play import play
 from ..core.problems import ApiProblem
 from ..edge.http_errors import document_problems
-from .schemas import PlayAnswerSchema, PlayRequestSchema
+from .schemas import PlayAnswerSchema, PlayBody, PlayRequestSchema
 
 blp = Blueprint(
     "play", __name__, url_prefix="/v1", description="Apply moves: the rules as a service."
@@ -32,7 +29,7 @@ class Play(MethodView):
     @blp.arguments(PlayRequestSchema(), as_kwargs=False)
     @blp.response(200, PlayAnswerSchema, description="Every step and the final status.")
     @document_problems(blp, ERRORS)
-    def post(self, data: dict[str, Any]) -> dict[str, Any]:
+    def post(self, data: PlayBody) -> dict[str, object]:
         """Play moves (house numbers or 'swap') or a game in the Finnish notation from a
         position (default: the start) and return each intermediate position with the events
         of its sowing and the game status."""

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Required, TypedDict
+
 import marshmallow as ma
 from marshmallow import fields, validate
 
 from kalah_core.finnish import MAX_GAME_LENGTH
+from kalah_core.moves import Move
 
 from ..base.config import MAX_MOVES
 from ..schemas.answers import BoardSchema, RulesOptionsSchema
-from ..schemas.fields import answer, move_field, position_field, rules_field
+from ..schemas.fields import JsonValue, answer, move_field, position_field, rules_field
 
 
 class PlayRequestSchema(ma.Schema):
@@ -35,6 +38,15 @@ class PlayRequestSchema(ma.Schema):
     def _one_of(self, data: dict[str, object], **kwargs: object) -> None:
         if "moves" in data and "game" in data:
             raise ma.ValidationError("give moves or game, not both", field_name="game")
+
+
+class PlayBody(TypedDict, total=False):
+    """What :class:`PlayRequestSchema` loads."""
+
+    position: Required[JsonValue]
+    rules: Required[JsonValue]
+    moves: list[Move]
+    game: str
 
 
 @answer()

@@ -1,13 +1,10 @@
-# mypy: disable-error-code="untyped-decorator"
 """``GET /problems/<slug>``: what a problem ``type`` means (RFC 9457 types should resolve)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import abort
 from flask.views import MethodView
-from flask_smorest import Blueprint  # type: ignore[import-untyped]
+from flask_smorest import Blueprint
 
 from ..core.problems import PROBLEMS, TYPE_PREFIX
 from ..schemas.answers import ProblemSchema
@@ -27,7 +24,7 @@ class ProblemType(MethodView):
         content_type="application/problem+json",
         description="No such type.",
     )
-    def get(self, slug: str) -> dict[str, Any]:
+    def get(self, slug: str) -> dict[str, object]:
         """Describe one problem type."""
         problem = PROBLEMS.get(slug)
         if problem is None:

@@ -1,14 +1,12 @@
-# mypy: disable-error-code="untyped-decorator"
 """``GET /v1/rules``: presets, options, this server's limits, databases and book."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from flask import current_app
 from flask.views import MethodView
-from flask_smorest import Blueprint  # type: ignore[import-untyped]
+from flask_smorest import Blueprint
 
 from kalah_core import book, deepbook
 from kalah_core.finnish import MAX_GAME_LENGTH
@@ -35,7 +33,7 @@ blp = Blueprint("rules", __name__, url_prefix="/v1", description="The rule prese
 @blp.route("/rules")
 class RulesView(MethodView):
     @blp.response(200, RulesAnswerSchema, description="The presets, options and limits.")
-    def get(self) -> dict[str, Any]:
+    def get(self) -> dict[str, object]:
         """The presets and rule options with their descriptions, and this server's limits."""
         default = Rules()
         settings = current_app.extensions["kalah"].settings

@@ -4,11 +4,13 @@ schema's fields as always present."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import marshmallow as ma
 from marshmallow import fields
 
+from kalah_core.moves import Move
 from kalah_core.rules import (
     MAX_HOUSES,
 )
@@ -17,8 +19,11 @@ from .components import MOVE_DOC, POSITION_DOC
 
 SchemaClass = TypeVar("SchemaClass", bound=type[ma.Schema])
 
+JsonValue = str | dict[str, Any]
+"""A position or rules as sent: a string, or a JSON object the request type validates."""
 
-def answer(*optional: str) -> Any:
+
+def answer(*optional: str) -> Callable[[SchemaClass], SchemaClass]:
     """Class decorator of an answer schema: every field is always present (``required`` in
     the contract) except the ``optional`` ones."""
 
@@ -32,7 +37,7 @@ def answer(*optional: str) -> Any:
     return mark
 
 
-class PositionField(fields.Field[Any]):
+class PositionField(fields.Field[JsonValue]):
     """A position: ``"start"``, the compact notation, or the JSON form (object or its text).
     Only the JSON type is checked here; the request type (:mod:`kalah_service.core.request`) parses
     and validates it."""
@@ -43,13 +48,15 @@ class PositionField(fields.Field[Any]):
         "type": "A position is 'start', a compact notation string or an object.",
     }
 
-    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
+    def _deserialize(
+        self, value: object, attr: str | None, data: Mapping[str, object] | None, **kwargs: object
+    ) -> JsonValue:
         if isinstance(value, str | dict):
             return value
         raise self.make_error("type")
 
 
-class RulesField(fields.Field[Any]):
+class RulesField(fields.Field[JsonValue]):
     """Rules: a preset name or an object of options (the JSON type only: validated by the
     request type)."""
 
@@ -59,13 +66,15 @@ class RulesField(fields.Field[Any]):
         "type": "Rules are a preset name or an object of options.",
     }
 
-    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
+    def _deserialize(
+        self, value: object, attr: str | None, data: Mapping[str, object] | None, **kwargs: object
+    ) -> JsonValue:
         if isinstance(value, str | dict):
             return value
         raise self.make_error("type")
 
 
-class MoveField(fields.Field[Any]):
+class MoveField(fields.Field[Move]):
     """A move: a house number or ``"swap"`` (whether it is legal is the game's to say)."""
 
     component = "Move"
@@ -74,14 +83,18 @@ class MoveField(fields.Field[Any]):
         "type": f"A move is a house number (1..{MAX_HOUSES}) or 'swap'.",
     }
 
-    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
+    def _deserialize(
+        self, value: object, attr: str | None, data: Mapping[str, object] | None, **kwargs: object
+    ) -> Move:
         if value == "swap" or (
             isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_HOUSES
         ):
             return value
         raise self.make_error("type")
 
-    def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> Any:
+    def _serialize(
+        self, value: Move | None, attr: str | None, obj: object, **kwargs: object
+    ) -> Move | None:
         return value
 
 

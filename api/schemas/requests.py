@@ -4,7 +4,7 @@ parameters of a query. They check JSON types and document bounds; the request ty
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Required, TypedDict
 
 import marshmallow as ma
 from marshmallow import fields, validate
@@ -40,6 +40,14 @@ class LimitsSchema(ma.Schema):
         strict=True, metadata={"description": DEPTH_DOC, "minimum": 1, "maximum": MAX_DEPTH}
     )
     nodes = fields.Integer(strict=True, metadata={"description": NODES_DOC, "minimum": 1})
+
+
+class LimitsArgs(TypedDict, total=False):
+    """What :class:`LimitsSchema` loads: the budgets the client gave, bounds not yet checked."""
+
+    time_ms: int
+    depth: int
+    nodes: int
 
 
 def _option_parameter(option: str) -> fields.Field[Any]:
@@ -84,3 +92,18 @@ class PositionQuerySchema(ma.Schema):
     remaining = _option_parameter("remaining")
     majority = _option_parameter("majority")
     pie = _option_parameter("pie")
+
+
+class PositionQuery(TypedDict, total=False):
+    """What :class:`PositionQuerySchema` loads: the position, the preset and the options the
+    client overrode (values not yet checked)."""
+
+    position: Required[str]
+    rules: Required[str]
+    houses: int
+    seeds: int
+    capture: str
+    end: str
+    remaining: str
+    majority: bool
+    pie: bool

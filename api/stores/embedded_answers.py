@@ -27,7 +27,6 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any
 
 import diskcache
 
@@ -93,7 +92,7 @@ class EmbeddedStore(AnswerStore):
 
     def _lookup(self, keys: Keys) -> tuple[Entry | None, str]:
         store = self.store
-        raw: Any = store.get(keys.exact)
+        raw: bytes | None = store.get(keys.exact)
         if raw is not None:
             entry = Entry.decode(raw)
             self._memory.put(keys.exact, entry, None)
@@ -115,7 +114,7 @@ class EmbeddedStore(AnswerStore):
             store.set(keys.exact, entry.encode())
             return
         with store.transact():  # replace a live heuristic entry only by a deeper one
-            old: Any = store.get(keys.limits)
+            old: bytes | None = store.get(keys.limits)
             if old is not None and (Entry.decode(old).depth or 0) > (entry.depth or 0):
                 return
             store.set(keys.limits, entry.encode(), expire=self.ttl_s)
@@ -146,7 +145,7 @@ class EmbeddedStore(AnswerStore):
         return bool(self.store.add(lock, token, expire=lease_s))
 
     def lock_holder(self, lock: str) -> bytes | str | None:
-        holder: Any = self.store.get(lock)
+        holder: object = self.store.get(lock)
         return holder if isinstance(holder, str | bytes) else None
 
     def renew_lock(self, lock: str, token: str, lease_s: float) -> None:
