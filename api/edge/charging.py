@@ -78,10 +78,19 @@ def limits_apply(settings: Settings) -> bool:
     (a person on their own machine; a request through a reverse proxy on that machine is
     limited). A relay that adds no header (socat, ``ssh -L``) looks like that person: exposing
     the port needs ``--behind-proxy`` or ``KALAH_LIMITS=on`` (docs/deploy.md)."""
-    if settings.limits != "auto":
-        return settings.limits == "on"
-    if settings.state_url:
-        return True
+    return _applies(_mode(settings))
+
+
+def _mode(settings: Settings) -> str:
+    """``KALAH_LIMITS`` with what the settings alone decide: ``auto`` with a state store is
+    ``on``."""
+    return "on" if settings.limits == "auto" and settings.state_url else settings.limits
+
+
+def _applies(mode: str) -> bool:
+    """Whether the current request is limited under ``mode`` (see :func:`limits_apply`)."""
+    if mode != "auto":
+        return mode == "on"
     environ = request.environ
     return forwarded(environ) or not _loopback(hops(environ)[0])
 
@@ -311,16 +320,21 @@ def init_rate_limits(
             tiers[tier] = tuple(parse_many(settings.tier_limit(tier)))
         return tiers[tier]
 
+    mode = _mode(settings)  # the settings' part, decided once
+
     @app.before_request
     def admit() -> None:
         if not _charged_path():
             return
+        applies = _applies(mode)
+        if not applies and "Authorization" not in request.headers:
+            return  # an anonymous caller no limit applies to: no one to look up or charge
         try:
             caller = auth.caller()
             unauthorized = None
         except ApiProblem as problem:  # a bad key: its 401 is charged to the IP, like a request
             caller, unauthorized = auth.anonymous(), problem
-        if not limits_apply(settings):
+        if not applies:
             if unauthorized is not None:
                 raise unauthorized
             return
