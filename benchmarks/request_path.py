@@ -4,7 +4,8 @@
     python benchmarks/request_path.py --quiet    # the two counts only
 
 An app with the embedded answer store in a fresh folder (no Redis, rate limits on, as
-``kalah serve`` runs it) answers one warm-up request first, so that what a worker does once
+``kalah serve`` runs it) makes its engines as a gunicorn worker does when it starts
+(``post_worker_init``) and answers one warm-up request first, so that what a worker does once
 (its engines, its databases' start) is not counted; then a position it has not seen (the
 miss: parsed, searched, stored) and the same request again (the hit: read from the store).
 A profile hook on every thread (the search runs on the engine pool's) records the module of
@@ -58,6 +59,7 @@ def request_paths(folder: Path) -> tuple[list[str], list[str]]:
         from kalah_service import create_app
 
         app = create_app({"KALAH_CACHE_DIR": str(folder / "answers"), "TESTING": True})
+        app.extensions["kalah"].engines().prepare().join()  # as kalah_service.ops.gunicorn_conf
         client = app.test_client()
         query = "/v1/analysis?rules=kalah&houses=4&seeds=3&time_ms=2000&position="
         _path_of(client, query + "3333-0-3333-0-s")  # warm-up: the engines, the databases' start

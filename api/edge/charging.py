@@ -273,6 +273,14 @@ def payer() -> str:
     return "" if window is None else window.payer()
 
 
+def _billed() -> bool:
+    """Whether the current request's searches are charged one by one: a limit applies to it
+    (it has a window to settle) and it did not prepay."""
+    return (
+        has_request_context() and g.get("kalah_window") is not None and not g.get("kalah_prepaid")
+    )
+
+
 class RequestMeter:
     """The analyser's meter in the HTTP app (:class:`kalah_service.core.analyser.Meter`): the
     current request's caller pays for the searches it runs. Outside a request (a batch job's runner
@@ -280,13 +288,14 @@ class RequestMeter:
     (:meth:`~kalah_service.ratelimit.buckets.Buckets.charge_later`)."""
 
     def before_search(self, budget_ms: int) -> None:
-        """Reserve the search's budget, unless the request prepaid (a game review)."""
-        if has_request_context() and not g.get("kalah_prepaid"):
+        """Reserve the search's budget, unless the request prepaid (a game review) or no
+        limit applies to it (nothing would read the bill)."""
+        if _billed():
             reserve(search_cost(budget_ms))
 
     def after_search(self, spent_ms: float) -> None:
         """Charge what the search ran (a prepaid request pays its own time at the end)."""
-        if has_request_context() and not g.get("kalah_prepaid"):
+        if _billed():
             charge_search(spent_ms)
 
     def prepay(self, budget_ms: int) -> None:
