@@ -2,15 +2,15 @@
 
     python benchmarks/request_path.py            # the counts, then each path's modules
     python benchmarks/request_path.py --quiet    # the two counts only
-
     KALAH_LIMITS=on python benchmarks/request_path.py   # a rate-limited caller's paths
 
 An app with the embedded answer store in a fresh folder (no Redis, ``KALAH_LIMITS=auto`` as
 ``kalah serve`` runs it: the test client connects from loopback, which ``auto`` does not
-limit; ``kalah serve --behind-proxy`` sets ``on``) makes its engines as a gunicorn worker does when it starts
-(``post_worker_init``) and answers one warm-up request first, so that what a worker does once
-(its engines, its databases' start) is not counted; then a position it has not seen (the
-miss: parsed, searched, stored) and the same request again (the hit: read from the store).
+limit; ``kalah serve --behind-proxy`` sets ``on``) makes its engines as a gunicorn worker does
+when it starts (``post_worker_init``) and answers one warm-up request first, so that what a
+worker does once (its engines, its databases' start) is not counted; then a position it has
+not seen (the miss: parsed, searched, stored) and the same request again (the hit: read from
+the store).
 A profile hook on every thread (the search runs on the engine pool's) records the module of
 each Python function called while the request is handled; the modules of ``kalah_service``
 and ``kalah_core`` are the request's path. Compiled engine code (``kalah_core._search``)
