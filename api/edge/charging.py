@@ -56,7 +56,7 @@ from ..ratelimit.costs import base_cost, body_cost, job_cost, search_cost
 from ..stores.counters import Counters
 from .bounds import stop_reading
 from .callers import Authenticator, require_key
-from .forwarding import forwarded, hops
+from .forwarding import forwarded
 
 LIMITED_PREFIX = "/v1/"
 """Paths that are charged; health, metrics, the spec and the docs are free."""
@@ -91,8 +91,9 @@ def _applies(mode: str) -> bool:
     """Whether the current request is limited under ``mode`` (see :func:`limits_apply`)."""
     if mode != "auto":
         return mode == "on"
-    environ = request.environ
-    return forwarded(environ) or not _loopback(hops(environ)[0])
+    # Without a forwarding header no proxy fix rewrote the peer, so a client not on loopback
+    # is limited whatever the headers say: they are read only for a loopback one.
+    return not _loopback(request.remote_addr) or forwarded(request.environ)
 
 
 def _loopback(address: str | None) -> bool:

@@ -36,6 +36,7 @@ def test_a_hit_and_a_miss_cross_no_more_modules_than_they_need(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KALAH_EGDB_SEEDS", "0")  # no background build (request_path's setting)
+    monkeypatch.delenv("KALAH_LIMITS", raising=False)  # auto: a loopback caller is not limited
     miss, hit = _request_path().request_paths(tmp_path)
     assert len(hit) <= MAX_HIT, hit
     assert len(miss) <= MAX_MISS, miss
