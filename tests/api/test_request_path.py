@@ -12,6 +12,11 @@ from types import ModuleType
 
 import pytest
 
+from kalah_core import Position, Rules, egdb
+from kalah_service import create_app
+from kalah_service.core import endgames
+from kalah_service.core.request import AnalysisRequest, Limits
+
 ROOT = Path(__file__).resolve().parents[2]
 
 MAX_HIT = 14
@@ -53,3 +58,21 @@ def test_a_hit_and_a_miss_cross_no_more_modules_than_they_need(
         assert module not in hit
     assert "kalah_service.core.problems" not in miss
     assert "kalah_service.ratelimit.costs" not in miss  # no limit applies to this caller
+
+
+def test_the_key_kept_per_rules_set_follows_a_database_attached_later(tmp_path: Path) -> None:
+    """The key's database part is computed once per rules set, not per request, yet a
+    database attached afterwards (a background build that finished, a file copied into the
+    folder) still gives an inexact answer a new key: a fresh search may prove it."""
+    folder = tmp_path / "databases"
+    folder.mkdir()
+    app = create_app({"KALAH_CACHE_DIR": str(tmp_path / "answers"), "KALAH_EGDB_PATH": str(folder)})
+    rules = Rules(houses=3)
+    request = AnalysisRequest(Position.start(rules), rules, Limits(1000))
+    analyser = app.extensions["kalah"]
+    assert ".egdb-1:" in analyser.keys(request).limits  # none yet
+    assert ".egdb-1:" in analyser.keys(request).limits  # kept
+    egdb.build(egdb.default_path(rules, 4, folder), rules, 4, progress=False)
+    settings = analyser.settings
+    assert endgames.service(settings.egdb_path, settings.egdb_seeds).rescan()
+    assert ".egdb4:" in analyser.keys(request).limits
