@@ -190,6 +190,7 @@ class Analyser:
         found = self._databases
         if found is None or found[0] != os.getpid():  # a forked worker has its own service
             service = egdb.service(self.settings.egdb_path, self.settings.egdb_seeds)
+            self._suffixes = {}  # the parent's, of its own service's generations
             found = self._databases = (os.getpid(), service)
         databases = found[1]
         generation = databases.generation  # read first: an attach meanwhile recomputes
