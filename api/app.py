@@ -11,6 +11,7 @@ kalah_service.export_openapi`` writes the spec to ``api/openapi.json``.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -194,8 +195,10 @@ def _register_callers_and_limits(app: Flask, settings: Settings) -> None:
         from werkzeug.middleware.proxy_fix import ProxyFix
 
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.trusted_proxies)  # type: ignore[method-assign]  # Flask's way to add middleware
-    # Outside ProxyFix: X-Forwarded-For and Forwarded read alike (see api/edge/forwarding.py).
-    app.wsgi_app = ForwardedFor(app.wsgi_app, settings.trusted_proxies)  # type: ignore[method-assign]  # Flask's way to add middleware
+        # Outside ProxyFix: X-Forwarded-For and Forwarded read alike (see
+        # kalah_service.edge.forwarding). Without ProxyFix the environ stays as it arrived,
+        # which is what the forwarding module reads then: no middleware needed.
+        app.wsgi_app = ForwardedFor(app.wsgi_app, settings.trusted_proxies)  # type: ignore[method-assign]  # Flask's way to add middleware
     auth = Authenticator(backends.make_key_store(settings))
     app.extensions["kalah_auth"] = auth
 
@@ -207,11 +210,15 @@ def _register_callers_and_limits(app: Flask, settings: Settings) -> None:
 
 def _start_databases(app: Flask, settings: Settings) -> None:
     """Each worker opens its databases (and in auto mode starts their background builds) at
-    its first request of any kind, not at its first search; nothing waits for them."""
+    its first request of any kind, not at its first search; nothing waits for them. Later
+    requests only read the pid it was done for (a forked worker does it again)."""
+    started_in: set[int] = set()
 
     @app.before_request
     def start_databases() -> None:
-        egdb.service(settings.egdb_path, settings.egdb_seeds).start()
+        if os.getpid() not in started_in:
+            egdb.service(settings.egdb_path, settings.egdb_seeds).start()
+            started_in.add(os.getpid())
 
 
 def _register_error_handlers(app: Flask) -> None:

@@ -2,11 +2,15 @@
 
     python benchmarks/request_path.py            # the counts, then each path's modules
     python benchmarks/request_path.py --quiet    # the two counts only
+    KALAH_LIMITS=on python benchmarks/request_path.py   # a rate-limited caller's paths
 
-An app with the embedded answer store in a fresh folder (no Redis, rate limits on, as
-``kalah serve`` runs it) answers one warm-up request first, so that what a worker does once
-(its engines, its databases' start) is not counted; then a position it has not seen (the
-miss: parsed, searched, stored) and the same request again (the hit: read from the store).
+An app with the embedded answer store in a fresh folder (no Redis, ``KALAH_LIMITS=auto`` as
+``kalah serve`` runs it: the test client connects from loopback, which ``auto`` does not
+limit; ``kalah serve --behind-proxy`` sets ``on``) makes its engines as a gunicorn worker does
+when it starts (``post_worker_init``) and answers one warm-up request first, so that what a
+worker does once (its engines, its databases' start) is not counted; then a position it has
+not seen (the miss: parsed, searched, stored) and the same request again (the hit: read from
+the store).
 A profile hook on every thread (the search runs on the engine pool's) records the module of
 each Python function called while the request is handled; the modules of ``kalah_service``
 and ``kalah_core`` are the request's path. Compiled engine code (``kalah_core._search``)
@@ -58,6 +62,7 @@ def request_paths(folder: Path) -> tuple[list[str], list[str]]:
         from kalah_service import create_app
 
         app = create_app({"KALAH_CACHE_DIR": str(folder / "answers"), "TESTING": True})
+        app.extensions["kalah"].engines().prepare().join()  # as kalah_service.ops.gunicorn_conf
         client = app.test_client()
         query = "/v1/analysis?rules=kalah&houses=4&seeds=3&time_ms=2000&position="
         _path_of(client, query + "3333-0-3333-0-s")  # warm-up: the engines, the databases' start

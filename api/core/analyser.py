@@ -67,6 +67,10 @@ class Analyser:
         self._pool: tuple[int, EnginePool] | None = None
         self._create_lock = threading.Lock()
         self._self_test: tuple[int, bool, str] | None = None
+        self._databases: tuple[int, egdb.DatabaseService] | None = None
+        self._suffixes: dict[Rules, tuple[int, str]] = {}
+        """Each rules set's part of the answer key that names the books and its database,
+        with the databases' generation it was computed at."""
 
     # -- the engine ------------------------------------------------------------------------
 
@@ -178,15 +182,27 @@ class Analyser:
         """Where the answer to ``request`` is cached: an inexact one also under the book and
         the database this worker has for its rules (a background build that finishes, or a
         new book, gives a fresh search a chance to prove it)."""
-        seeds = egdb.service(self.settings.egdb_path, self.settings.egdb_seeds).max_seeds(
-            request.rules
-        )
-        return Keys.of(
-            ENGINE_VERSION,
-            request.key,
-            request.exact_key,
-            f"book-{book.shipped_digest()}.deep-{deepbook.shipped_digest()}.egdb{seeds}",
-        )
+        return Keys.of(ENGINE_VERSION, request.key, request.exact_key, self._suffix(request.rules))
+
+    def _suffix(self, rules: Rules) -> str:
+        """The books' and ``rules``' database part of the key: computed once per rules set
+        and process, again only when a database is attached."""
+        found = self._databases
+        if found is None or found[0] != os.getpid():  # a forked worker has its own service
+            service = egdb.service(self.settings.egdb_path, self.settings.egdb_seeds)
+            self._suffixes = {}  # the parent's, of its own service's generations
+            found = self._databases = (os.getpid(), service)
+        databases = found[1]
+        generation = databases.generation  # read first: an attach meanwhile recomputes
+        known = self._suffixes.get(rules)
+        if known is not None and known[0] == generation:
+            return known[1]
+        seeds = databases.max_seeds(rules)
+        suffix = f"book-{book.shipped_digest()}.deep-{deepbook.shipped_digest()}.egdb{seeds}"
+        if len(self._suffixes) > 10000:  # bounded: any rules set can be asked for
+            self._suffixes.clear()
+        self._suffixes[rules] = (generation, suffix)
+        return suffix
 
     def analyse_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """``POST /v1/analysis`` without HTTP: the same parsing, limits, cache and answer."""

@@ -148,6 +148,9 @@ class DatabaseService:
         self._thread: threading.Thread | None = None
         self._started = False
         self._refused: set[tuple[str, int, float]] = set()  # files that could not be opened
+        self.generation = 0
+        """Bumped whenever the attached databases change: what :meth:`max_seeds` said may be
+        kept while it stays the same."""
 
     def start(self) -> None:
         """Open what is there; in ``auto`` start the background builds. Once per process."""
@@ -170,6 +173,7 @@ class DatabaseService:
                 self._thread.start()
             if self.setting != "off":
                 threading.Thread(target=self._watch_folder, name="egdb-watch", daemon=True).start()
+            self.generation += 1
             self._started = True
 
     def rescan(self) -> list[EndgameDatabase]:
@@ -314,6 +318,7 @@ class DatabaseService:
         warm(database)
         with self._lock:
             self.attached[database.key] = database
+            self.generation += 1
             # Under the same lock, so that status() never shows a database attached while its
             # build still says building (the folder's watcher may attach a fresh build first).
             for item in self.plan:

@@ -19,12 +19,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NotRequired, TypedDict
 
+from kalah_core.errors import KalahError
 from kalah_core.game import Move, legal_moves
 from kalah_core.position import Position, parse_position
 from kalah_core.rules import OPTION_DOCS, Rules
 
 from ..base.config import MAX_DEPTH, Settings
-from .problems import ApiProblem, renamed_field
+from .problems import ApiProblem
 
 MAX_POSITION_TEXT = 1024
 """Longest position text accepted (the compact notation is at most 64 characters; the rest is
@@ -242,8 +243,11 @@ def parse_rules(value: object, *, field: str = "rules") -> Rules:
         raise ApiProblem(
             "invalid-request", "Rules are a preset name or an object of options.", field=field
         )
-    with renamed_field(rename):
+    try:
         return Rules.from_json(value)
+    except KalahError as error:  # named as the client spelled it (only errors pay for it)
+        error.field = rename(error.field)
+        raise
 
 
 def parse_query_rules(preset: str | None, overrides: Mapping[str, Any]) -> Rules:
@@ -258,8 +262,11 @@ def parse_query_rules(preset: str | None, overrides: Mapping[str, Any]) -> Rules
             "rules is empty: name a preset (GET /v1/rules lists them) or leave it out for kalah",
             field="rules",
         )
-    with renamed_field(rename):
+    try:
         return Rules.preset(preset or "kalah", **overrides)
+    except KalahError as error:  # named as the client spelled it (only errors pay for it)
+        error.field = rename(error.field)
+        raise
 
 
 def parse_position_field(value: object, rules: Rules, *, field: str = "position") -> Position:
@@ -278,5 +285,8 @@ def parse_position_field(value: object, rules: Rules, *, field: str = "position"
             f"A position text is at most {MAX_POSITION_TEXT} characters.",
             field=field,
         )
-    with renamed_field(rename):
+    try:
         return parse_position(value, rules)
+    except KalahError as error:  # named as the client spelled it (only errors pay for it)
+        error.field = rename(error.field)
+        raise

@@ -56,7 +56,7 @@ from ..ratelimit.costs import base_cost, body_cost, job_cost, search_cost
 from ..stores.counters import Counters
 from .bounds import stop_reading
 from .callers import Authenticator, require_key
-from .forwarding import forwarded, hops
+from .forwarding import forwarded
 
 LIMITED_PREFIX = "/v1/"
 """Paths that are charged; health, metrics, the spec and the docs are free."""
@@ -78,12 +78,22 @@ def limits_apply(settings: Settings) -> bool:
     (a person on their own machine; a request through a reverse proxy on that machine is
     limited). A relay that adds no header (socat, ``ssh -L``) looks like that person: exposing
     the port needs ``--behind-proxy`` or ``KALAH_LIMITS=on`` (docs/deploy.md)."""
-    if settings.limits != "auto":
-        return settings.limits == "on"
-    if settings.state_url:
-        return True
-    environ = request.environ
-    return forwarded(environ) or not _loopback(hops(environ)[0])
+    return _applies(_mode(settings))
+
+
+def _mode(settings: Settings) -> str:
+    """``KALAH_LIMITS`` with what the settings alone decide: ``auto`` with a state store is
+    ``on``."""
+    return "on" if settings.limits == "auto" and settings.state_url else settings.limits
+
+
+def _applies(mode: str) -> bool:
+    """Whether the current request is limited under ``mode`` (see :func:`limits_apply`)."""
+    if mode != "auto":
+        return mode == "on"
+    # Without a forwarding header no proxy fix rewrote the peer, so a client not on loopback
+    # is limited whatever the headers say: they are read only for a loopback one.
+    return not _loopback(request.remote_addr) or forwarded(request.environ)
 
 
 def _loopback(address: str | None) -> bool:
@@ -264,6 +274,14 @@ def payer() -> str:
     return "" if window is None else window.payer()
 
 
+def _billed() -> bool:
+    """Whether the current request's searches are charged one by one: a limit applies to it
+    (it has a window to settle) and it did not prepay."""
+    return (
+        has_request_context() and g.get("kalah_window") is not None and not g.get("kalah_prepaid")
+    )
+
+
 class RequestMeter:
     """The analyser's meter in the HTTP app (:class:`kalah_service.core.analyser.Meter`): the
     current request's caller pays for the searches it runs. Outside a request (a batch job's runner
@@ -271,13 +289,14 @@ class RequestMeter:
     (:meth:`~kalah_service.ratelimit.buckets.Buckets.charge_later`)."""
 
     def before_search(self, budget_ms: int) -> None:
-        """Reserve the search's budget, unless the request prepaid (a game review)."""
-        if has_request_context() and not g.get("kalah_prepaid"):
+        """Reserve the search's budget, unless the request prepaid (a game review) or no
+        limit applies to it (nothing would read the bill)."""
+        if _billed():
             reserve(search_cost(budget_ms))
 
     def after_search(self, spent_ms: float) -> None:
         """Charge what the search ran (a prepaid request pays its own time at the end)."""
-        if has_request_context() and not g.get("kalah_prepaid"):
+        if _billed():
             charge_search(spent_ms)
 
     def prepay(self, budget_ms: int) -> None:
@@ -311,16 +330,21 @@ def init_rate_limits(
             tiers[tier] = tuple(parse_many(settings.tier_limit(tier)))
         return tiers[tier]
 
+    mode = _mode(settings)  # the settings' part, decided once
+
     @app.before_request
     def admit() -> None:
         if not _charged_path():
             return
+        applies = _applies(mode)
+        if not applies and "Authorization" not in request.headers:
+            return  # an anonymous caller no limit applies to: no one to look up or charge
         try:
             caller = auth.caller()
             unauthorized = None
         except ApiProblem as problem:  # a bad key: its 401 is charged to the IP, like a request
             caller, unauthorized = auth.anonymous(), problem
-        if not limits_apply(settings):
+        if not applies:
             if unauthorized is not None:
                 raise unauthorized
             return
