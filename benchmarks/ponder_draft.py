@@ -34,7 +34,9 @@ from typing import Any
 
 from kalah_core import Game, Position, Rules, Side
 from kalah_core.game import legal_moves
-from kalah_core.kgp_agent import QUICK_DEPTH, AgentOptions, Job, Thinker, make_engine, mirrored
+from kalah_core.kgp.agent import AgentOptions, make_engine
+from kalah_core.kgp.records import mirrored
+from kalah_core.kgp.thinker import QUICK_DEPTH, Job, Thinker
 from kalah_core.results import Analysis
 from kalah_core.solver import Engine
 

@@ -499,7 +499,6 @@ def test_solve_imports_only_what_it_needs(tmp_path: Path) -> None:
         "kalah_core.deepbook_refine",
         "kalah_core.tasks",
         "kalah_core.kgp",
-        "kalah_core.kgp_agent",
         "kalah_service",
         "platformdirs",  # only for the cache folder, not with KALAH_EGDB_PATH set
         "tempfile",

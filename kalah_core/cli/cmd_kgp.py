@@ -72,8 +72,9 @@ def cmd_kgp(args: argparse.Namespace) -> int:
     """Play freeplay games on a KGP server, then print a summary (docs/kgp.md)."""
     import logging
 
-    from ..kgp import check_server
-    from ..kgp_agent import Agent, AgentOptions, cpu_limit, default_tt_mb, make_engine
+    from ..kgp.agent import Agent, AgentOptions, make_engine
+    from ..kgp.limits import cpu_limit, default_tt_mb
+    from ..kgp.protocol import check_server
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     options = AgentOptions(
