@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import KalahError
 from ..position import Position
-from ..rules import PRESETS
+from ..rules import PRESETS, Rules
 from .options import EXIT_OK, Commands, add_command, emit, rules_from_args
 
 if TYPE_CHECKING:
@@ -226,16 +226,12 @@ def _redis_executor(given: str) -> Executor:
 
 def cmd_book_deep(args: argparse.Namespace) -> int:
     """Add a rule set's deep book: deep estimates and proven bounds of the first sowings."""
-    from .. import databases, deepbook
+    from .. import deepbook
     from ..deepbook_build import DeepBudget, build_deep_section
-    from ..egdb import rule_key
     from ..tasks import LocalExecutor
 
     rules = rules_from_args(args)
-    paths = tuple(args.egdb)
-    if not paths and not rules.majority:
-        found = databases.headers().get(rule_key(rules))
-        paths = (str(found[0]),) if found else ()
+    paths = _deep_databases(args, rules)
     million = 1_000_000
     budgets = [
         DeepBudget(int(e * million), int(b * million), args.tt_mb, paths)
@@ -268,17 +264,26 @@ def cmd_book_deep(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_book_refine(args: argparse.Namespace) -> int:
-    """Narrow a deep book section's proven bounds at its start with tests at its frontier."""
-    from .. import databases, deepbook
-    from ..deepbook_refine import RefineBudget, refine_section
+def _deep_databases(args: argparse.Namespace, rules: Rules) -> tuple[str, ...]:
+    """The databases of a deep book's searches: ``--egdb``, else the largest for the rules
+    that KALAH_EGDB_PATH finds (none under majority)."""
+    from .. import databases
     from ..egdb import rule_key
 
-    rules = rules_from_args(args)
     paths = tuple(args.egdb)
     if not paths and not rules.majority:
         found = databases.headers().get(rule_key(rules))
         paths = (str(found[0]),) if found else ()
+    return paths
+
+
+def cmd_book_refine(args: argparse.Namespace) -> int:
+    """Narrow a deep book section's proven bounds at its start with tests at its frontier."""
+    from .. import deepbook
+    from ..deepbook_refine import RefineBudget, refine_section
+
+    rules = rules_from_args(args)
+    paths = _deep_databases(args, rules)
     path = args.output or deepbook.SHIPPED
     source = args.input or path
     loaded = deepbook.DeepBook.load(source)

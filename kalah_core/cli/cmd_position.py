@@ -9,24 +9,15 @@ from collections.abc import Sequence
 from ..game import Game, legal_moves, outcome, play
 from ..position import Position, Side
 from ..rules import Rules
-from .options import (
-    EXIT_OK,
-    POSITION_HELP,
-    Commands,
-    add_command,
-    emit,
-    position_from_arg,
-    rules_from_args,
-)
+from .options import EXIT_OK, Commands, add_command, emit, rules_and_position
 
 
 def add_commands(commands: Commands) -> None:
     """Register ``show``, ``moves`` and ``replay``."""
-    show = add_command(commands, "show", cmd_show, "draw a position")
-    show.add_argument("position", metavar="POSITION", help=POSITION_HELP)
-
-    moves = add_command(commands, "moves", cmd_moves, "list the legal moves and what each does")
-    moves.add_argument("position", metavar="POSITION", help=POSITION_HELP)
+    add_command(commands, "show", cmd_show, "draw a position", position=True)
+    add_command(
+        commands, "moves", cmd_moves, "list the legal moves and what each does", position=True
+    )
 
     replay = add_command(commands, "replay", cmd_replay, "replay a game in the Finnish notation")
     replay.add_argument(
@@ -99,8 +90,7 @@ def position_summary(position: Position, rules: Rules) -> str:
 
 def cmd_show(args: argparse.Namespace) -> int:
     """Draw a position and say who is to move, or the score when the game is over."""
-    rules = rules_from_args(args)
-    position = position_from_arg(args.position, rules)
+    rules, position = rules_and_position(args, args.position)
     result = outcome(position, rules)
     data = {
         "position": position.to_json(),
@@ -116,8 +106,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_moves(args: argparse.Namespace) -> int:
     """List every legal move with the position it leads to and what it does."""
-    rules = rules_from_args(args)
-    position = position_from_arg(args.position, rules)
+    rules, position = rules_and_position(args, args.position)
     results = [play(position, rules, move) for move in legal_moves(position, rules)]
     data = {
         "position": position.compact(),
@@ -156,8 +145,7 @@ def cmd_moves(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Replay a game in the Finnish notation and print where it ends."""
-    rules = rules_from_args(args)
-    start = position_from_arg(args.start, rules)
+    rules, start = rules_and_position(args, args.start)
     game = Game.parse_fi(args.game, rules, start)
     result = game.outcome()
     score = result.score if result else None

@@ -16,16 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..finnish import house_token
-from .options import (
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    POSITION_HELP,
-    Commands,
-    add_command,
-    emit,
-    position_from_arg,
-    rules_from_args,
-)
+from .options import EXIT_INTERRUPTED, EXIT_OK, Commands, add_command, emit, rules_and_position
 
 if TYPE_CHECKING:
     from ..position import Position
@@ -35,8 +26,9 @@ if TYPE_CHECKING:
 
 def add_commands(commands: Commands) -> None:
     """Register ``solve`` and ``bench``."""
-    solve = add_command(commands, "solve", cmd_solve, "solve a position: value, best moves, PV")
-    solve.add_argument("position", metavar="POSITION", help=POSITION_HELP)
+    solve = add_command(
+        commands, "solve", cmd_solve, "solve a position: value, best moves, PV", position=True
+    )
     solve.add_argument("--time", type=float, default=None, metavar="S", help="time budget, seconds")
     solve.add_argument("--nodes", type=int, default=None, metavar="N", help="node budget")
     solve.add_argument(
@@ -155,8 +147,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from ..egdb import EndgameDatabase, rule_key
     from ..solver import Engine, Prove
 
-    rules = rules_from_args(args)
-    position = position_from_arg(args.position, rules)
+    rules, position = rules_and_position(args, args.position)
     engine = Engine(
         tt_mb=args.tt_mb,
         book=None if args.no_book else book.shipped(),

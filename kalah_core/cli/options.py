@@ -70,11 +70,16 @@ def add_command(
     name: str,
     func: Command,
     help_text: str,
+    *,
+    position: bool = False,
 ) -> argparse.ArgumentParser:
-    """Register the subcommand ``name`` run by ``func``, with the shared options."""
+    """Register the subcommand ``name`` run by ``func``, with the shared options and, with
+    ``position``, a POSITION argument (read by :func:`rules_and_position`)."""
     parser = commands.add_parser(name, help=help_text, description=help_text)
     add_common_options(parser)
     parser.set_defaults(func=func)
+    if position:
+        parser.add_argument("position", metavar="POSITION", help=POSITION_HELP)
     return parser
 
 
@@ -93,6 +98,12 @@ def rules_from_args(args: argparse.Namespace) -> Rules:
 def position_from_arg(text: str | None, rules: Rules) -> Position:
     """A POSITION argument (``start`` when omitted), checked against ``rules``."""
     return Position.start(rules) if text is None else parse_position(text, rules)
+
+
+def rules_and_position(args: argparse.Namespace, text: str | None) -> tuple[Rules, Position]:
+    """The rules of ``args``, and the POSITION ``text`` (``start`` when None) under them."""
+    rules = rules_from_args(args)
+    return rules, position_from_arg(text, rules)
 
 
 def emit(args: argparse.Namespace, text: str, data: object) -> None:
