@@ -46,6 +46,7 @@ from .options import (
     add_command,
     emit,
     position_from_arg,
+    rules_and_position,
     rules_from_args,
 )
 
@@ -61,6 +62,7 @@ __all__ = [
     "emit",
     "main",
     "position_from_arg",
+    "rules_and_position",
     "rules_from_args",
 ]
 
