@@ -42,7 +42,7 @@ from kalah_core.kgp.protocol import (
     quote,
 )
 from kalah_core.kgp.records import GameRecord, legal_houses, mirrored, position_key
-from kalah_core.kgp.thinker import LOSS, UNKNOWN, WIN, Candidate, Job, Thinker, fallback_move
+from kalah_core.kgp.thinker import LOSS, UNKNOWN, WIN, Candidate, Thinker, Turn, fallback_move
 from kalah_core.kgp.tracker import Tracker, bridge
 from kalah_core.results import Analysis, MoveValue
 from kalah_core.solver import Engine
@@ -291,7 +291,7 @@ def test_when_losing_the_agent_prefers_the_move_a_shallow_opponent_answers_badly
             m: Candidate(m, value=v, lower=v, upper=v) if exact else Candidate(m, value=v)
             for m, v in estimates.items()
         }
-        job = Job(2, position, lambda line: None, time.monotonic())
+        job = Turn(2, position, lambda line: None, time.monotonic())
         if trap:
             thinker._weigh_traps(job, position, rules, lines, 12, time.monotonic() + 60)
         thinker.close()
@@ -346,7 +346,7 @@ def test_experience_repeats_a_won_line_and_leaves_a_lost_one() -> None:
         sent: list[str] = []
         thinker = Thinker(Engine(tt_mb=16), time_per_move=0.3, result_db=False)
         thinker.experience = with_experience
-        thinker.think(Job(2, here, sent.append, time.monotonic()), rules)
+        thinker.think(Turn(2, here, sent.append, time.monotonic()), rules)
         thinker.close()
         assert sent[-1] == "@2 yield"
         return sent[-2]
@@ -363,7 +363,7 @@ def test_experience_repeats_a_won_line_and_leaves_a_lost_one() -> None:
     thinker = Thinker(Engine(tt_mb=16), time_per_move=0.3, result_db=False)
     thinker.experience = closed_late
     thinker.on_start = lambda job, rules: closed_late.add(record(other, +1))
-    thinker.think(Job(2, here, sent.append, time.monotonic()), rules)
+    thinker.think(Turn(2, here, sent.append, time.monotonic()), rules)
     thinker.close()
     assert sent[-2:] == [f"@2 move {other}", "@2 yield"]
     # ... leaves a lost one where another is close ...
@@ -423,7 +423,7 @@ def test_a_stop_interrupts_the_search_at_once() -> None:
     thinker = Thinker(engine, time_per_move=600.0, result_db=False)
     sent: list[str] = []
     rules = Rules.preset("kalah", majority=True, houses=8, seeds=8)
-    job = Job(2, Position.start(rules), sent.append, time.monotonic())
+    job = Turn(2, Position.start(rules), sent.append, time.monotonic())
     ended = threading.Event()
     thinker.on_done = lambda job, rules: ended.set()
     thinker.submit(job)
@@ -446,7 +446,7 @@ def test_the_thinker_ponders_until_the_next_state() -> None:
     start = Position((1, 1, 1, 1, 3, 2), (3, 3, 3, 3, 3, 3), (20, 20), Side.SOUTH)
     assert not any(play(start, rules, m).extra_turn for m in legal_moves(start, rules))
     first: list[str] = []
-    thinker.submit(Job(2, start, first.append, time.monotonic()))
+    thinker.submit(Turn(2, start, first.append, time.monotonic()))
     while not (thinker.current is not None and thinker.current.ponder):
         time.sleep(0.01)
     assert thinker.idle()
@@ -456,7 +456,7 @@ def test_the_thinker_ponders_until_the_next_state() -> None:
     reply = next(m for m in legal_moves(after, rules) if not play(after, rules, m).extra_turn)
     state = play(after, rules, reply).after
     second: list[str] = []
-    thinker.submit(Job(4, state, second.append, time.monotonic()))
+    thinker.submit(Turn(4, state, second.append, time.monotonic()))
     while "@4 yield" not in second:
         time.sleep(0.01)
     thinker.close()
@@ -658,7 +658,7 @@ def test_the_deep_book_decides_the_opening_moves() -> None:
             continue
         sent: list[str] = []
         thinker = Thinker(engine, time_per_move=0.3, result_db=False)
-        thinker.think(Job(2, position, sent.append, time.monotonic()), rules)
+        thinker.think(Turn(2, position, sent.append, time.monotonic()), rules)
         thinker.close()
         assert sent[-2:] == [f"@2 move {first.move}", "@2 yield"], key.hex()
         checked += 1
@@ -689,13 +689,13 @@ def test_the_agent_follows_a_deep_book_record_over_its_own_search() -> None:
     engine = Engine(tt_mb=16, threads=1, deep_book=book)
     sent: list[str] = []
     thinker = Thinker(engine, time_per_move=0.3, result_db=False)
-    thinker.think(Job(2, start, sent.append, time.monotonic()), rules)
+    thinker.think(Turn(2, start, sent.append, time.monotonic()), rules)
     thinker.close()
     assert sent[-2:] == [f"@2 move {worst}", "@2 yield"]
     # the same agent without the book plays its own choice
     sent.clear()
     thinker = Thinker(Engine(tt_mb=16, threads=1), time_per_move=0.3, result_db=False)
-    thinker.think(Job(2, start, sent.append, time.monotonic()), rules)
+    thinker.think(Turn(2, start, sent.append, time.monotonic()), rules)
     thinker.close()
     assert sent[-2:] != [f"@2 move {worst}", "@2 yield"]
 
@@ -847,7 +847,7 @@ def test_only_the_latest_waiting_state_is_answered() -> None:
     thinker = Thinker(Engine(tt_mb=16), time_per_move=0.2, result_db=False)
     hold, held = threading.Event(), threading.Event()
 
-    def on_start(job: Job, rules: Rules) -> None:
+    def on_start(job: Turn, rules: Rules) -> None:
         if job.id == 2:
             held.set()
             assert hold.wait(60)
@@ -855,10 +855,10 @@ def test_only_the_latest_waiting_state_is_answered() -> None:
     thinker.on_start = on_start
     sent: list[str] = []
     start = parse_board("<6,0,0,4,4,4,4,4,4,4,4,4,4,4,4>")
-    thinker.submit(Job(2, start, sent.append, time.monotonic()))
+    thinker.submit(Turn(2, start, sent.append, time.monotonic()))
     assert held.wait(60)  # the thinker is inside state 2's search
     for ident in (4, 6, 8):
-        thinker.submit(Job(ident, start, sent.append, time.monotonic()))
+        thinker.submit(Turn(ident, start, sent.append, time.monotonic()))
     hold.set()
     _wait_for(lambda: "@8 yield" in sent, "state 8 was not answered")
     thinker.close()
@@ -876,10 +876,10 @@ def test_a_closed_socket_never_kills_the_thinker() -> None:
         failed.append(line)
         raise BrokenPipeError(32, "Broken pipe")
 
-    thinker.submit(Job(2, start, broken, time.monotonic()))
+    thinker.submit(Turn(2, start, broken, time.monotonic()))
     _wait_for(lambda: bool(failed) and thinker.idle(), "state 2 was not tried")
     sent: list[str] = []
-    thinker.submit(Job(4, start, sent.append, time.monotonic()))
+    thinker.submit(Turn(4, start, sent.append, time.monotonic()))
     _wait_for(
         lambda: "@4 yield" in sent or not thinker.thread.is_alive(), "state 4 was not answered"
     )

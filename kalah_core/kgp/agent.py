@@ -67,7 +67,7 @@ from .protocol import (
     quote,
 )
 from .records import GameRecord, Summary, legal_houses
-from .thinker import Job, Thinker
+from .thinker import Thinker, Turn
 from .tracker import Tracker
 
 log = logging.getLogger("kalah.kgp")
@@ -119,14 +119,14 @@ class Agent:
         """The server said goodbye on the current connection."""
 
     # The thinker's callbacks (in its thread, one state at a time).
-    def _on_start(self, job: Job, rules: Rules) -> None:
+    def _on_start(self, job: Turn, rules: Rules) -> None:
         if self.tracker.observe(job.position, rules) and self._enough():
             # A new game began after the last one wanted: leave before playing it.
             self.done.set()
             self.thinker.stop_all()
             self._close()
 
-    def _on_done(self, job: Job, rules: Rules) -> None:
+    def _on_done(self, job: Turn, rules: Rules) -> None:
         if job.sent is not None and not self.done.is_set():
             self.tracker.played(job.sent, job.lower, job.upper, job.value)
 
@@ -267,7 +267,7 @@ class Agent:
             if not legal_houses(position):
                 log.warning("state %s has no legal move", command.id)
                 return False
-            self.thinker.submit(Job(command.id, position, conn.send, time.monotonic()))
+            self.thinker.submit(Turn(command.id, position, conn.send, time.monotonic()))
         elif name == "stop":
             self.thinker.stop(command.ref)
         elif name == "goodbye":

@@ -71,8 +71,9 @@ WIN, UNKNOWN, LOSS = 2, 1, 0
 
 
 @dataclass
-class Job:
-    """One ``state`` to answer."""
+class Turn:
+    """One turn to answer: a ``state`` the server sent (or, pondering, the position the
+    agent's move left)."""
 
     id: int | None
     position: Position
@@ -141,20 +142,20 @@ class Thinker:
         """Earlier games' results (see Experience), when the agent keeps them."""
         self.time_per_move = time_per_move
         self.result_db = result_db
-        self.current: Job | None = None
+        self.current: Turn | None = None
         self.lock = threading.Lock()
         self._wake = threading.Condition(self.lock)
-        self._pending: Job | None = None
+        self._pending: Turn | None = None
         """The latest state not yet taken up (a newer one replaces it)."""
         self._closing = False
         self._quiet = False
         """No pondering until the next state (after the server's goodbye, or a stop_all)."""
-        self.on_start: Callable[[Job, Rules], None] = lambda job, rules: None
-        self.on_done: Callable[[Job, Rules], None] = lambda job, rules: None
+        self.on_start: Callable[[Turn, Rules], None] = lambda job, rules: None
+        self.on_done: Callable[[Turn, Rules], None] = lambda job, rules: None
         self.thread = threading.Thread(target=self._run, name="kgp-thinker", daemon=True)
         self.thread.start()
 
-    def submit(self, job: Job) -> None:
+    def submit(self, job: Turn) -> None:
         with self.lock:
             if self.current is not None:
                 self._halt(self.current)
@@ -188,7 +189,7 @@ class Thinker:
             self._wake.notify()
         self.thread.join(timeout=60)
 
-    def _halt(self, job: Job) -> None:
+    def _halt(self, job: Turn) -> None:
         if job.stop.is_set():  # halted before: its re-interrupt is on its way (one timer)
             return
         job.stop.set()
@@ -199,7 +200,7 @@ class Thinker:
         again.daemon = True
         again.start()
 
-    def _interrupt_again(self, job: Job) -> None:
+    def _interrupt_again(self, job: Turn) -> None:
         with self.lock:
             if self.current is job:
                 self.engine.interrupt()
@@ -210,7 +211,7 @@ class Thinker:
         current = self.current
         return (current is None or current.ponder) and self._pending is None
 
-    def _next(self, wait: bool) -> Job | None:
+    def _next(self, wait: bool) -> Turn | None:
         """The waiting state, now current (None: none, or closing); waits for one if
         ``wait``."""
         with self.lock:
@@ -264,7 +265,7 @@ class Thinker:
         """Think on the opponent's time: deepen on the position after the agent's move until
         the next state comes (or PONDER_S), filling the table that state's search starts
         from."""
-        job = Job(None, position, lambda line: None, time.monotonic(), ponder=True)
+        job = Turn(None, position, lambda line: None, time.monotonic(), ponder=True)
         with self.lock:
             if self._pending is not None or self._quiet or self._closing:
                 return
@@ -284,7 +285,7 @@ class Thinker:
             with self.lock:
                 self.current = None
 
-    def _send(self, job: Job, move: int, *, final: bool = False) -> None:
+    def _send(self, job: Turn, move: int, *, final: bool = False) -> None:
         if job.stop.is_set() or job.yielded or move not in legal_houses(job.position):
             return
         try:
@@ -301,7 +302,7 @@ class Thinker:
             log.warning("state %s: cannot send (%s); dropping it", job.id, error)
             job.stop.set()
 
-    def think(self, job: Job, rules: Rules) -> None:
+    def think(self, job: Turn, rules: Rules) -> None:
         position = job.position
         moves = [m for m in legal_moves(position, rules) if isinstance(m, int)]
         if not moves:
@@ -399,7 +400,7 @@ class Thinker:
 
     def _weigh_traps(
         self,
-        job: Job,
+        job: Turn,
         position: Position,
         rules: Rules,
         lines: dict[int, Candidate],
@@ -494,7 +495,7 @@ class Thinker:
             line.trap = 0.0
 
     @staticmethod
-    def _best(lines: dict[int, Candidate], job: Job) -> int:
+    def _best(lines: dict[int, Candidate], job: Turn) -> int:
         best = max(lines.values(), key=Candidate.key)
         job.lower, job.upper = best.lower, best.upper
         job.value = min(max(best.value, best.lower), best.upper)
