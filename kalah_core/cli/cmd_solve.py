@@ -142,7 +142,7 @@ def analysis_text(position: Position, analysis: Analysis) -> str:
 
 def cmd_solve(args: argparse.Namespace) -> int:
     """Solve a position exactly, or give proven bounds and an estimate within the budget."""
-    from .. import book, databases, deepbook
+    from .. import book, deepbook
     from ..answer import analysis_json
     from ..egdb import EndgameDatabase, rule_key
     from ..solver import Engine, Prove
@@ -159,6 +159,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
         for path in args.egdb:
             engine.attach(EndgameDatabase.open(path, rules))
     elif not rules.majority:  # what KALAH_EGDB_PATH finds (the cache folder by default)
+        from .. import databases  # (and logging) only here: --egdb needs neither
+
         for database in databases.open_best(key=rule_key(rules)):
             engine.attach(database)
     prove: Prove = args.prove or ("optimal" if args.best_only else "all")
