@@ -30,6 +30,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 from typing import Any
 
 from .. import __version__
@@ -66,7 +67,19 @@ __all__ = [
     "rules_from_args",
 ]
 
-BUILT_IN = frozenset(("show", "moves", "replay", "solve", "kgp", "bench", "egdb", "book"))
+GROUPS: dict[str, ModuleType] = {
+    "show": cmd_position,
+    "moves": cmd_position,
+    "replay": cmd_position,
+    "solve": cmd_solve,
+    "bench": cmd_solve,
+    "kgp": cmd_kgp,
+    "egdb": cmd_egdb,
+    "book": cmd_book,
+}
+"""This package's commands and the modules that add them (each module's ``add_commands``)."""
+
+BUILT_IN = frozenset(GROUPS)
 """This package's commands (``build_parser(plugins=False)``'s); the others are plugins."""
 
 COMMANDS_GROUP = "kalah.commands"
@@ -88,9 +101,10 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def build_parser(plugins: bool = True) -> argparse.ArgumentParser:
+def build_parser(plugins: bool = True, only: str | None = None) -> argparse.ArgumentParser:
     """The ``kalah`` parser; each subcommand's function is in ``args.func``. Without
-    ``plugins``, only this package's commands (``BUILT_IN``): no entry point is read."""
+    ``plugins``, only this package's commands (``BUILT_IN``): no entry point is read. With
+    ``only`` (one of them), only its group's commands: what running it needs."""
     parser = argparse.ArgumentParser(
         prog="kalah",
         description="Kalah engine: positions, moves and games under every rule set of the "
@@ -101,7 +115,8 @@ def build_parser(plugins: bool = True) -> argparse.ArgumentParser:
     commands = parser.add_subparsers(
         title="commands", dest="command", required=True, metavar="COMMAND"
     )
-    for group in (cmd_position, cmd_solve, cmd_kgp, cmd_egdb, cmd_book):
+    groups = dict.fromkeys(GROUPS.values()) if only is None else [GROUPS[only]]
+    for group in groups:
         group.add_commands(commands)
     if plugins:
         add_plugin_commands(commands)
@@ -141,8 +156,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     # A command of this package needs no plugin: reading the entry points (importlib.metadata
     # and the service's module) would add to every `kalah solve`'s start-up.
+    # Nor the other groups' commands: every option built costs (argparse formats each one).
     command = next((a for a in argv if not a.startswith("-")), None)
-    parser = build_parser(plugins=command not in BUILT_IN)
+    only = command if command in BUILT_IN else None
+    parser = build_parser(plugins=only is None, only=only)
     args, unknown = parser.parse_known_args(argv)
     if unknown and not getattr(args, "unavailable", False):
         parser.error("unrecognized arguments: " + " ".join(unknown))
