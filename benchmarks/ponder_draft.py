@@ -34,7 +34,9 @@ from typing import Any
 
 from kalah_core import Game, Position, Rules, Side
 from kalah_core.game import legal_moves
-from kalah_core.kgp_agent import QUICK_DEPTH, AgentOptions, Job, Thinker, make_engine, mirrored
+from kalah_core.kgp.agent import AgentOptions, make_engine
+from kalah_core.kgp.records import mirrored
+from kalah_core.kgp.thinker import QUICK_DEPTH, Thinker, Turn
 from kalah_core.results import Analysis
 from kalah_core.solver import Engine
 
@@ -93,7 +95,7 @@ def answer(
     thinker = Thinker(engine, AGENT_TIME_S, result_db=False)
     done = threading.Event()
     thinker.on_done = lambda job, rules: done.set()
-    job = Job(1, state if state.to_move is Side.SOUTH else mirrored(state), lambda _: None, 0.0)
+    job = Turn(1, state if state.to_move is Side.SOUTH else mirrored(state), lambda _: None, 0.0)
     job.received = time.monotonic()
     thinker.submit(job)
     stop = threading.Timer(SERVER_TIMEOUT_S, thinker.stop, (1,))

@@ -8,14 +8,20 @@ the parser, the opening books, the 256 MiB table (mapped and faulted in), the da
 mapping (mapped, not read), the search itself, and the process as a whole (from the parent,
 so the interpreter's start and exit are counted). It prints each phase's median wall time and
 median CPU time (user + system: on a loaded machine the wall time of a phase mostly measures
-the wait for a core). With ``--baseline DIR`` (a tree with its extensions built in place, e.g.
-``git archive REV | tar -x -C DIR && python setup.py build_ext --inplace`` there) the two trees
-run alternately and both are shown.
+the wait for a core). Then the command itself runs in a process of its own: less the phases'
+search, what it spends outside the search. With ``--baseline DIR`` (a tree with its
+extensions built in place, e.g. ``git archive REV | tar -x -C DIR && python setup.py build_ext
+--inplace`` there) the two trees run alternately and both are shown.
+
+Each tree's package is byte-compiled first, as ``pip install`` does: a checkout whose Python
+never writes bytecode (``PYTHONDONTWRITEBYTECODE``) compiles every module it imports in every
+process, which no installed ``kalah`` does (``--as-is`` measures the trees as they are).
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import resource
@@ -69,11 +75,21 @@ print(json.dumps(phases))
 """
 
 
-def one(tree: Path, egdb: str, position: str) -> dict[str, list[float]]:
+# The command itself, as the user runs it: its process less the phases' search is what the
+# command spends outside the search (its own imports, not the phases' copy of them).
+COMMAND = (
+    "import sys; from kalah_core.cli import main; raise SystemExit(main(['solve', sys.argv[2], "
+    "'--capture', 'always', '--seeds', '4', '--prove', 'value', '--threads', '1', '--egdb', "
+    "sys.argv[1], '--json', '--no-progress']))"
+)
+
+
+def process(tree: Path, code: str, egdb: str, position: str) -> tuple[str, list[float]]:
+    """Run ``code`` in a fresh process: its output, and its [wall, cpu] from the parent."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, egdb, position],
+        [sys.executable, "-c", code, egdb, position],
         check=True,
         capture_output=True,
         text=True,
@@ -83,10 +99,18 @@ def one(tree: Path, egdb: str, position: str) -> dict[str, list[float]]:
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return out, [wall, cpu]
+
+
+def one(tree: Path, egdb: str, position: str) -> dict[str, list[float]]:
+    out, whole = process(tree, CHILD, egdb, position)
     phases: dict[str, list[float]] = json.loads(out.splitlines()[-1])
     search = phases["search"]
-    phases["process"] = [wall, cpu]
-    phases["outside the search"] = [wall - search[0], cpu - search[1]]
+    phases["process"] = whole
+    phases["outside the search"] = [whole[0] - search[0], whole[1] - search[1]]
+    _, command = process(tree, COMMAND, egdb, position)
+    phases["kalah solve (process)"] = command
+    phases["kalah solve outside the search"] = [command[0] - search[0], command[1] - search[1]]
     return phases
 
 
@@ -96,10 +120,14 @@ def main() -> None:
     parser.add_argument("--position", default="051665-1-051665-1-s", help="Kalah(6,4)")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--baseline", default=None, help="a built tree to compare with")
+    parser.add_argument("--as-is", action="store_true", help="no byte-compiling first")
     args = parser.parse_args()
     trees = {"this tree": ROOT}
     if args.baseline:
         trees = {"baseline": Path(args.baseline), **trees}
+    if not args.as_is:
+        for tree in trees.values():
+            compileall.compile_dir(tree / "kalah_core", quiet=1)
     runs: dict[str, list[dict[str, list[float]]]] = {name: [] for name in trees}
     print(f"load average before: {os.getloadavg()}")
     for i in range(args.runs):

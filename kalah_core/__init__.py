@@ -23,11 +23,13 @@ from .game import (
     play,
 )
 from .position import MAX_SEEDS, Position, Side, Status, parse_position
+from .results import INFINITY
 from .rules import PRESETS, Rules
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "INFINITY",
     "MAX_SEEDS",
     "PRESETS",
     "SWAP",

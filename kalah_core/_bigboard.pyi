@@ -1,17 +1,12 @@
-"""Type stub of the compiled move generator of the big board (_bigboard.pyx)."""
+"""Type stub of the compiled move generator of the big board (_bigboard.pyx): the same
+functions and constants as the one-word board's (_board.pyi), compiled for a board of up to
+12 houses and 600 seeds."""
 
-from .position import Position
-from .rules import Rules
-
-SWAP_CODE: int
-"""Move code of the pie swap (the same on every board); houses are codes 0..houses-1."""
-BOARD_MAX_HOUSES: int
-"""The most houses a side of this board holds."""
-BOARD_MAX_SEEDS: int
-"""The most seeds (houses and stores) this board holds."""
-
-def legal_moves(position: Position, rules: Rules) -> list[int]: ...
-def is_game_over(position: Position, rules: Rules) -> bool: ...
-def final_stores(position: Position, rules: Rules) -> tuple[int, int]: ...
-def play_move(position: Position, rules: Rules, move: int) -> tuple[Position, bool, int, bool]: ...
-def perft(position: Position, rules: Rules, depth: int) -> int: ...
+from ._board import BOARD_MAX_HOUSES as BOARD_MAX_HOUSES
+from ._board import BOARD_MAX_SEEDS as BOARD_MAX_SEEDS
+from ._board import SWAP_CODE as SWAP_CODE
+from ._board import final_stores as final_stores
+from ._board import is_game_over as is_game_over
+from ._board import legal_moves as legal_moves
+from ._board import perft as perft
+from ._board import play_move as play_move

@@ -87,98 +87,17 @@ cdef inline uint64_t board_mix(const Board* b) noexcept nogil:
 cdef inline bint side_empty(uint64_t w) noexcept nogil:
     return w == 0
 
-cdef inline bint is_over(const Board* b, const CRules* r) noexcept nogil:
-    """Whether the game has ended in b, with b.me the player to move."""
-    if r.majority and (2 * b.my_store > r.total or 2 * b.opp_store > r.total):
-        return True
-    if b.me == 0:
-        return True
-    return b.opp == 0 and not r.end_mover_empty
+cdef inline void clear_house(uint64_t* s, int i) noexcept nogil:
+    s[0] &= ~((<uint64_t>0xFF) << (8 * i))
 
-cdef inline void sweep(Board* b, const CRules* r) noexcept nogil:
-    """Move the seeds left in houses to the stores at the end of the game."""
-    cdef int mine = seeds_in(b.me), theirs = seeds_in(b.opp)
-    if r.remaining_empty_side and (b.me == 0 or b.opp == 0):
-        # The player whose houses are empty takes what is left on the other side.
-        if b.me == 0:
-            b.my_store += theirs
-        else:
-            b.opp_store += mine
-    else:
-        # `owner`, or a majority end with neither side empty.
-        b.my_store += mine
-        b.opp_store += theirs
-    b.me = 0
-    b.opp = 0
+cdef inline void clear_side(uint64_t* s) noexcept nogil:
+    s[0] = 0
 
-cdef inline void flip(Board* b) noexcept nogil:
-    """Hand the turn to the opponent: swap the frames."""
-    cdef uint64_t w = b.me
-    cdef int s = b.my_store
-    b.me = b.opp
-    b.opp = w
-    b.my_store = b.opp_store
-    b.opp_store = s
-    b.flags ^= FLAG_NORTH
+cdef inline void add_run(uint64_t* s, int start, int count, uint64_t times) noexcept nogil:
+    """Add ``times`` seeds to each of the houses start..start+count-1."""
+    s[0] += times * (ones(count) << (8 * start))
 
-cdef inline bint swap_legal(const Board* b) noexcept nogil:
-    return (b.flags & (FLAG_PIE | FLAG_NORTH)) == (FLAG_PIE | FLAG_NORTH)
-
-cdef inline void play(Board* b, int move, const CRules* r, Sowing* out) noexcept nogil:
-    """Play a legal move (a non-empty house 0..h-1, or SWAP) and leave b in the frame of the
-    player to move next, with the game's end applied (``out.over``)."""
-    cdef int h = r.houses, L = 2 * r.houses + 1
-    cdef int n, laps, rem, ahead, k, last, j, facing
-    out.extra = 0
-    out.captured = 0
-    if move == SWAP:
-        # The players exchange sides as they stand; the first player now moves from North,
-        # which is the same board seen from the same frame, with the pie rule spent.
-        b.flags &= ~FLAG_PIE
-        out.over = 0
-        return
-    if b.flags & FLAG_NORTH:
-        b.flags &= ~FLAG_PIE         # North has played its first turn: no swap any more
-    n = byte_at(b.me, move)
-    b.me &= ~((<uint64_t>0xFF) << (8 * move))
-    laps = n // L
-    rem = n - laps * L
-    if laps:
-        b.me += laps * ones(h)
-        b.opp += laps * ones(h)
-        b.my_store += laps
-    ahead = h - 1 - move             # my houses after the one sown
-    if rem <= ahead:
-        if rem:
-            b.me += ones(rem) << (8 * (move + 1))
-    else:
-        if ahead:
-            b.me += ones(ahead) << (8 * (move + 1))
-        rem -= ahead + 1
-        b.my_store += 1
-        if rem:
-            k = rem if rem < h else h
-            b.opp += ones(k)
-            rem -= k
-            if rem:                  # round past the opponent's store onto my first houses
-                b.me += ones(rem)
-    last = (move + n) % L
-    if last == h:
-        out.extra = 1
-    elif last < h and byte_at(b.me, last) == 1:
-        j = h - 1 - last
-        facing = byte_at(b.opp, j)
-        if facing or r.capture_always:
-            b.me &= ~((<uint64_t>0xFF) << (8 * last))
-            b.opp &= ~((<uint64_t>0xFF) << (8 * j))
-            b.my_store += facing + 1
-            out.captured = facing + 1
-    if not out.extra:
-        flip(b)
-    out.over = is_over(b, r)
-    if out.over:
-        sweep(b, r)
-        b.flags &= ~FLAG_PIE         # nothing left to swap for
+include "_sowing.pxi"
 
 cdef CRules make_crules(object rules, int total) except *
 cdef Board make_board(object position) except *

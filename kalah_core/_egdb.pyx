@@ -190,7 +190,7 @@ cdef inline int terminal_g(const CRules* r, uint64_t me, uint64_t opp) noexcept 
 
 cdef int solve(const Builder* bd, uint64_t me, uint64_t opp, int n) noexcept nogil:
     """g of the non-final board (me, opp) of level n; levels below n are complete."""
-    cdef int h = bd.r.houses, m, n2, g, v, best = -1000
+    cdef int h = bd.r.houses, m, n2, g, v, best = -EGDB_MAX_SEEDS - 1  # below every value
     cdef uint64_t idx
     cdef Board b
     cdef Sowing sw

@@ -19,10 +19,12 @@ every rule set sharing it, whatever ``seeds`` and ``pie``:
   time: a few ``play`` calls and look-ups, no records of its own;
 - after a swap the board seen from the player to move is one the book already keys.
 
-File format: ``lzma`` (xz) of ``MAGIC``, a 4-byte little-endian header length, a JSON header
+File format: ``MAGIC``, a 4-byte little-endian header length, a JSON header
 ``{"sections": [{"rules", "houses", "depth", "records", "presets"}], ...}``, then each
 section's records in header order, sorted by key: ``2 * houses`` key bytes, ``houses`` signed
-gain bytes.
+gain bytes. Written uncompressed, so that a process's start reads it at once (the xz of the
+same bytes, as books were written before, still reads: it took a ``kalah solve`` 12 ms to
+unpack); the wheel and git compress it anyway.
 """
 
 from __future__ import annotations
@@ -146,10 +148,12 @@ class Book:
 
     @classmethod
     def from_bytes(cls, raw: bytes, origin: str = "book") -> Book:
-        try:
-            payload = lzma.decompress(raw)
-        except lzma.LZMAError as error:
-            raise BookError(f"{origin}: not an opening book ({error})") from None
+        payload = raw
+        if not raw.startswith(MAGIC):  # an xz-compressed book
+            try:
+                payload = lzma.decompress(raw)
+            except lzma.LZMAError as error:
+                raise BookError(f"{origin}: not an opening book ({error})") from None
         if not payload.startswith(MAGIC):
             raise BookError(f"{origin}: not an opening book")
         (length,) = struct.unpack_from("<I", payload, len(MAGIC))
@@ -190,11 +194,10 @@ class Book:
             for s in self.sections.values()
         ]
         header = json.dumps(meta, sort_keys=True).encode()
-        payload = b"".join(
+        return b"".join(
             [MAGIC, struct.pack("<I", len(header)), header]
             + [s.data for s in self.sections.values()]
         )
-        return lzma.compress(payload, preset=9 | lzma.PRESET_EXTREME)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write atomically (a temporary file renamed into place)."""

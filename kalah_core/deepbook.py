@@ -284,16 +284,16 @@ class DeepBook:
         }
         elapsed = round((time.perf_counter() - started) * 1000.0, 3)
         return Analysis(
-            value,
-            exact,
-            lower,
-            upper,
-            best,
-            moves,
-            pv,
-            None if exact else record.depth,
-            0,
-            elapsed,
+            value=value,
+            exact=exact,
+            lower=lower,
+            upper=upper,
+            best_moves=best,
+            moves=moves,
+            pv=pv,
+            depth=None if exact else record.depth,
+            nodes=0,
+            time_ms=elapsed,
             extra=extra,
         )
 

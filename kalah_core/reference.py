@@ -21,13 +21,12 @@ facing index ``k`` is ``2h - k`` on either side.
 
 from __future__ import annotations
 
-from typing import Literal
+from functools import lru_cache
 
 from .errors import IllegalMoveError
+from .moves import Move
 from .position import Position, Side
 from .rules import Rules
-
-Move = int | Literal["swap"]
 
 
 def _board(position: Position) -> list[int]:
@@ -169,6 +168,29 @@ def perft(position: Position, rules: Rules, depth: int) -> int:
         perft(play(position, rules, move)[0], rules, depth - 1)
         for move in legal_moves(position, rules)
     )
+
+
+def move_values(position: Position, rules: Rules) -> dict[Move, int]:
+    """Every legal move's exact value for the player to move (see :func:`value`)."""
+    values: dict[Move, int] = {}
+    for move in legal_moves(position, rules):
+        child = play(position, rules, move)[0]
+        v = value(child, rules)
+        # The swap hands the seat over: North, still to move, now moves for the other side.
+        values[move] = v if child.to_move is position.to_move and move != "swap" else -v
+    return values
+
+
+@lru_cache(maxsize=1 << 19)
+def value(position: Position, rules: Rules) -> int:
+    """The exact value of ``position`` for its player to move (the final store difference,
+    mover's minus opponent's, stores included) by plain minimax: no pruning, no table, no
+    database, the definition the engine's search is checked against. Memoized; exponential
+    in the seeds, so for small positions only."""
+    if is_over(position, rules):
+        south, north = final_score(position, rules)
+        return south - north if position.to_move is Side.SOUTH else north - south
+    return max(move_values(position, rules).values())
 
 
 # The depth-limited search's evaluation (Searcher.eval_kind, eval_weights), for its tests and

@@ -15,6 +15,11 @@ from typing import Any
 from .moves import Move
 from .position import Position
 
+INFINITY = 1000
+"""A bound beyond every value: no value exceeds the seeds of a position (MAX_SEEDS) either way.
+The bounds of what nothing is proven about yet; the compiled search's own sentinel (``INF`` in
+``_searchdefs.pxd``) is the same number, checked by tests/test_solver.py."""
+
 
 @dataclass(frozen=True, slots=True)
 class MoveValue:

@@ -74,7 +74,7 @@ Evaluate = Callable[[Position], Analysis]
 
 
 @dataclass(frozen=True, slots=True)
-class Entry:
+class MoveReview:
     """The review of one sowing."""
 
     index: int
@@ -115,7 +115,7 @@ class Review:
     rules: Rules
     start: Position
     history: tuple[MoveResult, ...]
-    entries: tuple[Entry, ...]
+    entries: tuple[MoveReview, ...]
 
     @property
     def exact(self) -> bool:
@@ -184,14 +184,14 @@ def review_fi(rules: Rules, text: str, evaluate: Evaluate, start: Position | Non
 def review_history(
     rules: Rules, start: Position, history: Sequence[MoveResult], evaluate: Evaluate
 ) -> Review:
-    entries: list[Entry] = []
+    entries: list[MoveReview] = []
     for index, result in enumerate(history):
         evaluation = evaluate(result.before)
         chosen = next(m for m in evaluation.moves if m.move == result.move)
         exact = evaluation.exact and chosen.exact
         loss = evaluation.value - chosen.value
         entries.append(
-            Entry(
+            MoveReview(
                 index,
                 result.mover,
                 result.move,

@@ -23,7 +23,7 @@ from .deepbook import DeepBook
 from .egdb import EndgameDatabase
 from .game import SWAP, Move, MoveResult, group_turns, legal_moves, outcome, play
 from .position import Position, Side
-from .results import Analysis, MoveValue
+from .results import INFINITY, Analysis, MoveValue
 from .rules import Rules
 
 __all__ = ["ENGINE_VERSION", "MAX_THREADS", "Analysis", "Engine", "MoveValue", "Prove", "Snapshot"]
@@ -114,7 +114,7 @@ class Engine:
         # What progress() reads while analyse runs on another thread: the root moves, the root
         # bounds, and the root move whose MTD(f) is running (None: the root's own).
         self._lines: list[_Line] = []
-        self._root = (-INFINITE, INFINITE)
+        self._root = (-INFINITY, INFINITY)
         self._live: _Line | None = None
         self._mtdf_running = False
         # For snapshot(), set at once: the depth of the last complete deepening, the deepening
@@ -293,7 +293,7 @@ class Engine:
         self._emptied = False
         self._cuts = []
         # Proven bounds on the root value from a root search.
-        root = self._root = (-INFINITE, INFINITE)
+        root = self._root = (-INFINITY, INFINITY)
         steps: dict[str, int] = {}  # the bounds tests' steps, from one round to the next
         # The rounds of the schedule: (exact search until, bounds until) from the start. An
         # unbounded solve runs endless time rounds (_endless), so that its bounds narrow while a
@@ -367,7 +367,7 @@ class Engine:
         if self.deep_book is not None and depth is None:
             root = self._with_deep_book(self.deep_book, position, rules, lines, root)
         if restricted:  # the root's bounds are the whole position's: its moves' say it all
-            root = (-INFINITE, INFINITE)
+            root = (-INFINITY, INFINITY)
         # Equal estimates: the move with more of its value proven first.
         self._lines = []
         lines.sort(key=lambda ln: (-ln.value, not ln.exact, -ln.lower, _order(ln.result.move)))
@@ -683,7 +683,7 @@ class Engine:
             return root
         (low, high), moves = known
         for line in lines:
-            m_low, m_high = moves.get(_order(line.result.move), (-INFINITE, INFINITE))
+            m_low, m_high = moves.get(_order(line.result.move), (-INFINITY, INFINITY))
             line.lower, line.upper = max(line.lower, m_low), min(line.upper, m_high)
         return max(root[0], low), min(root[1], high)
 
@@ -966,7 +966,6 @@ class Engine:
 
 MAX_THREADS = 64  # threads of one search (the compiled search's limit)
 HEURISTIC_MAX_DEPTH = 60
-INFINITE = 1 << 20
 EXACT_SHARE = 0.75  # of a budget for the exact search
 BOUNDS_SHARE = 0.15  # for proven bounds when the exact search did not prove the value; the rest
 #                      improves the fallback estimate

@@ -12,8 +12,8 @@ What :func:`cases` draws:
   (over under ``majority``), and small boards the reference can solve;
 - either side to move, the pie swap pending wherever it is valid.
 
-:func:`reference_value` is the exact value by plain minimax over
-:mod:`kalah_core.reference` (the oracle), for the boards :attr:`Case.solvable` says are small.
+:func:`kalah_core.reference.value` (the oracle's plain minimax) solves the boards
+:attr:`Case.solvable` says are small.
 """
 
 from __future__ import annotations
@@ -21,14 +21,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 from random import Random
 from typing import Any
 
 from hypothesis import strategies as st
 
 from kalah_core import Position, Rules
-from kalah_core import reference as ref
 from kalah_core.position import MAX_SEEDS, Side
 from kalah_core.rules import MAX_HOUSES, MAX_START_SEEDS, PRESETS
 
@@ -178,25 +176,3 @@ def moves_for(case: Case) -> st.SearchStrategy[list[Any]]:
     """1-3 moves as a caller sends them: houses 1..houses or ``swap``, legal or not."""
     move = st.integers(1, case.rules.houses) | st.just("swap")
     return st.lists(move, min_size=1, max_size=3)
-
-
-@lru_cache(maxsize=500_000)
-def reference_value(position: Position, rules: Rules) -> int:
-    """The exact value of ``position`` for the player to move, by plain minimax over the
-    reference rules (the swap hands the seat over: worth minus the value it leaves)."""
-    if ref.is_over(position, rules):
-        south, north = ref.final_score(position, rules)
-        return south - north if position.to_move is Side.SOUTH else north - south
-    best = None
-    for move in ref.legal_moves(position, rules):
-        after, _extra, _captured, over = ref.play(position, rules, move)
-        if over:
-            south, north = after.stores
-            value = south - north if position.to_move is Side.SOUTH else north - south
-        else:
-            value = reference_value(after, rules)
-            if move == "swap" or after.to_move is not position.to_move:
-                value = -value
-        best = value if best is None else max(best, value)
-    assert best is not None
-    return best

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kalah_core import Game, Position, Rules, Side
-from kalah_core.kgp import board_literal, format_command, parse_command
+from kalah_core.kgp.protocol import board_literal, format_command, parse_command
 
 
 @dataclass

@@ -3,6 +3,7 @@ shipped book against the published values and the engine."""
 
 from __future__ import annotations
 
+import lzma
 import random
 import time
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kalah_core import SWAP, Position, Rules, legal_moves, play
-from kalah_core.book import Book, BookError, shipped
+from kalah_core.book import MAGIC, SHIPPED, Book, BookError, shipped
 from kalah_core.book_build import build_section, derive, levels
 from kalah_core.solver import Engine
 
@@ -129,6 +130,14 @@ def test_damaged_books_are_refused(tmp_path: Path) -> None:
 
 
 # -- the shipped book -------------------------------------------------------------------------
+
+
+def test_a_book_is_written_as_it_is_read_and_an_xz_one_still_reads(small_book: Book) -> None:
+    """A book file is its records as they are probed (a process's start reads it with no
+    unpacking); a book written xz-compressed, as they were before, still reads the same."""
+    raw = small_book.to_bytes()
+    assert raw.startswith(MAGIC) and SHIPPED.read_bytes().startswith(MAGIC)
+    assert Book.from_bytes(lzma.compress(raw)).to_bytes() == raw
 
 
 def test_the_shipped_book_gives_the_published_values() -> None:

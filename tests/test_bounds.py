@@ -10,7 +10,8 @@ import pytest
 from kalah_core import Rules, solver
 from kalah_core.game import legal_moves
 from kalah_core.position import parse_position
-from kalah_core.solver import INFINITE, ROUND_MS, Engine, _schedule
+from kalah_core.results import INFINITY
+from kalah_core.solver import ROUND_MS, Engine, _schedule
 
 ENGINE = Engine(tt_mb=16)
 
@@ -100,7 +101,7 @@ def test_a_round_of_bounds_starts_with_the_cheapest_test_left() -> None:
     engine.searcher.begin(start, rules, 0, 1)
     lines = [engine._line(start, rules, move) for move in legal_moves(start, rules)]
     steps: dict[str, int] = {}
-    low, high = engine._bisect_root(start, rules, lines, (-INFINITE, INFINITE), steps, 0, 20_000)
+    low, high = engine._bisect_root(start, rules, lines, (-INFINITY, INFINITY), steps, 0, 20_000)
     first_round = recorder.tests[:]
     # The low side tests below the middle of the first round's bounds, the high side above.
     ran_out_low = [beta for beta, v in first_round if v is None and beta <= (low + high) // 2]

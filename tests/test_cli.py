@@ -499,10 +499,42 @@ def test_solve_imports_only_what_it_needs(tmp_path: Path) -> None:
         "kalah_core.deepbook_refine",
         "kalah_core.tasks",
         "kalah_core.kgp",
-        "kalah_core.kgp_agent",
         "kalah_service",
         "platformdirs",  # only for the cache folder, not with KALAH_EGDB_PATH set
         "tempfile",
         "hashlib",
+    }
+    assert not modules & unwanted, modules & unwanted
+
+
+@pytest.mark.system
+def test_each_command_imports_only_its_own_groups_modules() -> None:
+    """A command group's module imports the engine modules its commands need when one of them
+    runs: `kalah show` loads neither the search nor the databases nor the books."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from kalah_core.cli import main\n"
+            "code = main(['show', 'start', '--json'])\n"
+            "print(' '.join(sorted(sys.modules)))\n"
+            "raise SystemExit(code)",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    modules = set(done.stdout.splitlines()[-1].split())
+    assert "kalah_core.cli.cmd_position" in modules  # the listing is real
+    unwanted = {
+        "kalah_core.solver",
+        "kalah_core._search",
+        "kalah_core._table",
+        "kalah_core.egdb",
+        "kalah_core.databases",
+        "kalah_core.book",
+        "kalah_core.deepbook",
+        "kalah_core.answer",
     }
     assert not modules & unwanted, modules & unwanted

@@ -10,7 +10,8 @@ from typing import Any
 
 import yaml
 
-from kalah_core.cli import build_parser, cmd_book_build
+from kalah_core.cli import build_parser
+from kalah_core.cli.cmd_book import cmd_book_build
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "deploy" / "compose.yaml"

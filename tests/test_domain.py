@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from domain import Case, cases, moves_for, reference_value
+from domain import Case, cases, moves_for
 from figures import tried
 from flask import Flask
 from flask.testing import FlaskClient
@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
 from werkzeug.test import TestResponse
 
+from kalah_core import reference as ref
 from kalah_core.cli import main
 from kalah_core.position import Side
 from kalah_service import create_app
@@ -88,7 +89,7 @@ def check_value(case: Case, answer: dict[str, Any]) -> None:
     assert answer["position"] == case.compact
     if case.solvable:
         assert answer["exact"], answer
-        assert answer["value"] == reference_value(case.position, case.rules), answer
+        assert answer["value"] == ref.value(case.position, case.rules), answer
 
 
 # ------------------------------------------------------------------- the HTTP entry points
@@ -121,7 +122,7 @@ def best_move(client: FlaskClient, case: Case, data: st.DataObject) -> None:
     assert body is not None
     if case.solvable:
         assert body["exact"], body
-        assert body["value"] == reference_value(case.position, case.rules), body
+        assert body["value"] == ref.value(case.position, case.rules), body
 
 
 def play(client: FlaskClient, case: Case, data: st.DataObject) -> None:
@@ -258,7 +259,7 @@ def _cli(capsys: pytest.CaptureFixture[str], command: str, case: Case, data: st.
     if code == 0 and command in ("solve", "analyse", "best-move"):
         answer = json.loads(out)
         if case.solvable:
-            assert answer["value"] == reference_value(case.position, case.rules), (argv, answer)
+            assert answer["value"] == ref.value(case.position, case.rules), (argv, answer)
 
 
 @pytest.fixture
@@ -320,7 +321,7 @@ def test_the_reference_value_of_a_known_start() -> None:
     # One house each of one seed: South sows into the store (extra turn), then South's row
     # is empty: North keeps its seed. 1 - 1 = 0.
     rules = Rules.preset("kalah", houses=1, seeds=1)
-    assert reference_value(Position.start(rules), rules) == 0
+    assert ref.value(Position.start(rules), rules) == 0
     # Two houses, South to move with (0, 2) against (0, 0): the game is over, 2 - 0.
     rules = Rules.preset("kalah", houses=2)
-    assert reference_value(Position((0, 2), (0, 0)), rules) == 2
+    assert ref.value(Position((0, 2), (0, 0)), rules) == 2

@@ -27,7 +27,10 @@ from kgp_server import KgpTestServer, ScriptedServer, running
 from kalah_core import Game, Position, Rules, Side, deepbook, legal_moves, play
 from kalah_core.deepbook import key_position
 from kalah_core.egdb import EndgameDatabase, build
-from kalah_core.kgp import (
+from kalah_core.kgp.agent import Agent, AgentOptions, make_engine
+from kalah_core.kgp.experience import Experience
+from kalah_core.kgp.limits import default_tt_mb
+from kalah_core.kgp.protocol import (
     MAX_LINE,
     KgpError,
     board_literal,
@@ -38,26 +41,9 @@ from kalah_core.kgp import (
     parse_command,
     quote,
 )
-from kalah_core.kgp_agent import (
-    LOSS,
-    UNKNOWN,
-    WIN,
-    Agent,
-    AgentOptions,
-    Experience,
-    GameRecord,
-    Job,
-    Thinker,
-    Tracker,
-    _Line,
-    bridge,
-    default_tt_mb,
-    fallback_move,
-    legal_houses,
-    make_engine,
-    mirrored,
-    position_key,
-)
+from kalah_core.kgp.records import GameRecord, legal_houses, mirrored, position_key
+from kalah_core.kgp.thinker import LOSS, UNKNOWN, WIN, Candidate, Thinker, Turn, fallback_move
+from kalah_core.kgp.tracker import Tracker, bridge
 from kalah_core.results import Analysis, MoveValue
 from kalah_core.solver import Engine
 
@@ -232,16 +218,16 @@ def test_majority_never_changes_who_wins(
 
 
 def test_a_proven_win_beats_a_larger_estimate() -> None:
-    proven = _Line(1, value=2, lower=2, upper=2)
-    hopeful = _Line(2, value=20, lower=-30, upper=30)
-    assert max([proven, hopeful], key=_Line.key) is proven
+    proven = Candidate(1, value=2, lower=2, upper=2)
+    hopeful = Candidate(2, value=20, lower=-30, upper=30)
+    assert max([proven, hopeful], key=Candidate.key) is proven
     # A win proven only without majority (the database's search) counts the same.
-    by_result = _Line(3, value=1, lower=-30, upper=30, result=WIN)
-    assert max([by_result, hopeful], key=_Line.key) is by_result
+    by_result = Candidate(3, value=1, lower=-30, upper=30, result=WIN)
+    assert max([by_result, hopeful], key=Candidate.key) is by_result
     # A proven loss is the last resort.
-    lost = _Line(4, value=30, lower=-30, upper=-2)
-    assert max([lost, hopeful], key=_Line.key) is hopeful
-    assert _Line(5, result=LOSS).outcome == LOSS and _Line(6).outcome == UNKNOWN
+    lost = Candidate(4, value=30, lower=-30, upper=-2)
+    assert max([lost, hopeful], key=Candidate.key) is hopeful
+    assert Candidate(5, result=LOSS).outcome == LOSS and Candidate(6).outcome == UNKNOWN
 
 
 class _ScriptedEngine:
@@ -296,21 +282,21 @@ def test_when_losing_the_agent_prefers_the_move_a_shallow_opponent_answers_badly
 
     def weigh(
         estimates: dict[int, int], *, trap: bool = True, exact: bool = False
-    ) -> tuple[int, dict[int, _Line]]:
+    ) -> tuple[int, dict[int, Candidate]]:
         thinker = Thinker(Engine(tt_mb=16), time_per_move=1.0, result_db=False, trap=trap)
         deep_engine = _ScriptedEngine({}, values)
         thinker.engine = deep_engine  # type: ignore[assignment]
         thinker.shallow = _ScriptedEngine(best, {})  # type: ignore[assignment]
         lines = {
-            m: _Line(m, value=v, lower=v, upper=v) if exact else _Line(m, value=v)
+            m: Candidate(m, value=v, lower=v, upper=v) if exact else Candidate(m, value=v)
             for m, v in estimates.items()
         }
-        job = Job(2, position, lambda line: None, time.monotonic())
+        job = Turn(2, position, lambda line: None, time.monotonic())
         if trap:
             thinker._weigh_traps(job, position, rules, lines, 12, time.monotonic() + 60)
         thinker.close()
         assert all(p not in after.values() for p in deep_engine.asked)  # replies only
-        return max(lines.values(), key=_Line.key).move, lines
+        return max(lines.values(), key=Candidate.key).move, lines
 
     chosen, lines = weigh({1: -3, 2: -4, 3: -9, 6: -12})
     assert chosen == 2
@@ -320,7 +306,7 @@ def test_when_losing_the_agent_prefers_the_move_a_shallow_opponent_answers_badly
     proven = {1: -3, 2: -4, 3: -9, 6: -12}
     chosen, lines = weigh(proven)
     lines[1].lower = lines[1].upper = 1
-    assert max(lines.values(), key=_Line.key).move == 1
+    assert max(lines.values(), key=Candidate.key).move == 1
     # With the rule off, the best estimate.
     assert weigh({1: -3, 2: -4, 3: -9, 6: -12}, trap=False)[0] == 1
     # A proven draw: among the moves proven to draw, the one with chances; a move proven to
@@ -360,7 +346,7 @@ def test_experience_repeats_a_won_line_and_leaves_a_lost_one() -> None:
         sent: list[str] = []
         thinker = Thinker(Engine(tt_mb=16), time_per_move=0.3, result_db=False)
         thinker.experience = with_experience
-        thinker.think(Job(2, here, sent.append, time.monotonic()), rules)
+        thinker.think(Turn(2, here, sent.append, time.monotonic()), rules)
         thinker.close()
         assert sent[-1] == "@2 yield"
         return sent[-2]
@@ -377,18 +363,18 @@ def test_experience_repeats_a_won_line_and_leaves_a_lost_one() -> None:
     thinker = Thinker(Engine(tt_mb=16), time_per_move=0.3, result_db=False)
     thinker.experience = closed_late
     thinker.on_start = lambda job, rules: closed_late.add(record(other, +1))
-    thinker.think(Job(2, here, sent.append, time.monotonic()), rules)
+    thinker.think(Turn(2, here, sent.append, time.monotonic()), rules)
     thinker.close()
     assert sent[-2:] == [f"@2 move {other}", "@2 yield"]
     # ... leaves a lost one where another is close ...
-    lines = {m: _Line(m, value=v) for m, v in {1: -4, 2: -3, 3: -5, 4: -3}.items()}
+    lines = {m: Candidate(m, value=v) for m, v in {1: -4, 2: -3, 3: -5, 4: -3}.items()}
     lines[2].memory = lines[4].memory = -3.0
-    assert max(lines.values(), key=_Line.key).move == 1
+    assert max(lines.values(), key=Candidate.key).move == 1
     lines[3].won_before = True
-    assert max(lines.values(), key=_Line.key).move == 3
+    assert max(lines.values(), key=Candidate.key).move == 3
     # ... but never plays it over a move proven to win.
     lines[1].lower = lines[1].upper = 2
-    assert max(lines.values(), key=_Line.key).move == 1
+    assert max(lines.values(), key=Candidate.key).move == 1
 
 
 def test_the_agent_learns_from_its_games() -> None:
@@ -437,7 +423,7 @@ def test_a_stop_interrupts_the_search_at_once() -> None:
     thinker = Thinker(engine, time_per_move=600.0, result_db=False)
     sent: list[str] = []
     rules = Rules.preset("kalah", majority=True, houses=8, seeds=8)
-    job = Job(2, Position.start(rules), sent.append, time.monotonic())
+    job = Turn(2, Position.start(rules), sent.append, time.monotonic())
     ended = threading.Event()
     thinker.on_done = lambda job, rules: ended.set()
     thinker.submit(job)
@@ -460,7 +446,7 @@ def test_the_thinker_ponders_until_the_next_state() -> None:
     start = Position((1, 1, 1, 1, 3, 2), (3, 3, 3, 3, 3, 3), (20, 20), Side.SOUTH)
     assert not any(play(start, rules, m).extra_turn for m in legal_moves(start, rules))
     first: list[str] = []
-    thinker.submit(Job(2, start, first.append, time.monotonic()))
+    thinker.submit(Turn(2, start, first.append, time.monotonic()))
     while not (thinker.current is not None and thinker.current.ponder):
         time.sleep(0.01)
     assert thinker.idle()
@@ -470,7 +456,7 @@ def test_the_thinker_ponders_until_the_next_state() -> None:
     reply = next(m for m in legal_moves(after, rules) if not play(after, rules, m).extra_turn)
     state = play(after, rules, reply).after
     second: list[str] = []
-    thinker.submit(Job(4, state, second.append, time.monotonic()))
+    thinker.submit(Turn(4, state, second.append, time.monotonic()))
     while "@4 yield" not in second:
         time.sleep(0.01)
     thinker.close()
@@ -672,7 +658,7 @@ def test_the_deep_book_decides_the_opening_moves() -> None:
             continue
         sent: list[str] = []
         thinker = Thinker(engine, time_per_move=0.3, result_db=False)
-        thinker.think(Job(2, position, sent.append, time.monotonic()), rules)
+        thinker.think(Turn(2, position, sent.append, time.monotonic()), rules)
         thinker.close()
         assert sent[-2:] == [f"@2 move {first.move}", "@2 yield"], key.hex()
         checked += 1
@@ -703,13 +689,13 @@ def test_the_agent_follows_a_deep_book_record_over_its_own_search() -> None:
     engine = Engine(tt_mb=16, threads=1, deep_book=book)
     sent: list[str] = []
     thinker = Thinker(engine, time_per_move=0.3, result_db=False)
-    thinker.think(Job(2, start, sent.append, time.monotonic()), rules)
+    thinker.think(Turn(2, start, sent.append, time.monotonic()), rules)
     thinker.close()
     assert sent[-2:] == [f"@2 move {worst}", "@2 yield"]
     # the same agent without the book plays its own choice
     sent.clear()
     thinker = Thinker(Engine(tt_mb=16, threads=1), time_per_move=0.3, result_db=False)
-    thinker.think(Job(2, start, sent.append, time.monotonic()), rules)
+    thinker.think(Turn(2, start, sent.append, time.monotonic()), rules)
     thinker.close()
     assert sent[-2:] != [f"@2 move {worst}", "@2 yield"]
 
@@ -861,7 +847,7 @@ def test_only_the_latest_waiting_state_is_answered() -> None:
     thinker = Thinker(Engine(tt_mb=16), time_per_move=0.2, result_db=False)
     hold, held = threading.Event(), threading.Event()
 
-    def on_start(job: Job, rules: Rules) -> None:
+    def on_start(job: Turn, rules: Rules) -> None:
         if job.id == 2:
             held.set()
             assert hold.wait(60)
@@ -869,10 +855,10 @@ def test_only_the_latest_waiting_state_is_answered() -> None:
     thinker.on_start = on_start
     sent: list[str] = []
     start = parse_board("<6,0,0,4,4,4,4,4,4,4,4,4,4,4,4>")
-    thinker.submit(Job(2, start, sent.append, time.monotonic()))
+    thinker.submit(Turn(2, start, sent.append, time.monotonic()))
     assert held.wait(60)  # the thinker is inside state 2's search
     for ident in (4, 6, 8):
-        thinker.submit(Job(ident, start, sent.append, time.monotonic()))
+        thinker.submit(Turn(ident, start, sent.append, time.monotonic()))
     hold.set()
     _wait_for(lambda: "@8 yield" in sent, "state 8 was not answered")
     thinker.close()
@@ -890,10 +876,10 @@ def test_a_closed_socket_never_kills_the_thinker() -> None:
         failed.append(line)
         raise BrokenPipeError(32, "Broken pipe")
 
-    thinker.submit(Job(2, start, broken, time.monotonic()))
+    thinker.submit(Turn(2, start, broken, time.monotonic()))
     _wait_for(lambda: bool(failed) and thinker.idle(), "state 2 was not tried")
     sent: list[str] = []
-    thinker.submit(Job(4, start, sent.append, time.monotonic()))
+    thinker.submit(Turn(4, start, sent.append, time.monotonic()))
     _wait_for(
         lambda: "@4 yield" in sent or not thinker.thread.is_alive(), "state 4 was not answered"
     )
@@ -927,8 +913,8 @@ def test_a_closed_socket_never_kills_the_reader(monkeypatch: pytest.MonkeyPatch)
     first = _StubConnection(["kgp 1 0 1", "2 ping", "4 ping"], broken=True)
     second = _StubConnection(["kgp 1 0 1", "6 ping", "goodbye"], broken=False)
     stubs = [first, second]
-    monkeypatch.setattr("kalah_core.kgp_agent.connect", lambda url: stubs.pop(0))
-    monkeypatch.setattr("kalah_core.kgp_agent.RECONNECT_DELAYS", (0.0,))
+    monkeypatch.setattr("kalah_core.kgp.agent.connect", lambda url: stubs.pop(0))
+    monkeypatch.setattr("kalah_core.kgp.agent.RECONNECT_DELAYS", (0.0,))
     agent = Agent(AgentOptions(server="tcp://stub", tt_mb=1), Engine(tt_mb=1))
     agent.run()
     assert "@6 pong" in second.sent and not stubs

@@ -1,12 +1,13 @@
 """The solver against a plain-Python brute force over the reference rules.
 
-The brute force is memoized negamax with no pruning at all: the obviously-correct definition
-of the value (final store difference for the player to move) and of the optimal moves.
+The brute force is :func:`kalah_core.reference.value` and ``move_values``: memoized minimax with
+no pruning at all, the obviously-correct definition of the value (final store difference for
+the player to move) and of the optimal moves.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
+import inspect
 
 import pytest
 import strategies
@@ -14,34 +15,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import small_positions
 
-from kalah_core import Position, Rules, Side, _bigboard, egdb, game
+from kalah_core import INFINITY, MAX_SEEDS, Position, Rules, Side, _bigboard, egdb, game
 from kalah_core import reference as ref
+from kalah_core._search import Searcher
 from kalah_core.egdb import EndgameDatabase
-from kalah_core.game import Move
 from kalah_core.solver import Engine, Prove
 
 ENGINE = Engine(tt_mb=8)
-
-
-def brute_value(position: Position, rules: Rules) -> int:
-    return _brute(position, rules)
-
-
-@lru_cache(maxsize=200_000)
-def _brute(position: Position, rules: Rules) -> int:
-    if ref.is_over(position, rules):
-        south, north = ref.final_score(position, rules)
-        return south - north if position.to_move is Side.SOUTH else north - south
-    return max(brute_move_values(position, rules).values())
-
-
-def brute_move_values(position: Position, rules: Rules) -> dict[Move, int]:
-    values: dict[Move, int] = {}
-    for move in ref.legal_moves(position, rules):
-        child, _extra, _captured, _over = ref.play(position, rules, move)
-        v = _brute(child, rules)
-        values[move] = v if child.to_move is position.to_move and move != "swap" else -v
-    return values
 
 
 @pytest.mark.system
@@ -51,12 +31,12 @@ def test_exact_values_and_optimal_moves_equal_brute_force(case: tuple[Position, 
     position, rules = case
     analysis = ENGINE.analyse(position, rules)
     assert analysis.exact
-    assert analysis.value == brute_value(position, rules)
+    assert analysis.value == ref.value(position, rules)
     assert analysis.lower == analysis.upper == analysis.value
     if ref.is_over(position, rules):
         assert analysis.moves == [] and analysis.best_moves == []
         return
-    expected = brute_move_values(position, rules)
+    expected = ref.move_values(position, rules)
     assert {m.move: m.value for m in analysis.moves} == expected
     assert all(m.exact for m in analysis.moves)
     assert set(analysis.best_moves) == {m for m, v in expected.items() if v == analysis.value}
@@ -74,7 +54,7 @@ def test_depth_limited_mode_is_labelled_and_bounded(
     if ref.is_over(position, rules):
         return
     analysis = ENGINE.analyse(position, rules, depth=depth + 1)
-    truth = brute_value(position, rules)
+    truth = ref.value(position, rules)
     assert analysis.lower <= truth <= analysis.upper
     if analysis.exact:
         assert analysis.value == truth
@@ -88,7 +68,7 @@ def test_depth_limited_mode_is_labelled_and_bounded(
 def test_node_budget_keeps_bounds_proven(case: tuple[Position, Rules], nodes: int) -> None:
     position, rules = case
     analysis = ENGINE.analyse(position, rules, nodes=nodes)
-    truth = brute_value(position, rules)
+    truth = ref.value(position, rules)
     assert analysis.lower <= truth <= analysis.upper
     for move in analysis.moves:
         assert move.lower <= move.value <= move.upper
@@ -115,7 +95,7 @@ def test_every_preset_solves_a_small_board(preset: str) -> None:
     position = Position.start(rules)
     analysis = Engine(8).analyse(position, rules)
     assert analysis.exact
-    assert analysis.value == brute_value(position, rules)
+    assert analysis.value == ref.value(position, rules)
 
 
 def test_pie_swap_value_is_minus_the_same_board_without_swap() -> None:
@@ -125,7 +105,7 @@ def test_pie_swap_value_is_minus_the_same_board_without_swap() -> None:
     analysis = Engine(8).analyse(after_first, rules)
     swap = next(m for m in analysis.moves if m.move == "swap")
     no_swap = Position(after_first.south, after_first.north, after_first.stores, Side.NORTH, False)
-    assert swap.value == -brute_value(no_swap, rules)
+    assert swap.value == -ref.value(no_swap, rules)
 
 
 @pytest.mark.system
@@ -136,7 +116,7 @@ def test_best_only_mode_proves_value_and_every_optimal_move(case: tuple[Position
     if ref.is_over(position, rules):
         return
     analysis = ENGINE.analyse(position, rules, prove="optimal")
-    expected = brute_move_values(position, rules)
+    expected = ref.move_values(position, rules)
     value = max(expected.values())
     assert analysis.exact and analysis.value == value
     assert set(analysis.best_moves) == {m for m, v in expected.items() if v == value}
@@ -182,9 +162,9 @@ def test_search_with_a_database_equals_brute_force(
     engine.searcher.unstored_above_db = data.draw(st.sampled_from([0, 2, 4]))
     analysis = engine.analyse(position, rules)
     assert analysis.exact
-    assert analysis.value == brute_value(position, rules)
+    assert analysis.value == ref.value(position, rules)
     if not ref.is_over(position, rules):
-        assert {m.move: m.value for m in analysis.moves} == brute_move_values(position, rules)
+        assert {m.move: m.value for m in analysis.moves} == ref.move_values(position, rules)
 
 
 HEURISTIC_MOVES = Engine(tt_mb=8)
@@ -202,9 +182,9 @@ def test_heuristic_entries_moves_order_the_proof_not_its_values(
     position, rules = case
     HEURISTIC_MOVES.searcher.heuristic_move_depth = move_depth
     analysis = HEURISTIC_MOVES.analyse(position, rules)
-    assert analysis.exact and analysis.value == brute_value(position, rules)
+    assert analysis.exact and analysis.value == ref.value(position, rules)
     if not ref.is_over(position, rules):
-        assert {m.move: m.value for m in analysis.moves} == brute_move_values(position, rules)
+        assert {m.move: m.value for m in analysis.moves} == ref.move_values(position, rules)
 
 
 DEPTH_LIMITED = Engine(tt_mb=8)
@@ -225,8 +205,8 @@ def test_a_depth_limited_search_proves_the_subtrees_it_searched_to_the_end(
     s = DEPTH_LIMITED.searcher
     DEPTH_LIMITED.clear()
     s.heuristic(position, rules, depth, beta - 1, beta)
-    checked = [(position, brute_value(position, rules))]
-    for move, value in brute_move_values(position, rules).items():
+    checked = [(position, ref.value(position, rules))]
+    for move, value in ref.move_values(position, rules).items():
         child = ref.play(position, rules, move)[0]
         same_mover = child.to_move is position.to_move and move != "swap"
         if not ref.is_over(child, rules):
@@ -241,7 +221,7 @@ def test_a_depth_limited_search_proves_the_subtrees_it_searched_to_the_end(
 def test_a_depth_limited_search_past_the_end_of_the_game_proves_the_value() -> None:
     rules = Rules(houses=4, seeds=2)
     position = Position.start(rules)
-    value = brute_value(position, rules)
+    value = ref.value(position, rules)
     DEPTH_LIMITED.clear()
     v, _, _, _ = DEPTH_LIMITED.searcher.heuristic(position, rules, 80)
     assert v == value
@@ -267,10 +247,10 @@ def test_a_proof_paused_for_a_deep_estimate_proves_the_same_values(
     position, rules = case
     DEEPENING.clear()
     analysis = DEEPENING.analyse(position, rules, prove=prove)
-    assert analysis.exact and analysis.value == brute_value(position, rules)
+    assert analysis.exact and analysis.value == ref.value(position, rules)
     assert DEEPENING.searcher.heuristic_move_depth == 255  # the analysis's own setting
     if prove == "all" and not ref.is_over(position, rules):
-        assert {m.move: m.value for m in analysis.moves} == brute_move_values(position, rules)
+        assert {m.move: m.value for m in analysis.moves} == ref.move_values(position, rules)
 
 
 def count_deep_estimates(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -365,7 +345,7 @@ def test_value_mode_proves_the_value_and_one_optimal_move(case: tuple[Position, 
     if ref.is_over(position, rules):
         return
     analysis = ENGINE.analyse(position, rules, prove="value")
-    expected = brute_move_values(position, rules)
+    expected = ref.move_values(position, rules)
     value = max(expected.values())
     assert analysis.exact and analysis.value == value
     assert analysis.best_moves and all(expected[m] == value for m in analysis.best_moves)
@@ -406,9 +386,9 @@ def test_big_board_values_and_optimal_moves_equal_brute_force(
     position, rules = case
     analysis = ENGINE.analyse(position, rules)
     assert analysis.exact
-    assert analysis.value == brute_value(position, rules)
+    assert analysis.value == ref.value(position, rules)
     if not ref.is_over(position, rules):
-        assert {m.move: m.value for m in analysis.moves} == brute_move_values(position, rules)
+        assert {m.move: m.value for m in analysis.moves} == ref.move_values(position, rules)
 
 
 @settings(max_examples=100, deadline=None)
@@ -420,7 +400,7 @@ def test_big_board_depth_limited_search_is_bounded(
     if ref.is_over(position, rules):
         return
     analysis = ENGINE.analyse(position, rules, depth=depth)
-    assert analysis.lower <= brute_value(position, rules) <= analysis.upper
+    assert analysis.lower <= ref.value(position, rules) <= analysis.upper
 
 
 @settings(max_examples=100, deadline=None)
@@ -443,7 +423,7 @@ def test_big_board_search_with_a_database_equals_brute_force(
     engine.searcher.unstored_above_db = data.draw(st.sampled_from([0, 4]))
     analysis = engine.analyse(position, rules)
     assert analysis.exact
-    assert analysis.value == brute_value(position, rules)
+    assert analysis.value == ref.value(position, rules)
 
 
 @pytest.mark.parametrize("preset", ["kalah", "kalaha", "piet-hein", "kalah-pie"])
@@ -518,3 +498,11 @@ def test_an_estimate_lists_every_tied_move_as_an_exact_answer_does(seeds: int, d
     tied = [m.move for m in analysis.moves if m.value == analysis.moves[0].value]
     assert len(tied) > 1
     assert analysis.best_moves == tied
+
+
+def test_one_infinity_beyond_every_value() -> None:
+    """The Python side's open bound is the compiled search's own sentinel (the default of its
+    window) and lies beyond every value a position can have."""
+    window = inspect.signature(Searcher.heuristic).parameters
+    assert (window["alpha"].default, window["beta"].default) == (-INFINITY, INFINITY)
+    assert MAX_SEEDS < INFINITY

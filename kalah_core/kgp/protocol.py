@@ -9,7 +9,7 @@ the server mirrors the board for the agent that sits North.
 :func:`parse_command` and :func:`format_command` read and write lines; :func:`parse_board` and
 :func:`board_literal` convert boards; :func:`connect` opens a :class:`Connection` over TCP
 (``tcp://HOST:PORT``) or a WebSocket (``ws://HOST:PORT/socket``, ``wss://...``; needs the
-``websockets`` package, the ``kgp`` extra). The agent is in :mod:`kalah_core.kgp_agent`.
+``websockets`` package, the ``kgp`` extra). The agent is in :mod:`kalah_core.kgp.agent`.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from .errors import KalahError
-from .position import Position, Side
-from .rules import MAX_START_SEEDS, Rules
+from ..errors import KalahError
+from ..position import Position, Side
+from ..rules import MAX_START_SEEDS, Rules
 
 log = logging.getLogger("kalah.kgp")
 
