@@ -10,7 +10,7 @@ heuristic estimate from a depth-limited search (``depth`` sowings deep). The sol
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from .moves import Move
 from .position import Position
@@ -56,3 +56,26 @@ class Analysis:
     time_ms: float
     over: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """An analysis while it runs (:meth:`kalah_core.solver.Engine.snapshot`): its last
+    complete deepening (``depth`` sowings; 0 before the first), the nodes so far, the root's
+    estimate and proven bounds, every root move's (best first; ``exact`` once its bounds meet)
+    and a line the table holds, grouped by turns."""
+
+    depth: int
+    nodes: int
+    value: int
+    lower: int
+    upper: int
+    moves: list[MoveValue]
+    pv: list[list[Move]]
+    source: Literal["search", "deep book"] = "search"
+    """Where the estimates of ``depth`` come from: the deep book's record while a long
+    analysis has not deepened past it (:meth:`kalah_core.solver.Engine._from_book`), else the
+    search."""
+    searching: tuple[int, int] | None = None
+    """(depth, root moves done) of the deepening underway: a move done is shown at that
+    depth already when it is deeper than ``depth``."""

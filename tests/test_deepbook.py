@@ -13,13 +13,14 @@ import pytest
 
 from kalah_core import deepbook
 from kalah_core.book import BookError
+from kalah_core.budget import DEEP_BOOK_MS
 from kalah_core.cli import main
 from kalah_core.deepbook import DeepBook, DeepSection, deep_key, key_position, lead
 from kalah_core.deepbook_build import DeepBudget, back_up, build_deep_section, deep_record, levels
 from kalah_core.game import legal_moves, play
 from kalah_core.position import Position
 from kalah_core.rules import PRESETS, Rules
-from kalah_core.solver import DEEP_BOOK_MS, Engine, Snapshot
+from kalah_core.solver import Engine, Snapshot
 from kalah_core.tasks import LocalExecutor
 
 # Small boards of the 6-seed presets' rules: piet-hein's empty capture, kalah-ru's
