@@ -44,8 +44,9 @@ from .deepbook import (
 from .egdb import EndgameDatabase
 from .game import legal_moves, play
 from .position import Position
+from .proofs import HEURISTIC_MAX_DEPTH
 from .rules import Rules
-from .solver import HEURISTIC_MAX_DEPTH, Engine
+from .solver import Engine
 from .tasks import Executor, Json, LocalExecutor, Task, task
 
 LADDER = (48, 40, 34, 30, 26, 22, 18, 14, 10, 8, 6, 4, 2)

@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
-from kalah_core import Rules, solver
+from kalah_core import Rules, budget
+from kalah_core.budget import ROUND_MS, _schedule
 from kalah_core.game import legal_moves
 from kalah_core.position import parse_position
 from kalah_core.results import INFINITY
-from kalah_core.solver import ROUND_MS, Engine, _schedule
+from kalah_core.solver import Engine
 
 ENGINE = Engine(tt_mb=16)
 
@@ -61,8 +62,8 @@ def test_a_proof_spread_over_many_rounds_is_the_proof(
     start = parse_position("start", rules)
     ENGINE.clear()
     truth = {m.move: m.value for m in ENGINE.analyse(start, rules).moves}
-    monkeypatch.setattr(solver, "ROUND_MS", 2.0)
-    assert len(solver._schedule(60_000, 0)) > 10
+    monkeypatch.setattr(budget, "ROUND_MS", 2.0)
+    assert len(budget._schedule(60_000, 0)) > 10
     ENGINE.clear()
     spread = ENGINE.analyse(start, rules, time_ms=60_000, prove=prove)  # type: ignore[arg-type]
     assert spread.exact and spread.value == max(truth.values()) == 12

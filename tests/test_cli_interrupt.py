@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kalah_core import solver
+from kalah_core import budget
 from kalah_core.position import Position
 from kalah_core.results import Analysis
 from kalah_core.rules import Rules
@@ -67,7 +67,7 @@ def test_an_unbounded_analysis_narrows_its_bounds_while_the_proof_runs(
     """An unbounded solve alternates the proof with proven bounds in rounds (the first
     ENDLESS_FIRST_MS, here shortened to 50 ms), so its bounds narrow long before the proof
     could end: at Kalah(6,6)'s start MTD(f)'s first test alone takes hours."""
-    monkeypatch.setattr(solver, "ENDLESS_FIRST_MS", 50.0)
+    monkeypatch.setattr(budget, "ENDLESS_FIRST_MS", 50.0)
     rules = Rules.preset("kalah").replace(seeds=6)
     engine = Engine(tt_mb=16)
     engine.unbounded_rounds = True  # as kalah solve on a terminal

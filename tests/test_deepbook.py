@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 
 from kalah_core.book import BookError
+from kalah_core.budget import DEEP_BOOK_MS
 from kalah_core.cli import main
 from kalah_core.deepbook import DeepBook, DeepSection, deep_key, key_position, lead
 from kalah_core.deepbook_build import DeepBudget, back_up, build_deep_section, deep_record, levels
 from kalah_core.game import legal_moves, play
 from kalah_core.position import Position
 from kalah_core.rules import Rules
-from kalah_core.solver import DEEP_BOOK_MS, Engine
+from kalah_core.solver import Engine
 from kalah_core.tasks import LocalExecutor
 
 # Small boards of the 6-seed presets' rules: piet-hein's empty capture, kalah-ru's
