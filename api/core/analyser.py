@@ -21,10 +21,9 @@ import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from kalah_core import book, deepbook
+from kalah_core import book, deepbook, reference
 from kalah_core.errors import KalahError
-from kalah_core.game import legal_moves, outcome, play
-from kalah_core.position import Position, Side
+from kalah_core.position import Position
 from kalah_core.results import Analysis
 from kalah_core.rules import Rules
 from kalah_core.solver import ENGINE_VERSION, Engine
@@ -123,14 +122,14 @@ class Analyser:
         return analysis
 
     def self_test(self) -> tuple[bool, str]:
-        """Solve a tiny position and compare with a plain minimax over the move generator;
+        """Solve a tiny position and compare with the reference's plain minimax;
         once passed, not run again in this process."""
         if self._self_test is not None and self._self_test[0] == os.getpid():
             return self._self_test[1], self._self_test[2]
         try:
             rules = Rules(houses=2, seeds=2)
             position = Position.start(rules)
-            expected = _minimax(position, rules)
+            expected = reference.value(position, rules)
             # A small engine of its own: never waits behind a long search of this worker.
             got = Engine(tt_mb=1).analyse(position, rules, time_ms=1000)
             ok = got.exact and got.value == expected
@@ -222,19 +221,3 @@ def search_with(engine: Engine, request: AnalysisRequest) -> Analysis:
         pv_limit=MAX_PV_SOWINGS,
         moves=request.moves,
     )
-
-
-def _minimax(position: Position, rules: Rules) -> int:
-    """The exact value by plain minimax (tiny positions only: the engine self-test)."""
-    moves = legal_moves(position, rules)
-    if not moves:
-        final = outcome(position, rules)
-        assert final is not None
-        south, north = final.score
-        return south - north if position.to_move is Side.SOUTH else north - south
-    values = []
-    for move in moves:
-        result = play(position, rules, move)
-        value = _minimax(result.after, rules)
-        values.append(value if result.after.to_move is position.to_move else -value)
-    return max(values)
