@@ -1,27 +1,36 @@
 """Shared test configuration: the test tiers, the ``--run-slow`` flag and hypothesis profiles.
 
-Tiers:
+The tiers are folders, so that where a test lives says what it costs:
 
-- ``python -m pytest`` (the README's test command, what CI runs): everything but ``slow``.
-- ``python -m pytest -m "not system"``: the fast tier: the engine, the property tests and the
-  service through Flask's test client.
-- ``@pytest.mark.system``: a test that starts servers, subprocesses, browsers or Redis, or
-  runs for more than a few seconds. A test that uses one of :data:`SYSTEM_FIXTURES` (which
-  start ``redis-server``, gunicorn or a browser) is marked so here; any other that starts a
-  process or runs long carries the mark itself.
-- ``@pytest.mark.slow``: minutes each (the wheel built and installed, deep perft, Kalah(6,4)):
-  only with ``--run-slow``, so the default run leaves them out.
+- ``tests/engine/``: kalah_core (rules, notation, search, books, databases, the KGP agent, the
+  command line) in process.
+- ``tests/service/``: the service in process (Flask's test client, its commands) and the
+  checks of the repository around it (docs, import layers, deploy files).
+- ``tests/system/``: a test that starts servers, subprocesses or Redis, or runs for more than a
+  few seconds.
+- ``tests/browser/``: the board in a real browser (a system test too).
+
+``python -m pytest`` (the README's test command, what CI runs) runs every tier but the tests
+marked ``slow``; ``python -m pytest -m "not system"`` is the fast tier: every test outside
+``tests/system/`` and ``tests/browser/`` (:func:`pytest_collection_modifyitems` marks those two
+folders ``system``), but for the few system tests that still sit in a fast folder's module
+beside the fast tests they share helpers with (marked ``@pytest.mark.system`` one by one, or
+through a fixture of :data:`SYSTEM_FIXTURES`).
+
+``@pytest.mark.slow``: minutes each (the wheel built and installed, deep perft, Kalah(6,4)):
+only with ``--run-slow``, so the default run leaves them out.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+pytest_plugins = ["service_fixtures"]  # the apps, Redis and gunicorn fixtures every tier uses
 
 # The service builds a default endgame database in the background unless told otherwise; the
 # tests choose explicitly (tests/api/test_api_egdb.py covers that path).
@@ -48,18 +57,21 @@ def _own_answer_store(tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("KALAH_CACHE_DIR", f"{tmp_path}/kalah-answers")
 
 
-SYSTEM_MODULE = re.compile(r"^pytestmark = pytest\.mark\.system$", re.MULTILINE)
-"""A module whose every test is in the ``system`` tier says so in this one line."""
+TESTS = Path(__file__).resolve().parent
+SYSTEM_FOLDERS = (TESTS / "system", TESTS / "browser")
+"""The folders whose every test is in the ``system`` tier."""
+
+
+def _in_system_folder(path: Path) -> bool:
+    return any(path.is_relative_to(folder) for folder in SYSTEM_FOLDERS)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """The fast tier (``-m "not system"``) does not even import a module marked ``system`` as
-    a whole: its imports and collection (schemathesis builds its cases then) cost seconds."""
+    """The fast tier (``-m "not system"``) does not even import the system folders' modules:
+    their imports and collection (schemathesis builds its cases then) cost seconds."""
     if config.getoption("markexpr", "").split() != ["not", "system"]:
         return None
-    if collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
-        return None
-    return True if SYSTEM_MODULE.search(collection_path.read_text(encoding="utf-8")) else None
+    return True if _in_system_folder(collection_path) else None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -69,14 +81,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 SYSTEM_FIXTURES = frozenset(
     {"redis_server", "own_redis", "redis_app", "gunicorn_server", "base_url", "browser"}
 )
-"""Fixtures that start a process (tests/api/conftest.py, tests/browser/conftest.py): a test
-that uses one, even through another fixture, is in the ``system`` tier."""
+"""Fixtures that start a process (tests/service_fixtures.py, tests/browser/conftest.py): a test that
+uses one, even through another fixture, is in the ``system`` tier."""
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if SYSTEM_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        if _in_system_folder(item.path) or SYSTEM_FIXTURES.intersection(
+            getattr(item, "fixturenames", ())
+        ):
             item.add_marker(pytest.mark.system)
     if config.getoption("--run-slow"):
         return

@@ -1,6 +1,7 @@
-"""Fixtures for the API tests: apps with the in-process LRU or a real Redis, a real
-``redis-server`` started on a free port (never a fake), and gunicorn serving over real HTTP
-(the servers themselves are in ``tests/harness.py``, shared with the benchmarks)."""
+"""Fixtures for the service's tests in every tier (a plugin of tests/conftest.py): apps on the
+embedded default or a real Redis, a real ``redis-server`` started on a free port (never a
+fake), and gunicorn serving over real HTTP (the servers themselves are in
+``tests/harness.py``, shared with the benchmarks)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from flask.testing import FlaskClient
 
 from kalah_service import create_app
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 SMALL = {"rules": "kalah", "houses": 3, "seeds": 3}
 """Rules small enough for instant exact answers (query form)."""

@@ -344,7 +344,7 @@ def test_the_engine_never_imports_the_service() -> None:
     """No module of kalah_core imports the service (it finds its commands by entry point)."""
     import ast
 
-    package = Path(__file__).resolve().parents[1] / "kalah_core"
+    package = Path(__file__).resolve().parents[2] / "kalah_core"
     for path in package.glob("*.py*"):
         if path.suffix not in (".py", ".pyx", ".pyi"):
             continue

@@ -15,7 +15,7 @@ import pytest
 
 from kalah_core import PRESETS, Game, Position
 
-GOLDEN = Path(__file__).parent / "data" / "golden"
+GOLDEN = Path(__file__).parents[1] / "data" / "golden"
 
 
 def load(name: str) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import pytest
 from kalah_core import PRESETS, Position, Rules, _bigboard, game, perft
 from kalah_core import reference as ref
 
-DATA = Path(__file__).parent / "data" / "perft.json"
+DATA = Path(__file__).parents[1] / "data" / "perft.json"
 REFERENCE_DEPTH = 6  # the reference plays ~100k sowings/s: depths 1..6 of all presets ~2-3 s
 REFERENCE_MAX_LEAVES = 50_000  # ... and at most this many leaves (every 6-house preset's depth 6)
 MAX_LIVE_NODES = 20_000_000  # recorded depths checked by default: up to ~20M leaves each (< 3 s)

@@ -19,7 +19,7 @@ from kalah_service.store import EmbeddedStore, RedisStore
 from kalah_service.store.base import Entry, Keys, Lru
 
 if TYPE_CHECKING:
-    from conftest import RedisServer
+    from harness import RedisServer
 
 SMALL = "houses=3&seeds=3"
 MIDGAME = "01d120-17-001201-10-n"

@@ -21,7 +21,7 @@ from kalah_service.ratelimit.charging import charge, charge_batch
 from kalah_service.ratelimit.costs import ROUTE_COSTS
 
 if TYPE_CHECKING:
-    from conftest import RedisServer
+    from harness import RedisServer
 
 PROBLEM = "application/problem+json"
 SMALL = "/v1/analysis?position=start&houses=3&seeds=3"

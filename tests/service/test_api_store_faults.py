@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 import redis
 import requests
-from conftest import Gunicorn, RedisServer, free_port
 from flask import Flask
+from harness import Gunicorn, RedisServer, free_port
 
 from kalah_service import create_app
 from kalah_service.keys import PREFIX as KEY_PREFIX

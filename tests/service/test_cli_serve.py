@@ -18,7 +18,7 @@ import pytest
 
 from kalah_service.serve import exposed
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 KALAH = [sys.executable, "-c", "import sys; from kalah_core.cli import main; sys.exit(main())"]
 
 

@@ -12,7 +12,7 @@ import yaml
 
 from kalah_core.cli import build_parser, cmd_book_build
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "deploy" / "compose.yaml"
 K8S = ROOT / "deploy" / "k8s"
 

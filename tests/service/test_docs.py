@@ -57,7 +57,7 @@ from harness import Gunicorn, RedisServer, free_port, wait_for
 
 from kalah_service import config_docs, create_app
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 VENV = Path(sys.prefix)
 NOT_RUN_MAX = 4

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("kalah_core", "api")  # source folders; api/ installs as kalah_service
 INSTALLED = {"kalah_service": "api"}
 ACYCLIC = ("kalah_core", "api")  # the packages whose graph (with every import) must have no cycle

@@ -17,7 +17,7 @@ from flask.testing import FlaskClient
 from kalah_core.rules import PRESETS
 
 if TYPE_CHECKING:
-    from conftest import RedisServer
+    from harness import RedisServer
 
 NAMED = ("Position", "Rules", "PresetName", "Limits", "Move", "MoveValue", "Analysis", "Problem")
 

@@ -14,13 +14,11 @@ from collections.abc import Iterator
 import pytest
 import redis
 import requests
-from conftest import Gunicorn, RedisServer
 from figures import measured
+from harness import Gunicorn, RedisServer
 from test_batch_workers import endgame_positions
 
 from kalah_service.keys import make_key_store
-
-pytestmark = pytest.mark.system
 
 POSTS = ("/v1/analysis", "/v1/play", "/v1/batch", "/v1/games/analysis")
 

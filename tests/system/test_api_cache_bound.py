@@ -21,15 +21,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import pytest
 import requests
-from conftest import Gunicorn
 from figures import measured
+from harness import Gunicorn
 
 from kalah_service.store.base import Entry, Keys
 from kalah_service.store.embedded import EmbeddedStore as EmbeddedCache
-
-pytestmark = pytest.mark.system
 
 BOUND = 1024 * 1024
 """KALAH_CACHE_MB=1."""

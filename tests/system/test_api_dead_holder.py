@@ -18,13 +18,11 @@ import diskcache
 import pytest
 import redis
 import requests
-from conftest import Gunicorn, RedisServer
 from figures import measured
+from harness import Gunicorn, RedisServer
 from test_batch_workers import endgame_positions
 
 from kalah_service.lease import holder_dead, owner_token
-
-pytestmark = pytest.mark.system
 
 BUDGET_MS = 3000
 

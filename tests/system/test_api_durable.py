@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import redis
 import yaml
-from conftest import ROOT, RedisServer, free_port
 from figures import measured
+from harness import ROOT, RedisServer, free_port
 from test_batch_workers import endgame_positions, start_worker
 
 from kalah_service import create_app
@@ -24,8 +24,6 @@ from kalah_service.batch.redis_store import RedisJobStore
 from kalah_service.config import load_settings
 from kalah_service.ratelimit.costs import body_cost
 from kalah_service.state import EvictingStateStore
-
-pytestmark = pytest.mark.system
 
 COMPOSE = ROOT / "deploy" / "compose.yaml"
 K8S_REDIS = ROOT / "deploy" / "k8s" / "redis.yaml"

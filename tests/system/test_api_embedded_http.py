@@ -18,8 +18,6 @@ from test_api_http import metric
 from kalah_core import Position, Rules, legal_moves, play
 from kalah_core.book import shipped
 
-pytestmark = pytest.mark.system
-
 HEURISTIC = "position=start&seeds=6&time_ms=300"
 """Kalah(6,6) in 300 ms: an estimate, whose depth and PV depend on the worker's search."""
 

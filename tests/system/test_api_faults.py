@@ -22,10 +22,8 @@ from loadclient import Call, Tally, run
 from kalah_core import Position, Rules, legal_moves, play
 from kalah_core.solver import Engine
 
-pytestmark = pytest.mark.system
-
 if TYPE_CHECKING:
-    from conftest import Gunicorn, RedisServer
+    from harness import Gunicorn, RedisServer
 
 RULES = Rules(houses=4, seeds=3)
 
@@ -78,7 +76,7 @@ def play_call() -> Call:
 
 @pytest.fixture
 def server_factory() -> Iterator[type[Gunicorn]]:
-    from conftest import Gunicorn
+    from harness import Gunicorn
 
     started: list[Gunicorn] = []
 

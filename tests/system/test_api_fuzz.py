@@ -12,15 +12,12 @@ design, so one bad item does not sink the other thousands; the batch tests check
 
 from __future__ import annotations
 
-import pytest
 import schemathesis
 from figures import tried
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import negative_data_rejection, positive_data_acceptance
 
 from kalah_service import create_app
-
-pytestmark = pytest.mark.system
 
 EXAMPLES = 40
 """Per operation and phase; the whole module stays within a few tens of seconds."""

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import re
 
-import pytest
 import requests
-
-pytestmark = pytest.mark.system
 
 MIDGAME = "233110-13-013025-14-s"
 

@@ -16,17 +16,14 @@ from typing import Any
 
 import pytest
 import requests
-from conftest import Gunicorn, RedisServer
 from figures import measured
-from harness import wait_for
+from harness import Gunicorn, RedisServer, wait_for
 from test_batch_workers import endgame_positions
 
 from kalah_service.batch.redis_store import RedisJobStore
 from kalah_service.batch.runner import beating
 from kalah_service.keys import RedisKeyStore
 from kalah_service.ratelimit.costs import body_cost
-
-pytestmark = pytest.mark.system
 
 ANONYMOUS = "120/minute"  # the shipped default (tests/conftest.py sets a huge one)
 

@@ -14,11 +14,8 @@ from typing import Any
 
 import pytest
 import requests
-from conftest import Gunicorn
-from harness import wait_for
+from harness import Gunicorn, wait_for
 from test_nginx_proxy import Nginx
-
-pytestmark = pytest.mark.system
 
 SEARCHED = "/v1/analysis?rules=piet-hein&position=start&time_ms=20000&nodes=1500000"
 HOUR = "/v1/analysis?rules=piet-hein&position=start&time_ms=3600000"

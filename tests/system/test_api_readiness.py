@@ -19,13 +19,11 @@ from pathlib import Path
 
 import pytest
 import requests
-from conftest import Gunicorn, RedisServer, free_port
+from harness import Gunicorn, RedisServer, free_port
 
 from kalah_core import Rules, egdb
 from kalah_service.batch.redis_store import RedisJobStore
 from kalah_service.batch.runner import beating
-
-pytestmark = pytest.mark.system
 
 SMALL = {"position": "start", "houses": 3, "seeds": 3}
 

@@ -26,8 +26,6 @@ from kalah_service.core import review as service
 from kalah_service.core.request import AnalysisRequest
 from kalah_service.core.review import QUICK_DEPTH, ReviewClock
 
-pytestmark = pytest.mark.system  # reviews of 200+ positions: a few seconds
-
 
 @pytest.mark.parametrize("work_ms", [2, 8])
 @pytest.mark.parametrize("seed", [3, 5, 8])

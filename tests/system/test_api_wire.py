@@ -16,9 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import Gunicorn
-
-pytestmark = pytest.mark.system
+from harness import Gunicorn
 
 POSTS = ("/v1/analysis", "/v1/batch", "/v1/games/analysis", "/v1/play")
 

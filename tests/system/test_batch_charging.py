@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import RedisServer
 from domain import Case, cases
 from flask import Flask
 from flask.testing import FlaskClient
+from harness import RedisServer
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from test_domain import check_value, tiny_limits
@@ -47,8 +47,6 @@ from kalah_service.ratelimit.buckets import Buckets
 from kalah_service.ratelimit.charging import charge_later
 from kalah_service.ratelimit.costs import search_cost
 from kalah_service.store import make_store
-
-pytestmark = pytest.mark.system  # real Redis, runner threads, a worker process
 
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_S = 180.0

@@ -27,15 +27,13 @@ from typing import Any
 import pytest
 import redis
 import requests
-from conftest import Gunicorn, RedisServer, free_port
 from figures import measured
+from harness import Gunicorn, RedisServer, free_port
 from test_batch_workers import endgame_positions, start_worker
 
 from kalah_service.batch.redis_store import FAIR_PREFIX, LEASES, WORKER_STALE_S, JobKeys
 from kalah_service.keys import make_key_store
 from kalah_service.ratelimit.costs import ITEMS_PER_UNIT
-
-pytestmark = pytest.mark.system
 
 DEADLINE_S = 180.0
 

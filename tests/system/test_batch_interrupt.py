@@ -18,8 +18,6 @@ import pytest
 from kalah_service.config import load_settings
 from kalah_service.core.request import AnalysisRequest
 
-pytestmark = pytest.mark.system  # a subprocess with a pool of processes
-
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_S = 180.0
 """A hang guard only: every wait below is for a condition."""

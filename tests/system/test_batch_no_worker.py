@@ -11,16 +11,13 @@ import signal
 import time
 from pathlib import Path
 
-import pytest
 import redis
-from conftest import RedisServer
 from figures import measured
+from harness import RedisServer
 from test_batch_workers import endgame_positions, start_worker
 
 from kalah_service import create_app
 from kalah_service.batch.redis_store import WORKER_STALE_S, WORKERS
-
-pytestmark = pytest.mark.system
 
 
 def test_readiness_and_the_job_say_when_no_worker_runs(

@@ -10,13 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import RedisServer, free_port
 from flask.testing import FlaskClient
+from harness import RedisServer, free_port
 from test_batch_workers import endgame_positions, stable, start_worker
 
 from kalah_service import create_app
-
-pytestmark = pytest.mark.system
 
 
 @pytest.fixture

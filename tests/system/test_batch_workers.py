@@ -13,14 +13,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 import redis
 from flask.testing import FlaskClient
 
 from kalah_service import create_app
 from kalah_service.batch.redis_store import TOKENS, WORKERS, JobKeys
-
-pytestmark = pytest.mark.system
 
 ROOT = Path(__file__).resolve().parents[2]
 VOLATILE = ("cached", "nodes", "time_ms", "pv")

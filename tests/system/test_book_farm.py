@@ -27,8 +27,6 @@ from kalah_service.batch.redis_store import LEASES, TOKENS, JobKeys, RedisJobSto
 from kalah_service.batch.store import Completed
 from kalah_service.batch.work import TTL_S, RedisExecutor
 
-pytestmark = pytest.mark.system
-
 ROOT = Path(__file__).resolve().parents[2]
 RULES = [
     Rules(houses=4, seeds=2, pie=True),

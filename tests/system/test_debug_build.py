@@ -11,15 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from kalah_core import Rules
 from kalah_core.position import parse_position
 from kalah_core.solver import Engine
 
-pytestmark = pytest.mark.system
-
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # Small games under every option that changes the search's paths: the table keyed on the store
 # (majority), the pending swap (pie), both capture and end rules.

@@ -15,12 +15,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import pytest
 from harness import ROOT, Gunicorn, free_port, http_status, wait_for
 
 from kalah_core import Rules, egdb
-
-pytestmark = pytest.mark.system
 
 DEADLINE_S = 300.0  # generous: a loaded machine is slow; the claims are events, not times
 KALAH = "h6-nonempty-either-owner"

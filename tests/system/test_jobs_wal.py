@@ -11,15 +11,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 from figures import measured
 
 from kalah_service.batch.embedded_store import EmbeddedJobStore
 from kalah_service.batch.items import parse_batch
 from kalah_service.config import load_settings
 from kalah_service.store.walbound import WalBound
-
-pytestmark = pytest.mark.system
 
 BOUND = 1024 * 1024
 """A small bound, so that its log share (a quarter) is passed many times over."""

@@ -21,11 +21,8 @@ from pathlib import Path
 
 import pytest
 import requests
-from conftest import ROOT, Gunicorn, RedisServer, free_port
 from figures import measured
-from harness import http_status, wait_for
-
-pytestmark = pytest.mark.system
+from harness import ROOT, Gunicorn, RedisServer, free_port, http_status, wait_for
 
 SHIPPED = ROOT / "deploy" / "k8s" / "nginx.conf"
 

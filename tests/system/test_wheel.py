@@ -21,7 +21,7 @@ import pytest
 import requests
 from harness import free_port, wait_for
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.slow
 
