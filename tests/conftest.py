@@ -33,7 +33,7 @@ from hypothesis import HealthCheck, settings
 pytest_plugins = ["service_fixtures"]  # the apps, Redis and gunicorn fixtures every tier uses
 
 # The service builds a default endgame database in the background unless told otherwise; the
-# tests choose explicitly (tests/api/test_api_egdb.py covers that path).
+# tests choose explicitly (tests/service/test_api_egdb.py covers that path).
 os.environ.setdefault("KALAH_EGDB_PATH", "off")
 # Without Redis the answers go to an embedded store on disk: the session's own, never the
 # user's cache folder (tests that need a fresh or a shared one set KALAH_CACHE_DIR).
@@ -41,13 +41,25 @@ os.environ.setdefault("KALAH_CACHE_DIR", tempfile.mkdtemp(prefix="kalah-test-ans
 # Tests fire many requests from 127.0.0.1: the rate-limit tests set their own small limits.
 os.environ.setdefault("KALAH_LIMIT_ANONYMOUS", "1000000/minute")
 # The hundreds of apps the tests make in-process need no 64 MiB tables: each app touches two
-# as it starts (the fast tier's API tests spent 5.3 s in the kernel with 64 MiB, 1.2 s with 8).
+# as it starts, and the kernel's time zeroing them was a good part of the service tests' cost.
 # The servers the tests start (tests/harness.py) keep the service's default.
-os.environ.setdefault("KALAH_TT_MB", "16")
+os.environ.setdefault("KALAH_TT_MB", "2")
 
 settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("ci", parent=settings.get_profile("default"), print_blob=True)
+settings.register_profile("fast", parent=settings.get_profile("default"), max_examples=25)
+"""The fast tier's: a quarter of hypothesis's default examples for the properties that do not
+set their own count; every other run (the whole suite, CI) tries the default 100."""
 settings.load_profile("ci" if os.environ.get("CI") else "default")
+
+
+def _fast_tier(config: pytest.Config) -> bool:
+    return bool(config.getoption("markexpr", "").split() == ["not", "system"])
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if _fast_tier(config):
+        settings.load_profile("fast")
 
 
 @pytest.fixture(autouse=True)
@@ -69,9 +81,7 @@ def _in_system_folder(path: Path) -> bool:
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """The fast tier (``-m "not system"``) does not even import the system folders' modules:
     their imports and collection (schemathesis builds its cases then) cost seconds."""
-    if config.getoption("markexpr", "").split() != ["not", "system"]:
-        return None
-    return True if _in_system_folder(collection_path) else None
+    return True if _fast_tier(config) and _in_system_folder(collection_path) else None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -81,8 +91,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 SYSTEM_FIXTURES = frozenset(
     {"redis_server", "own_redis", "redis_app", "gunicorn_server", "base_url", "browser"}
 )
-"""Fixtures that start a process (tests/service_fixtures.py, tests/browser/conftest.py): a test that
-uses one, even through another fixture, is in the ``system`` tier."""
+"""Fixtures that start a process (tests/service_fixtures.py, tests/browser/conftest.py): a
+test that uses one, even through another fixture, is in the ``system`` tier."""
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -51,17 +51,22 @@ def own_redis() -> Iterator[RedisServer]:
     yield from _redis_server()
 
 
-@pytest.fixture
-def app(tmp_path: Path) -> Flask:
-    """The app on the embedded default (no Redis), with an empty answer store of its own."""
+def embedded_app(answers: Path) -> Flask:
+    """The app on the embedded default (no Redis), with an empty answer store in ``answers``."""
     return create_app(
         {
             "TESTING": True,
             "KALAH_REDIS_URL": "",
             "KALAH_MAX_TIME_MS": 5000,
-            "KALAH_CACHE_DIR": str(tmp_path / "answers"),
+            "KALAH_CACHE_DIR": str(answers),
         }
     )
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Flask:
+    """The app on the embedded default, with an answer store of its own."""
+    return embedded_app(tmp_path / "answers")
 
 
 @pytest.fixture

@@ -9,11 +9,19 @@ from figures import tried
 from flask.testing import FlaskClient
 from hypothesis import given
 from hypothesis import strategies as st
+from service_fixtures import embedded_app
 
 from kalah_core import Position, Rules, play
 
 PROBLEM = "application/problem+json"
 A = "/v1/analysis"
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> FlaskClient:
+    """One app for the module: its requests are refused, or answered alike whatever an
+    earlier one cached (an app each cost more than its requests)."""
+    return embedded_app(tmp_path_factory.mktemp("answers")).test_client()
 
 
 def check_problem(

@@ -10,9 +10,10 @@ Run ``python tests/test_layers.py`` to print the graph's cycles and every functi
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,7 +84,8 @@ def imports_of(module: str, path: Path, known: set[str]) -> Iterator[Import]:
                 yield Import(module, target, node.lineno, id(node) in in_function)
 
 
-def all_imports() -> list[Import]:
+@functools.cache  # read once for the tests below, which each filter it
+def all_imports() -> tuple[Import, ...]:
     modules = project_modules()
     known = set(modules)
     found = {
@@ -92,10 +94,10 @@ def all_imports() -> list[Import]:
         if path.suffix == ".py"
         for i in imports_of(name, path, known)
     }
-    return list(found)  # one edge per import statement, in order
+    return tuple(found)  # one edge per import statement, in order
 
 
-def cycles(edges: list[Import]) -> list[list[str]]:
+def cycles(edges: Sequence[Import]) -> list[list[str]]:
     """The graph's strongly connected components with more than one module (Tarjan)."""
     graph: dict[str, set[str]] = {}
     for edge in edges:
