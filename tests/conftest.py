@@ -1,6 +1,7 @@
 """Shared test configuration: the test tiers, the ``--run-slow`` flag and hypothesis profiles.
 
-The tiers are folders, so that where a test lives says what it costs:
+The tiers are folders, so that where a test lives says what it costs (and what a new test
+next to it may do), and a run of the fast tier never imports the system tier's modules:
 
 - ``tests/engine/``: kalah_core (rules, notation, search, books, databases, the KGP agent, the
   command line) in process.
@@ -11,11 +12,14 @@ The tiers are folders, so that where a test lives says what it costs:
 - ``tests/browser/``: the board in a real browser (a system test too).
 
 ``python -m pytest`` (the README's test command, what CI runs) runs every tier but the tests
-marked ``slow``; ``python -m pytest -m "not system"`` is the fast tier: every test outside
-``tests/system/`` and ``tests/browser/`` (:func:`pytest_collection_modifyitems` marks those two
-folders ``system``), but for the few system tests that still sit in a fast folder's module
-beside the fast tests they share helpers with (marked ``@pytest.mark.system`` one by one, or
-through a fixture of :data:`SYSTEM_FIXTURES`).
+marked ``slow``, one at a time (the system tests measure times and survive faults: they
+share no cores). ``python -m pytest -m "not system"`` is the fast tier, everything in
+``tests/engine/`` and ``tests/service/``; add ``-n auto`` to spread it over the cores
+(pytest-xdist: every test starts its own servers on free ports and writes under its own
+``tmp_path``). :func:`pytest_collection_modifyitems` marks ``tests/system/`` and
+``tests/browser/`` ``system`` by their path, and a fast folder's test that uses a fixture of
+:data:`SYSTEM_FIXTURES`; the few system tests that still share a fast module with the tests
+whose helpers they use carry ``@pytest.mark.system`` themselves.
 
 ``@pytest.mark.slow``: minutes each (the wheel built and installed, deep perft, Kalah(6,4)):
 only with ``--run-slow``, so the default run leaves them out.
@@ -26,6 +30,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -108,6 +113,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = [item for item in items if "slow" not in item.keywords]
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """An xdist worker hands its figures to the controller, which prints the summary."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        from figures import MEASURED, TRIED
+
+        output["figures"] = {"tried": dict(TRIED), "measured": MEASURED}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """xdist's controller: a worker is done; add its figures to this process's."""
+    from figures import MEASURED, TRIED
+
+    figures = getattr(node, "workeroutput", {}).get("figures", {})
+    TRIED.update(figures.get("tried", {}))
+    MEASURED.extend(figures.get("measured", []))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

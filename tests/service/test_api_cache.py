@@ -145,7 +145,7 @@ def test_a_dead_lock_holder_does_not_block(redis_app: Flask, redis_server: Redis
 
 def test_redis_down_then_back(own_redis: RedisServer) -> None:
     # The cache alone: its Redis holds the rate limits too, and limited requests are 503s
-    # while they cannot be counted (tests/api/test_api_limits.py).
+    # while they cannot be counted (tests/service/test_api_limits.py).
     app = create_app(
         {
             "TESTING": True,

@@ -72,7 +72,8 @@ def test_bad_values_name_the_variable(name: str, value: str) -> None:
 
 
 def test_every_variable_is_documented() -> None:
-    """docs/config.md is generated from the table (tests/test_docs.py checks it is current)."""
+    """docs/config.md is generated from the table (tests/service/test_docs.py checks it is
+    current)."""
     text = (Path(__file__).resolve().parents[2] / "docs" / "config.md").read_text(encoding="utf-8")
     for name in ENV_NAMES:
         assert f"| `{name}` |" in text, name

@@ -530,7 +530,7 @@ def test_bad_limits_mode_names_the_variable() -> None:
 
 
 def test_a_large_body_is_charged_before_it_is_read_and_kept_when_refused() -> None:
-    """The test-client path of issue 33's finding 1 (tests/api/test_api_limits_http.py has
+    """The test-client path of issue 33's finding 1 (tests/system/test_api_limits_http.py has
     the attack against gunicorn): a batch body the bucket cannot pay for is refused without
     being read; one it can is charged, even when the batch itself is then refused."""
     from kalah_service.ratelimit.costs import body_cost

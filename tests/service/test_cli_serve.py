@@ -2,7 +2,7 @@
 where 40 sockets sending a header byte every 4 s kept ``/livez`` timing out. It now refuses
 an address other machines can reach unless ``--behind-proxy`` says a buffering proxy is in
 front (behind the shipped nginx the same attack is harmless:
-``tests/api/test_nginx_proxy.py::test_40_sockets_trickling_headers_through_the_proxy``).
+``tests/system/test_nginx_proxy.py::test_40_sockets_trickling_headers_through_the_proxy``).
 Everything here stays on loopback: the refused address is never bound, and the allowed one
 is a documentation address (192.0.2.1) this machine does not have, so gunicorn fails to bind
 it."""

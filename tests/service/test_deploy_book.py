@@ -1,7 +1,7 @@
 """The shipped ways to build a book on the workers (deploy/compose.yaml's ``book-build``,
 deploy/k8s/book-build.yaml): each runs a ``kalah book build`` command that the real parser
 accepts, against the state store the workers take their jobs from, writing where a volume is
-mounted. (tests/api/test_book_farm.py runs such builds on real workers.)"""
+mounted. (tests/system/test_book_farm.py runs such builds on real workers.)"""
 
 from __future__ import annotations
 

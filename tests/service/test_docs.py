@@ -328,7 +328,7 @@ def test_every_shell_block_runs(block: Block, tmp_path: Path) -> None:
 def test_the_first_command_serves(tmp_path: Path) -> None:
     """The README's first command ends in ``kalah serve``: from an empty folder it answers
     (on a free port here: ``--port``, where the README's serves 8000) and stops on SIGTERM.
-    The install before it is what this environment is (tests/test_wheel.py installs from a
+    The install before it is what this environment is (tests/system/test_wheel.py installs from a
     wheel)."""
     serve = INSTALL.text.strip().split(" && ")[-1]
     assert serve == ".venv/bin/kalah serve"

@@ -4,7 +4,8 @@ Every import counts as an edge: module level, inside ``if TYPE_CHECKING:`` and i
 function. A function-level import does not break a cycle, it only hides it from the
 interpreter, so the graph with all of them must have none. The engine never imports the service.
 
-Run ``python tests/test_layers.py`` to print the graph's cycles and every function-level import.
+Run ``python tests/service/test_layers.py`` to print the graph's cycles and every
+function-level import.
 """
 
 from __future__ import annotations

@@ -226,7 +226,7 @@ def test_nginxs_own_errors_are_problems(
 def test_40_sockets_trickling_headers_through_the_proxy(proxied: tuple[Nginx, Gunicorn]) -> None:
     """Issue 33, finding 5: 40 sockets each sending a header byte every 4 s kept /livez of a
     bare gunicorn timing out. ``kalah serve`` refuses a non-loopback address unless told a
-    proxy is in front (tests/test_cli_serve.py); behind the shipped one, /livez answers
+    proxy is in front (tests/service/test_cli_serve.py); behind the shipped one, /livez answers
     every probe throughout (a bounded loop, loopback only)."""
     nginx, _ = proxied
     stop = threading.Event()

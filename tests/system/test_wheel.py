@@ -3,7 +3,7 @@ clean export of the repository, installed into fresh virtualenvs (nothing of the
 on the path), with and without the ``server`` extra.
 
 Slow (it builds the extensions and installs the dependencies from the package index):
-``.venv/bin/python -m pytest --run-slow tests/test_wheel.py``.
+``.venv/bin/python -m pytest --run-slow tests/system/test_wheel.py``.
 """
 
 from __future__ import annotations
