@@ -47,23 +47,6 @@ def small_book() -> Book:
     return Book.from_bytes(Book(list(sections.values())).to_bytes())  # through the format
 
 
-@pytest.mark.system
-@pytest.mark.parametrize("rules", SMALL_RULES, ids=lambda r: r.key)
-def test_every_book_position_has_the_engines_move_values(small_book: Book, rules: Rules) -> None:
-    engine = Engine(tt_mb=8)
-    held = 0
-    for position in positions_within(rules, DEPTH):
-        values = small_book.move_values(position, rules)
-        if values is None:
-            continue
-        held += 1
-        analysis = engine.analyse(position, rules)
-        assert analysis.exact
-        assert values == {m.move: m.value for m in analysis.moves}, position.compact()
-    # Everything within DEPTH sowings is held (a swap is no sowing: a little more under pie).
-    assert held >= len(positions_within(Rules(**{**rules.to_json(), "pie": False}), DEPTH))
-
-
 def test_pie_positions_include_the_swap(small_book: Book) -> None:
     rules = SMALL_RULES[1]
     position = play(Position.start(rules), rules, 1).after  # North may swap now

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kalah_core import Rules, solver
+from kalah_core import Rules
 from kalah_core.game import legal_moves
 from kalah_core.position import parse_position
 from kalah_core.solver import INFINITE, ROUND_MS, Engine, _schedule
@@ -47,30 +47,6 @@ def test_a_long_budget_alternates_proof_and_bounds() -> None:
         assert end - start >= 2 * ROUND_MS  # at least double the first round
     proof = sum(e[0] - s for (e, _), s in zip(rounds, ends, strict=False))
     assert proof > 0.45 * 600_000  # a proof that fits in half the budget is still found
-
-
-@pytest.mark.system
-@pytest.mark.parametrize("prove", ["all", "value"])
-def test_a_proof_spread_over_many_rounds_is_the_proof(
-    prove: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Rounds of a few milliseconds: the proof resumes on a warm table after each bounds
-    stint, and ends with the value and move values of an unbudgeted search."""
-    rules = Rules(houses=5, seeds=4, capture="always")
-    start = parse_position("start", rules)
-    ENGINE.clear()
-    truth = {m.move: m.value for m in ENGINE.analyse(start, rules).moves}
-    monkeypatch.setattr(solver, "ROUND_MS", 2.0)
-    assert len(solver._schedule(60_000, 0)) > 10
-    ENGINE.clear()
-    spread = ENGINE.analyse(start, rules, time_ms=60_000, prove=prove)  # type: ignore[arg-type]
-    assert spread.exact and spread.value == max(truth.values()) == 12
-    assert any(m.exact and m.value == 12 for m in spread.moves)
-    for m in spread.moves:
-        assert m.lower <= truth[m.move] <= m.upper
-        assert m.exact == (prove == "all" or m.lower == m.upper)
-        if m.exact:
-            assert m.value == truth[m.move]
 
 
 class _Recorder:

@@ -43,13 +43,6 @@ def test_prove_levels(capsys: pytest.CaptureFixture[str]) -> None:
     assert answer_of(solve(capsys, "--best-only")) == answer_of(solve(capsys, "--prove", "optimal"))
 
 
-@pytest.mark.system
-def test_threads_give_the_same_answer(capsys: pytest.CaptureFixture[str]) -> None:
-    one = solve(capsys, "--threads", "1")
-    assert answer_of(solve(capsys, "--threads", "2")) == answer_of(one)
-    assert answer_of(solve(capsys)) == answer_of(one)  # every core by default
-
-
 @pytest.mark.parametrize("bad", ["0", "-1", "x", "65"])
 def test_bad_thread_count_is_a_usage_error(capsys: pytest.CaptureFixture[str], bad: str) -> None:
     with pytest.raises(SystemExit) as exit_info:

@@ -32,15 +32,6 @@ def test_irving_2000_values(houses: int, seeds: int) -> None:
     assert analysis.value == PAPER[houses, seeds]
 
 
-@pytest.mark.system
-@pytest.mark.parametrize("capture", ["nonempty", "always"])
-def test_kalah_6_3_is_plus_two(capture: str) -> None:
-    rules = Rules(houses=6, seeds=3, capture=capture)
-    analysis = ENGINE.analyse(Position.start(rules), rules, prove="value")
-    assert analysis.exact
-    assert analysis.value == 2
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(("capture", "value"), [("always", 10), ("nonempty", 8)])
 def test_kalah_6_4(capture: str, value: int) -> None:

@@ -7,11 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import requests
 from flask.testing import FlaskClient
 from test_api_analysis import check_consistent
 
-from kalah_core import Position, Rules
+from kalah_core import Rules
 from kalah_core.position import MAX_SEEDS
 from kalah_core.rules import MAX_HOUSES, MAX_START_SEEDS, PRESET_DOCS
 
@@ -31,38 +30,6 @@ def check_big_board_estimate(answer: dict[str, Any]) -> None:
         range(1, 13)
     )
     check_consistent(answer, rules)
-
-
-@pytest.mark.system
-def test_kgp_twelve_by_twelve_analysis(client: FlaskClient) -> None:
-    response = client.get(f"/v1/analysis?{KGP_12}")
-    assert response.status_code == 200, response.get_json()
-    answer = response.get_json()
-    check_big_board_estimate(answer)
-    assert answer["limits"]["time_ms"] == 1000  # the default budget
-
-
-@pytest.mark.system
-def test_biggest_start_and_the_most_seeds(client: FlaskClient) -> None:
-    answer = client.get(
-        f"/v1/analysis?position=start&rules=kgp&houses={MAX_HOUSES}&seeds={MAX_START_SEEDS}"
-        "&time_ms=200"
-    ).get_json()
-    assert answer["board"]["south"] == [MAX_START_SEEDS] * MAX_HOUSES
-    full = Position((MAX_SEEDS - 1,) + (0,) * 11, (1,) + (0,) * 11)
-    response = client.post(
-        "/v1/analysis",
-        json={"position": full.to_json(), "rules": {"preset": "kgp", "houses": 12}},
-    )
-    assert response.status_code == 200, response.get_json()
-    too_many = Position((MAX_SEEDS,) + (0,) * 11, (1,) + (0,) * 11)
-    response = client.post(
-        "/v1/analysis",
-        json={"position": too_many.to_json(), "rules": {"preset": "kgp", "houses": 12}},
-    )
-    assert response.status_code == 422
-    assert response.get_json()["field"].startswith("position")
-    assert str(MAX_SEEDS) in response.get_json()["detail"]
 
 
 @pytest.mark.parametrize(
@@ -108,10 +75,3 @@ def test_board_image_of_twelve_houses(client: FlaskClient) -> None:
     assert response.content_type.startswith("image/svg+xml")
     assert b"move 12" in response.data
     assert client.get(f"/v1/board.svg?{KGP_12}&move=13").status_code == 422
-
-
-@pytest.mark.system
-def test_kgp_twelve_by_twelve_analysis_over_http(gunicorn_server: str) -> None:
-    response = requests.get(f"{gunicorn_server}/v1/analysis?{KGP_12}", timeout=60)
-    assert response.status_code == 200, response.text
-    check_big_board_estimate(response.json())

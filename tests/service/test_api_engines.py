@@ -7,12 +7,10 @@ from __future__ import annotations
 import os
 import threading
 
-import pytest
-
 from kalah_core.position import Position
 from kalah_core.rules import Rules
 from kalah_core.solver import Engine
-from kalah_service.core.engines import EnginePool, EnginesBusy
+from kalah_service.core.engines import EnginePool
 
 RULES = Rules(seeds=6)  # Kalah(6,6): no search proves it in these budgets
 START = Position.start(RULES)
@@ -49,51 +47,6 @@ def hold(
 
 # No assertion on seconds below: what a search overlaps or waits for is checked by the
 # order of events. Budgets of seconds leave a busy machine room to start the other thread.
-
-
-@pytest.mark.system
-def test_searches_run_at_once_without_the_gil() -> None:
-    engines = pool(3)
-    first, second = threading.Event(), threading.Event()
-    events: list[str] = []
-    threads = [hold(engines, 3000, first, events, "a"), hold(engines, 3000, second, events, "b")]
-    for thread in threads:
-        thread.join()
-    # Side by side: each began before the other ended (a search holding the GIL would have
-    # kept the second thread from starting until the first ended).
-    assert sorted(events[:2]) == ["a began", "b began"], events
-    assert engines.engines == 2
-
-
-@pytest.mark.system
-def test_the_last_engine_is_kept_for_short_searches() -> None:
-    engines = pool(2)
-    long_one = hold(engines, 5000, threading.Event())
-    # A second long one would wait ~5 s, more than its 2 s: refused at once, while the long
-    # one still runs (a refusal after waiting would come after it ended).
-    with pytest.raises(EnginesBusy) as refused, engines.engine(2000):
-        pass
-    assert long_one.is_alive(), "refused at once, not after waiting"
-    assert 1 <= int(refused.value.headers["Retry-After"]) <= 5  # the long one's rest
-    assert refused.value.status == 503 and refused.value.slug == "busy"
-    with engines.engine(100) as engine:  # a short one runs beside the long one
-        engine.analyse(START, RULES, time_ms=100)
-    assert long_one.is_alive(), "beside the long one, not after it"
-    long_one.join()
-
-
-@pytest.mark.system
-def test_a_search_waits_for_an_engine_within_its_budget() -> None:
-    engines = pool(1, waiting=1)
-    events: list[str] = []
-    busy = hold(engines, 400, threading.Event(), events, "busy")
-    with engines.engine(5000):  # the engine frees in ~0.4 s, within this budget
-        events.append("got")
-    assert events == ["busy began", "busy ended", "got"], "it waited for the busy search to end"
-    busy.join()
-    hold(engines, 3000, threading.Event())
-    with pytest.raises(EnginesBusy), engines.engine(100):  # less than the ~3 s wait
-        pass
 
 
 def test_long_searches_run_at_a_lower_cpu_priority() -> None:
