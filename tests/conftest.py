@@ -15,11 +15,16 @@ next to it may do), and a run of the fast tier never imports the system tier's m
 marked ``slow``, one at a time (the system tests measure times and survive faults: they
 share no cores). ``python -m pytest -m "not system"`` is the fast tier, everything in
 ``tests/engine/`` and ``tests/service/``; add ``-n auto`` to spread it over the cores
-(pytest-xdist: every test starts its own servers on free ports and writes under its own
-``tmp_path``). :func:`pytest_collection_modifyitems` marks ``tests/system/`` and
-``tests/browser/`` ``system`` by their path, and a fast folder's test that uses a fixture of
-:data:`SYSTEM_FIXTURES`; the few system tests that still share a fast module with the tests
-whose helpers they use carry ``@pytest.mark.system`` themselves.
+(pytest-xdist: the fast tier starts no server and each test writes under its own
+``tmp_path``, so its tests share no port and no file).
+
+:func:`pytest_collection_modifyitems` marks ``tests/system/`` and ``tests/browser/``
+``system`` by their path. A system test that needs a fast module's helpers
+lives in ``tests/system/<module>_system.py`` and imports them (``pythonpath`` in
+pyproject.toml puts every tier's folder on the path). Two safety nets keep a test written in
+the wrong folder out of the fast tier: the hook also marks a test that uses a fixture of
+:data:`SYSTEM_FIXTURES`, and ``@pytest.mark.system`` still works on one test or one
+parameter (the largest endgame databases of tests/engine/test_egdb.py).
 
 ``@pytest.mark.slow``: minutes each (the wheel built and installed, deep perft, Kalah(6,4)):
 only with ``--run-slow``, so the default run leaves them out.
