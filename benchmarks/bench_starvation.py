@@ -28,7 +28,7 @@ import requests
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(1, str(ROOT / "tests"))
-sys.path.append(str(ROOT / "tests" / "api"))  # after ROOT: its folder is not the package api
+sys.path.append(str(ROOT / "tests" / "system"))
 
 from harness import Gunicorn, RedisServer  # noqa: E402
 from test_batch_workers import endgame_positions  # noqa: E402

@@ -1,30 +1,49 @@
 """Shared test configuration: the test tiers, the ``--run-slow`` flag and hypothesis profiles.
 
-Tiers:
+The tiers are folders, so that where a test lives says what it costs (and what a new test
+next to it may do), and a run of the fast tier never imports the system tier's modules:
 
-- ``python -m pytest`` (the README's test command, what CI runs): everything but ``slow``.
-- ``python -m pytest -m "not system"``: the fast tier: the engine, the property tests and the
-  service through Flask's test client.
-- ``@pytest.mark.system``: a test that starts servers, subprocesses, browsers or Redis, or
-  runs for more than a few seconds. A test that uses one of :data:`SYSTEM_FIXTURES` (which
-  start ``redis-server``, gunicorn or a browser) is marked so here; any other that starts a
-  process or runs long carries the mark itself.
-- ``@pytest.mark.slow``: minutes each (the wheel built and installed, deep perft, Kalah(6,4)):
-  only with ``--run-slow``, so the default run leaves them out.
+- ``tests/engine/``: kalah_core (rules, notation, search, books, databases, the KGP agent, the
+  command line) in process.
+- ``tests/service/``: the service in process (Flask's test client, its commands) and the
+  checks of the repository around it (docs, import layers, deploy files).
+- ``tests/system/``: a test that starts servers, subprocesses or Redis, or runs for more than a
+  few seconds.
+- ``tests/browser/``: the board in a real browser (a system test too).
+
+``python -m pytest`` (the README's test command, what CI runs) runs every tier but the tests
+marked ``slow``, one at a time (the system tests measure times and survive faults: they
+share no cores). ``python -m pytest -m "not system"`` is the fast tier, everything in
+``tests/engine/`` and ``tests/service/``; add ``-n auto`` to spread it over the cores
+(pytest-xdist: the fast tier starts no server and each test writes under its own
+``tmp_path``, so its tests share no port and no file).
+
+:func:`pytest_collection_modifyitems` marks ``tests/system/`` and ``tests/browser/``
+``system`` by their path. A system test that needs a fast module's helpers
+lives in ``tests/system/<module>_system.py`` and imports them (``pythonpath`` in
+pyproject.toml puts every tier's folder on the path). Two safety nets keep a test written in
+the wrong folder out of the fast tier: the hook also marks a test that uses a fixture of
+:data:`SYSTEM_FIXTURES`, and ``@pytest.mark.system`` still works on one test or one
+parameter (the largest endgame databases of tests/engine/test_egdb.py).
+
+``@pytest.mark.slow``: minutes each (the wheel built and installed, deep perft, Kalah(6,4)):
+only with ``--run-slow``, so the default run leaves them out.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
 
+pytest_plugins = ["service_fixtures"]  # the apps, Redis and gunicorn fixtures every tier uses
+
 # The service builds a default endgame database in the background unless told otherwise; the
-# tests choose explicitly (tests/api/test_api_egdb.py covers that path).
+# tests choose explicitly (tests/service/test_api_egdb.py covers that path).
 os.environ.setdefault("KALAH_EGDB_PATH", "off")
 # Without Redis the answers go to an embedded store on disk: the session's own, never the
 # user's cache folder (tests that need a fresh or a shared one set KALAH_CACHE_DIR).
@@ -32,13 +51,25 @@ os.environ.setdefault("KALAH_CACHE_DIR", tempfile.mkdtemp(prefix="kalah-test-ans
 # Tests fire many requests from 127.0.0.1: the rate-limit tests set their own small limits.
 os.environ.setdefault("KALAH_LIMIT_ANONYMOUS", "1000000/minute")
 # The hundreds of apps the tests make in-process need no 64 MiB tables: each app touches two
-# as it starts (the fast tier's API tests spent 5.3 s in the kernel with 64 MiB, 1.2 s with 8).
+# as it starts, and the kernel's time zeroing them was a good part of the service tests' cost.
 # The servers the tests start (tests/harness.py) keep the service's default.
-os.environ.setdefault("KALAH_TT_MB", "16")
+os.environ.setdefault("KALAH_TT_MB", "2")
 
 settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("ci", parent=settings.get_profile("default"), print_blob=True)
+settings.register_profile("fast", parent=settings.get_profile("default"), max_examples=25)
+"""The fast tier's: a quarter of hypothesis's default examples for the properties that do not
+set their own count; every other run (the whole suite, CI) tries the default 100."""
 settings.load_profile("ci" if os.environ.get("CI") else "default")
+
+
+def _fast_tier(config: pytest.Config) -> bool:
+    return bool(config.getoption("markexpr", "").split() == ["not", "system"])
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if _fast_tier(config):
+        settings.load_profile("fast")
 
 
 @pytest.fixture(autouse=True)
@@ -48,18 +79,19 @@ def _own_answer_store(tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("KALAH_CACHE_DIR", f"{tmp_path}/kalah-answers")
 
 
-SYSTEM_MODULE = re.compile(r"^pytestmark = pytest\.mark\.system$", re.MULTILINE)
-"""A module whose every test is in the ``system`` tier says so in this one line."""
+TESTS = Path(__file__).resolve().parent
+SYSTEM_FOLDERS = (TESTS / "system", TESTS / "browser")
+"""The folders whose every test is in the ``system`` tier."""
+
+
+def _in_system_folder(path: Path) -> bool:
+    return any(path.is_relative_to(folder) for folder in SYSTEM_FOLDERS)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """The fast tier (``-m "not system"``) does not even import a module marked ``system`` as
-    a whole: its imports and collection (schemathesis builds its cases then) cost seconds."""
-    if config.getoption("markexpr", "").split() != ["not", "system"]:
-        return None
-    if collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
-        return None
-    return True if SYSTEM_MODULE.search(collection_path.read_text(encoding="utf-8")) else None
+    """The fast tier (``-m "not system"``) does not even import the system folders' modules:
+    their imports and collection (schemathesis builds its cases then) cost seconds."""
+    return True if _fast_tier(config) and _in_system_folder(collection_path) else None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -69,14 +101,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 SYSTEM_FIXTURES = frozenset(
     {"redis_server", "own_redis", "redis_app", "gunicorn_server", "base_url", "browser"}
 )
-"""Fixtures that start a process (tests/api/conftest.py, tests/browser/conftest.py): a test
-that uses one, even through another fixture, is in the ``system`` tier."""
+"""Fixtures that start a process (tests/service_fixtures.py, tests/browser/conftest.py): a
+test that uses one, even through another fixture, is in the ``system`` tier."""
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if SYSTEM_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        if _in_system_folder(item.path) or SYSTEM_FIXTURES.intersection(
+            getattr(item, "fixturenames", ())
+        ):
             item.add_marker(pytest.mark.system)
     if config.getoption("--run-slow"):
         return
@@ -84,6 +118,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = [item for item in items if "slow" not in item.keywords]
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """An xdist worker hands its figures to the controller, which prints the summary."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        from figures import MEASURED, TRIED
+
+        output["figures"] = {"tried": dict(TRIED), "measured": MEASURED}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """xdist's controller: a worker is done; add its figures to this process's."""
+    from figures import MEASURED, TRIED
+
+    figures = getattr(node, "workeroutput", {}).get("figures", {})
+    TRIED.update(figures.get("tried", {}))
+    MEASURED.extend(figures.get("measured", []))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -1,5 +1,5 @@
 """Real servers for tests and benchmarks: ``redis-server`` and gunicorn on free loopback
-ports (never a fake). ``tests/api/conftest.py`` builds its fixtures from these, and the
+ports (never a fake). ``tests/service_fixtures.py`` builds its fixtures from these, and the
 benchmarks import this module (``sys.path`` gets ``tests/``), so both run the service the
 same way."""
 

@@ -2,9 +2,9 @@
 
     .venv/bin/python -m kalah_service.ops.config_docs > docs/config.md
 
-A test (tests/test_docs.py) fails when docs/config.md differs from what this prints, so a new
-setting needs a line in :data:`MEANINGS` (and, where its default is not a plain value, in
-:data:`DEFAULT_TEXT`) before the suite passes.
+A test (tests/service/test_docs.py) fails when docs/config.md differs from what this prints,
+so a new setting needs a line in :data:`MEANINGS` (and, where its default is not a plain
+value, in :data:`DEFAULT_TEXT`) before the suite passes.
 """
 
 # ruff: noqa: RUF001  (the documentation's typography: en dashes, minus and multiplication signs)

@@ -1,1 +1,1 @@
-"""Browser tests of the analysis board (a package: its conftest does not shadow tests/api/)."""
+"""Browser tests of the analysis board (a package: its conftest is ``browser.conftest``)."""

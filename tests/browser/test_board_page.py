@@ -16,8 +16,6 @@ from harness import wait_for
 
 from kalah_service import create_app
 
-pytestmark = pytest.mark.system
-
 MID_GAME = "109101-10-231350-12-n"
 """A Kalah(6,4) mid-game position from a random game, North to move, solved in some 30 ms:
 five moves that win, draw and lose."""
