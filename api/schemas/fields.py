@@ -37,7 +37,18 @@ def answer(*optional: str) -> Callable[[SchemaClass], SchemaClass]:
     return mark
 
 
-class PositionField(fields.Field[JsonValue]):
+class _TextOrObject(fields.Field[JsonValue]):
+    """A value given as a string or a JSON object; its meaning is the request type's to check."""
+
+    def _deserialize(
+        self, value: object, attr: str | None, data: Mapping[str, object] | None, **kwargs: object
+    ) -> JsonValue:
+        if isinstance(value, str | dict):
+            return value
+        raise self.make_error("type")
+
+
+class PositionField(_TextOrObject):
     """A position: ``"start"``, the compact notation, or the JSON form (object or its text).
     Only the JSON type is checked here; the request type (:mod:`kalah_service.core.request`) parses
     and validates it."""
@@ -48,15 +59,8 @@ class PositionField(fields.Field[JsonValue]):
         "type": "A position is 'start', a compact notation string or an object.",
     }
 
-    def _deserialize(
-        self, value: object, attr: str | None, data: Mapping[str, object] | None, **kwargs: object
-    ) -> JsonValue:
-        if isinstance(value, str | dict):
-            return value
-        raise self.make_error("type")
 
-
-class RulesField(fields.Field[JsonValue]):
+class RulesField(_TextOrObject):
     """Rules: a preset name or an object of options (the JSON type only: validated by the
     request type)."""
 
@@ -65,13 +69,6 @@ class RulesField(fields.Field[JsonValue]):
     default_error_messages = {  # noqa: RUF012
         "type": "Rules are a preset name or an object of options.",
     }
-
-    def _deserialize(
-        self, value: object, attr: str | None, data: Mapping[str, object] | None, **kwargs: object
-    ) -> JsonValue:
-        if isinstance(value, str | dict):
-            return value
-        raise self.make_error("type")
 
 
 class MoveField(fields.Field[Move]):
