@@ -1,4 +1,4 @@
-"""The system tests of tests/engine/test_kgp.py, whose
+"""The system tests of tests/engine/test_kgp_agent.py, whose
 helpers they import: processes, servers or long searches."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from figures import measured
 from kgp_server import KgpTestServer, ScriptedServer, running
-from test_kgp import _check_games, _play, _Running, _wait_for
+from test_kgp_agent import _check_games, _play, _Running, _wait_for
 
 from kalah_core import Rules
 from kalah_core.egdb import EndgameDatabase, build
