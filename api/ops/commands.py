@@ -16,6 +16,7 @@ import json
 import math
 import os
 import re
+import shutil
 import sys
 from collections.abc import Callable, Sequence
 from importlib import metadata
@@ -182,7 +183,8 @@ def _watch(args: argparse.Namespace) -> int:
     live = Live(default_analyser(), request, alive=lambda: True, heartbeat_s=math.inf)
     live.start(lambda budget_ms: lambda spent_ms: None)  # nothing is charged on the terminal
     terminal = sys.stdout.isatty() and not args.json
-    shown = 0  # lines of the block on the terminal
+    columns = shutil.get_terminal_size().columns
+    shown = 0  # rows of the block on the terminal (a line longer than the terminal wraps)
     for event in live.events():
         if event is None:
             continue
@@ -202,7 +204,7 @@ def _watch(args: argparse.Namespace) -> int:
         elif shown:
             print()
         print(text, flush=True)
-        shown = text.count("\n") + 1
+        shown = sum(max(1, -(-len(line) // columns)) for line in text.split("\n"))
     return EXIT_OK
 
 
