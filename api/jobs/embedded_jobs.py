@@ -34,7 +34,7 @@ from ..stores.walbound import BoundedCache, WalBound
 from .items import Batch, TaskJson, slot_json
 from .store import MAX_ATTEMPTS, UNFINISHED, Completed, JobStatus, Lease, lost_problem
 
-log = logging.getLogger("kalah_service.batch.embedded")
+log = logging.getLogger(__name__)
 
 QUEUE = "queue"
 """A list of [job id, chunk] waiting for a runner."""

@@ -79,7 +79,7 @@ from .store import (
     stalled_reason,
 )
 
-log = logging.getLogger("kalah_service.batch")
+log = logging.getLogger(__name__)
 
 WORKER_BEAT_S = 1.0
 WORKER_STALE_S = 10.0

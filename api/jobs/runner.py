@@ -43,7 +43,7 @@ from ..core.request import AnalysisRequest
 from ..stores.lease import owner_token, renewing
 from .store import Completed, JobStore, Lease
 
-log = logging.getLogger("kalah_service.jobs.runner")
+log = logging.getLogger(__name__)
 
 ENGINE_WORK = (book_build, deepbook_build)
 """The engine modules whose task kinds (:func:`kalah_core.tasks.task`) a runner runs: importing

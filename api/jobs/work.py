@@ -34,7 +34,7 @@ from kalah_core.tasks import Json, Task
 from .redis_jobs import RedisJobStore
 from .runner import PAUSE_MAX_S, PAUSE_S
 
-log = logging.getLogger("kalah_service.jobs.work")
+log = logging.getLogger(__name__)
 
 OWNER = "book-build"
 """The owner of engine-work jobs in the fair queue (API keys' jobs take turns with them)."""

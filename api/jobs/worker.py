@@ -36,7 +36,7 @@ from .redis_jobs import WORKER_BEAT_S
 from .runner import PAUSE_MAX_S, PAUSE_S, beating, serve
 from .store import JobStore
 
-log = logging.getLogger("kalah_service.jobs.worker")
+log = logging.getLogger(__name__)
 
 
 Connect = Callable[[Settings], tuple[Analyser, JobStore, Buckets]]

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from ..base import metrics
 from .lease import LEASE_S, holder_dead, owner_token, renewing
 
-log = logging.getLogger("kalah_service.stores")
+log = logging.getLogger(__name__)
 
 PREFIX = "kalah:v1"
 

@@ -33,7 +33,7 @@ import diskcache
 from .answers import AnswerStore, Entry, Keys, Lru
 from .walbound import BoundedCache, WalBound
 
-log = logging.getLogger("kalah_service.embedded")
+log = logging.getLogger(__name__)
 
 PROBE_KEY = "kalah:v1:probe"
 """What ``ping`` writes to learn whether the store takes writes."""

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
 
-log = logging.getLogger("kalah_service.stores.lease")
+log = logging.getLogger(__name__)
 
 LEASE_S = 2.0
 """A lock's lease: how long a holder that stopped renewing (dead) can keep others waiting."""

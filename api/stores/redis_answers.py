@@ -20,7 +20,7 @@ from redis.retry import Retry
 from ..base import metrics
 from .answers import PREFIX, AnswerStore, Entry, Keys, Lru
 
-log = logging.getLogger("kalah_service.stores")
+log = logging.getLogger(__name__)
 
 
 # Replace a heuristic entry only if it is missing or shallower; KEYS[1] key, ARGV value, depth, ttl.

@@ -16,7 +16,7 @@ from typing import cast
 
 import redis
 
-log = logging.getLogger("kalah_service.stores.state")
+log = logging.getLogger(__name__)
 
 STATE_POLICY = "noeviction"
 
