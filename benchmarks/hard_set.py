@@ -84,11 +84,11 @@ for line in sys.stdin:
     position = parse_position(job["position"], rules)
     engine.clear()
     nodes = job.get("nodes") or None
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     a = engine.analyse(position, rules, prove="value", pv_limit=1, nodes=nodes)
     seconds = time.perf_counter() - started
     print(json.dumps({"value": a.value, "exact": a.exact, "nodes": a.nodes,
-                      "seconds": seconds}), flush=True)
+                      "seconds": seconds, "cpu": time.process_time() - cpu}), flush=True)
 """
 
 
@@ -204,7 +204,8 @@ def run(args: argparse.Namespace) -> None:
             worker.solve(entries[0], 1, 1_000_000)
         rows: list[dict[str, Any]] = []
         print(f"load average before: {os.getloadavg()}")
-        print(f"{'position':40} thr  {'base s':>8} {'new s':>8} {'ratio':>6}  base/new nodes")
+        head = f"{'position':40} thr  {'base s':>8} {'new s':>8} {'ratio':>6}"
+        print(f"{head}  base/new nodes, CPU s")
         for i, entry in enumerate(entries):
             for threads in thread_counts:
                 order = ["base", "new"] if i % 2 == 0 else ["new", "base"]
@@ -220,7 +221,9 @@ def run(args: argparse.Namespace) -> None:
                 base_s = f"{base['seconds']:8.2f}" if base else "     n/a"
                 ratio = f"{base['seconds'] / new['seconds']:6.2f}" if base else "   n/a"
                 nodes = f"{base['nodes']:,}/{new['nodes']:,}" if base else f"-/{new['nodes']:,}"
-                print(f"{label:40} {threads:3}  {base_s} {new['seconds']:8.2f} {ratio}  {nodes}")
+                cpu = f"{base['cpu']:.2f}/{new['cpu']:.2f}" if base else f"-/{new['cpu']:.2f}"
+                row_s = f"{label:40} {threads:3}  {base_s} {new['seconds']:8.2f} {ratio}"
+                print(f"{row_s}  {nodes}  {cpu}")
                 sys.stdout.flush()
         for worker in workers.values():
             worker.close()
@@ -233,10 +236,11 @@ def run(args: argparse.Namespace) -> None:
                 print(f"{threads} thread(s), {name}: not supported")
                 continue
             seconds = [a["seconds"] for a in answers]
+            cpu = [a["cpu"] for a in answers]
             nodes = sum(a["nodes"] for a in answers)
             print(
                 f"{threads} thread(s), {name}: total {sum(seconds):.1f} s, median "
-                f"{statistics.median(seconds):.2f} s, {nodes:,} nodes"
+                f"{statistics.median(seconds):.2f} s, CPU {sum(cpu):.1f} s, {nodes:,} nodes"
             )
         pairs = [(r["base"], r["new"]) for r in chosen if r["base"] is not None]
         if pairs:

@@ -42,7 +42,7 @@ from .rules import Rules
 __all__ = ["ENGINE_VERSION", "MAX_THREADS", "Analysis", "Engine", "MoveValue", "Prove", "Snapshot"]
 
 
-ENGINE_VERSION = "kalah-core-0.1.0/search-8"
+ENGINE_VERSION = "kalah-core-0.1.0/search-9"
 """Changes whenever a search change could change an answer; part of every cache key."""
 
 
