@@ -129,6 +129,12 @@ def add_commands(commands: Commands) -> None:
         minutes="stop after M minutes",
         majority=True,
     )
+    add_book_farm_options(
+        book_refine,
+        "run the tests on the kalah workers of this Redis (no URL: $KALAH_STATE_REDIS_URL, "
+        "else $KALAH_REDIS_URL) instead of --workers local processes; --egdb paths must be "
+        "the workers' paths",
+    )
     book_info = add_command(book_commands, "info", cmd_book_info, "describe a book")
     book_info.add_argument("path", nargs="?", default=None, metavar="PATH")
 
@@ -224,6 +230,17 @@ def _redis_executor(given: str) -> Executor:
         raise KalahError(f"--redis-url: {error}") from None
 
 
+def test_executor(args: argparse.Namespace) -> Executor:
+    """Where the tests of ``--workers`` and ``--redis-url`` run (``book refine``, ``prove``)."""
+    from ..tasks import LocalExecutor
+
+    if args.redis_url is not None:
+        # SIGTERM (a pod stopped) cancels the job on the workers, as Ctrl-C does.
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+        return _redis_executor(args.redis_url)
+    return LocalExecutor(args.workers)
+
+
 def cmd_book_deep(args: argparse.Namespace) -> int:
     """Add a rule set's deep book: deep estimates and proven bounds of the first sowings."""
     from .. import deepbook
@@ -300,6 +317,7 @@ def cmd_book_refine(args: argparse.Namespace) -> int:
         budget,
         checkpoint=args.checkpoint,
         until=time.time() + args.minutes * 60 if args.minutes else None,
+        executor=test_executor(args),
     )
     loaded.sections[rules.key] = refined
     loaded.save(path)
