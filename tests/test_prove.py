@@ -61,8 +61,11 @@ def test_the_start_proven_equals_the_reference_minimax(rules: Rules) -> None:
 @settings(max_examples=20)
 @given(
     st.sampled_from(
-        [Rules(houses=4, seeds=2), Rules(houses=4, seeds=2, capture="always", end="mover-empty")]
-        + [Rules(houses=3, seeds=4, capture="always")]
+        [
+            Rules(houses=4, seeds=2),
+            Rules(houses=4, seeds=2, capture="always", end="mover-empty"),
+            Rules(houses=3, seeds=4, capture="always"),
+        ]
     ),
     st.integers(0, 10_000),
     st.integers(5, 12),  # the reference minimax takes seconds nearer the start
