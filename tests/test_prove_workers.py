@@ -1,17 +1,16 @@
 """Proofs on workers: ``kalah prove`` and ``kalah book refine`` run the same tests with the same
 outcomes (their checkpoints equal, line for line) on 1 and 2 local processes, and on
 ``kalah worker`` processes through a real Redis, one of them killed with SIGKILL in the middle
-of a test."""
+of a test.
+
+It belongs beside tests/system/test_batch_workers.py (whose ``start_worker`` it uses)."""
 
 from __future__ import annotations
 
 import io
 import json
-import os
 import shutil
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -19,12 +18,13 @@ from pathlib import Path
 import harness
 import pytest
 import redis
+from test_batch_workers import start_worker  # beside it: tests/system
 
 from kalah_core.cli import main
 from kalah_core.deepbook import DeepBook
 from kalah_core.deepbook_build import DeepBudget, build_deep_section
 from kalah_core.rules import Rules
-from kalah_service.jobs.redis_layout import TOKENS, WORKERS
+from kalah_service.jobs.redis_layout import TOKENS
 
 pytestmark = pytest.mark.system
 
@@ -72,25 +72,6 @@ def test_a_refinement_on_two_local_workers_runs_the_tests_of_one(tmp_path: Path)
         books.append(DeepBook.load(path).sections[rules.key].records)
     assert books[0] == books[1] and books[0] != section.records
     assert outcomes(tmp_path / "1.jsonl") == outcomes(tmp_path / "2.jsonl")
-
-
-def start_worker(url: str, log: Path) -> subprocess.Popen[bytes]:
-    """A ``kalah worker`` on ``url``, returned once it beats in the state store."""
-    env = {**os.environ, "KALAH_REDIS_URL": url, "KALAH_EGDB_PATH": "off"}
-    env |= {"KALAH_TT_MB": "16", "KALAH_LOG_LEVEL": "WARNING"}
-    with open(log, "wb") as out:
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "kalah_core.cli", "worker"],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    states = redis.Redis.from_url(url)
-    while not any(n.decode().endswith(f":{worker.pid}") for n in states.zrange(WORKERS, 0, -1)):
-        assert worker.poll() is None, log.read_text()
-        time.sleep(0.05)
-    return worker
 
 
 def test_a_proof_on_kalah_workers_survives_one_killed_mid_test(

@@ -230,15 +230,18 @@ def _redis_executor(given: str) -> Executor:
         raise KalahError(f"--redis-url: {error}") from None
 
 
-def test_executor(args: argparse.Namespace) -> Executor:
-    """Where the tests of ``--workers`` and ``--redis-url`` run (``book refine``, ``prove``)."""
+def test_run(args: argparse.Namespace) -> dict[str, Any]:
+    """The checkpoint, the deadline of ``--minutes`` and the executor of ``--workers`` and
+    ``--redis-url`` of a run of tests (``book refine``, ``prove``), as keyword arguments."""
     from ..tasks import LocalExecutor
 
+    executor: Executor = LocalExecutor(args.workers)
     if args.redis_url is not None:
         # SIGTERM (a pod stopped) cancels the job on the workers, as Ctrl-C does.
         signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-        return _redis_executor(args.redis_url)
-    return LocalExecutor(args.workers)
+        executor = _redis_executor(args.redis_url)
+    until = time.time() + args.minutes * 60 if args.minutes else None
+    return {"checkpoint": args.checkpoint, "until": until, "executor": executor}
 
 
 def cmd_book_deep(args: argparse.Namespace) -> int:
@@ -312,13 +315,7 @@ def cmd_book_refine(args: argparse.Namespace) -> int:
     budget = RefineBudget(int(args.first_mnodes * million), total, args.tt_mb, paths)
     key = deepbook.deep_key(Position.start(rules), rules)
     before = section.records[key]
-    refined = refine_section(
-        section,
-        budget,
-        checkpoint=args.checkpoint,
-        until=time.time() + args.minutes * 60 if args.minutes else None,
-        executor=test_executor(args),
-    )
+    refined = refine_section(section, budget, **test_run(args))
     loaded.sections[rules.key] = refined
     loaded.save(path)
     start = refined.records[key]

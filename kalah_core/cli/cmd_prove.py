@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import time
 
-from .cmd_book import _deep_databases, add_book_farm_options, add_book_search_options, test_executor
+from .cmd_book import _deep_databases, add_book_farm_options, add_book_search_options, test_run
 from .options import EXIT_OK, Commands, add_command, emit, rules_and_position
 
 
@@ -61,9 +60,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
         section=section,
         at_least=args.at_least,
         at_most=args.at_most,
-        checkpoint=args.checkpoint,
-        until=time.time() + args.minutes * 60 if args.minutes else None,
-        executor=test_executor(args),
+        **test_run(args),
     )
     if args.at_least is not None:
         claim = f"value >= {args.at_least:+d}"
