@@ -15,6 +15,16 @@ an emptied table, so its outcome is a function of (position, threshold, cap): a 
 reproducible, and a checkpoint of the outcomes resumes it. Each outcome narrows its move's
 bounds (fail-soft: often past the threshold) and :func:`back_up` carries them to the start.
 The side whose next round looks cheaper (twice its last open round) goes next.
+
+The tests run on an executor of :mod:`kalah_core.tasks` (the task kind ``deepbook.test``: local
+processes, or ``kalah worker`` processes through the service's Redis queue). A pass through
+the tree takes the outcomes it knows and collects the tests it lacks as if they ran out of
+their caps; the pass is then undone, the collected tests run as one batch, and the pass is
+made again, until it lacks none. That last pass is the one-process pass, test for test; the
+batches depend on nothing but the outcomes, so any executor and any number of workers run the
+same tests (the speculative ones included) and write the same checkpoint. A batch goes out
+cheapest disproof first, as proof-number search would pick: the smallest cap first, then the
+threshold furthest from its move's estimate (a test far from the value is cheap).
 """
 
 from __future__ import annotations
@@ -23,18 +33,19 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Iterator, Sequence
+from contextlib import closing
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
 from .deepbook import DeepRecord, DeepSection, deep_key, find_deep_key, key_position, lead
-from .deepbook_build import back_up, move_test
-from .egdb import EndgameDatabase
+from .deepbook_build import DeepBudget, _engine, back_up, move_test
 from .game import legal_moves, play
 from .moves import MoveResult
 from .position import Position
-from .solver import Engine
+from .rules import Rules
+from .tasks import Executor, Json, LocalExecutor, Task, task
 
 DISTANCES = (40, 30, 24, 20, 16, 12, 10, 8, 6, 4, 2)
 """The start's targets, from its estimate, in order: each one proven makes the next the goal."""
@@ -74,6 +85,39 @@ class _Stop(Exception):
     """The budget or the time ran out."""
 
 
+Slot = tuple[str, int, int, int]
+"""A test: (record key hex, house or 0 for the record's position, beta, cap)."""
+Outcome = tuple[int | None, int]
+"""A test's bound (future gains; None: it ran out of its cap) and its nodes."""
+
+
+def leaf_test(rules: Rules, slot: Slot, tt_mb: int, databases: tuple[str, ...]) -> Outcome:
+    """One test on an emptied table (this process's engine for the table and databases), so
+    its outcome is a function of its inputs."""
+    key_hex, house, beta, cap = slot
+    engine = _engine(rules, DeepBudget(0, 0, tt_mb, databases))
+    position = key_position(bytes.fromhex(key_hex), rules)
+    diff = lead(position)
+    if house == 0:
+        engine.searcher.begin(position, rules, 0.0, cap)
+        bound = engine.searcher.probe(position, rules, beta + diff - 1, beta + diff)
+    else:
+        result = play(position, rules, house)
+        engine.searcher.begin(result.after, rules, 0.0, cap)
+        bound = move_test(engine, rules, result, beta + diff)
+    return (None if bound is None else bound - diff), engine.searcher.nodes
+
+
+@task("deepbook.test")
+def test_task(params: dict[str, Json], items: Sequence[Json]) -> Iterator[Json]:
+    """The outcomes ``[bound, nodes]`` of tests (``[key hex, house, beta, cap]``) under
+    ``params``: rules, table and databases."""
+    rules = Rules.from_json(params["rules"])
+    databases = tuple(params["databases"])
+    for key_hex, house, beta, cap in items:
+        yield list(leaf_test(rules, (key_hex, house, beta, cap), params["tt_mb"], databases))
+
+
 def _decided(lower: int, upper: int, side: str, t: int) -> bool | None:
     """Whether bounds [lower, upper] decide the claim (side, t), or None."""
     if side == LOW:
@@ -84,6 +128,10 @@ def _decided(lower: int, upper: int, side: str, t: int) -> bool | None:
 class Refiner:
     """One refinement of a section's bounds at its start (see the module docstring)."""
 
+    whole_records = True
+    """Test "value <= t" of a record whose moves are all leaves by one test of the record's
+    position (one table for all its moves) rather than one a move (which run in parallel)."""
+
     def __init__(
         self,
         section: DeepSection,
@@ -92,7 +140,8 @@ class Refiner:
         checkpoint: str | os.PathLike[str] | None = None,
         until: float | None = None,
         stream: TextIO | None = None,
-        engine_factory: Callable[[], Engine] | None = None,
+        executor: Executor | None = None,
+        root: bytes | None = None,
     ) -> None:
         self.rules = section.rules
         self.section = section
@@ -101,14 +150,14 @@ class Refiner:
         self.until = until
         self.stream = stream or sys.stderr
         self.path = Path(checkpoint) if checkpoint else None
-        self.outcomes: dict[tuple[str, int, int, int], tuple[int | None, int]] = {}
+        self.executor: Executor = executor or LocalExecutor(1)
+        self.outcomes: dict[Slot, Outcome] = {}
         self.spent = 0  # nodes of every test, replayed ones included
-        self.searched = 0  # nodes searched by this process
+        self.searched = 0  # nodes searched for this refinement (by any worker)
         self.tests = 0
-        self._engine: Engine | None = None
-        self._make_engine = engine_factory or self._default_engine
+        self.pending: list[Slot] = []  # the tests the current pass lacks
         self._edges: dict[bytes, list[_Edge]] = {}
-        self.root = deep_key(Position.start(self.rules), self.rules)
+        self.root = root or deep_key(Position.start(self.rules), self.rules)
         if self.path is not None and self.path.exists():
             for line in self.path.read_text().splitlines():
                 try:
@@ -118,12 +167,6 @@ class Refiner:
                         self.outcomes[slot] = (raw["bound"], raw["nodes"])
                 except (ValueError, TypeError, KeyError):
                     continue  # a torn last line
-
-    def _default_engine(self) -> Engine:
-        engine = Engine(tt_mb=self.budget.tt_mb)
-        for path in self.budget.databases:
-            engine.attach(EndgameDatabase.open(path, self.rules))
-        return engine
 
     # The tree
 
@@ -170,7 +213,7 @@ class Refiner:
                 unknown += got is None
             return None if unknown else False
         leaves = [e for e in edges if e.child is None and not e.result.over]
-        if len(leaves) == len(edges) > 1:
+        if self.whole_records and len(leaves) == len(edges) > 1:
             return self.record_test(key, t, cap)
         unknown = 0
         for edge in edges:
@@ -238,58 +281,77 @@ class Refiner:
     def _outcome(self, key: bytes, house: int, beta: int, cap: int) -> int | None:
         """The bound (future gains) from the test "value >= beta" of the move ``house`` of the
         record ``key`` (0: of the record's position) within ``cap`` nodes, or None when it ran
-        out: from the checkpoint, else searched and kept."""
+        out or the pass lacks it (then it joins ``pending``)."""
         slot = (key.hex(), house, beta, cap)
-        if self.budget.total_nodes is not None and self.spent >= self.budget.total_nodes:
-            raise _Stop  # replayed outcomes too: a resumed build stops where a whole one did
+        total = self.budget.total_nodes
+        # A speculative pass (past a lacking test) checks no budget; replayed outcomes count,
+        # so a resumed build stops where a whole one did.
+        if not self.pending and total is not None and self.spent >= total:
+            raise _Stop
         outcome = self.outcomes.get(slot)
         if outcome is None:
-            if self.until is not None and time.time() >= self.until:
-                raise _Stop
-            outcome = self._search(key, house, beta, cap)
-            if outcome[0] is None and self.until is not None and time.time() >= self.until:
-                raise _Stop  # cut by the clock, not the cap: not an outcome to keep
-            self.outcomes[slot] = outcome
-            self.searched += outcome[1]
-            if self.path is not None:
-                with open(self.path, "a") as out:
-                    line = dict(zip(("key", "house", "beta", "cap"), slot, strict=True))
-                    out.write(
-                        json.dumps(
-                            {"rules": self.rules.key, **line}
-                            | {"bound": outcome[0], "nodes": outcome[1]}
-                        )
-                        + "\n"
-                    )
-            what = f"move {house}" if house else "itself"
-            self.stream.write(
-                f"  {key.hex()} {what} >= {beta:+d}, cap {cap:,}: "
-                f"{'out of budget' if outcome[0] is None else f'{outcome[0]:+d}'}, "
-                f"{outcome[1]:,} nodes\n"
-            )
-            self.stream.flush()
+            self.pending.append(slot)
+            return None
         bound, nodes = outcome
         self.spent += nodes
         self.tests += 1
         return bound
 
-    def _search(self, key: bytes, house: int, beta: int, cap: int) -> tuple[int | None, int]:
-        """One test on an emptied table: (the bound in future gains or None, nodes)."""
-        if self._engine is None:
-            self._engine = self._make_engine()
-        engine = self._engine
-        engine.clear()
-        position = key_position(key, self.rules)
-        diff = lead(position)
-        left_ms = 0.0 if self.until is None else max(1.0, (self.until - time.time()) * 1000)
-        if house == 0:
-            engine.searcher.begin(position, self.rules, left_ms, cap)
-            bound = engine.searcher.probe(position, self.rules, beta + diff - 1, beta + diff)
-        else:
-            result = play(position, self.rules, house)
-            engine.searcher.begin(result.after, self.rules, left_ms, cap)
-            bound = move_test(engine, self.rules, result, beta + diff)
-        return (None if bound is None else bound - diff), engine.searcher.nodes
+    def decide(self, side: str, t: int, cap: int) -> bool | None:
+        """``holds`` at the root, its missing tests run in batches on the executor until a pass
+        lacks none (see the module docstring); the bounds it proves stay in the book."""
+        while True:
+            saved = (dict(self.records), self.spent, self.tests)
+            self.pending = []
+            got = self.holds(self.root, side, t, cap)
+            if not self.pending:
+                return got
+            batch, self.pending = self.pending, []
+            self.records, self.spent, self.tests = saved
+            self._run(sorted(dict.fromkeys(batch), key=self._cost))
+
+    def _cost(self, slot: Slot) -> tuple[int, int]:
+        """A test's place in its batch: the smallest cap, then the threshold furthest from its
+        move's estimate (the cheapest disproof first)."""
+        key_hex, house, beta, cap = slot
+        record = self.records[bytes.fromhex(key_hex)]
+        estimate = next((m.estimate for m in record.moves if m.house == house), record.estimate)
+        return cap, -abs(beta - estimate)
+
+    def _run(self, batch: list[Slot]) -> None:
+        """Run ``batch`` on the executor, keeping (and checkpointing) each outcome as it comes;
+        the time running out stops it (the outcomes in hand are kept)."""
+        if self.until is not None and time.time() >= self.until:
+            raise _Stop
+        work = Task(
+            "deepbook.test",
+            {
+                "rules": self.rules.to_json(),
+                "tt_mb": self.budget.tt_mb,
+                "databases": list(self.budget.databases),
+            },
+        )
+        results = self.executor.map(work, [list(slot) for slot in batch], 1)
+        out_path = self.path if self.path is not None else os.devnull
+        with open(out_path, "a") as out, closing(results):
+            for done in results:
+                for index, (bound, nodes) in done:
+                    slot = batch[index]
+                    self.outcomes[slot] = (bound, nodes)
+                    self.searched += nodes
+                    line = dict(zip(("key", "house", "beta", "cap"), slot, strict=True))
+                    record = {"rules": self.rules.key, **line, "bound": bound, "nodes": nodes}
+                    out.write(json.dumps(record) + "\n")
+                    out.flush()
+                    key_hex, house, beta, cap = slot
+                    what = f"move {house}" if house else "itself"
+                    self.stream.write(
+                        f"  {key_hex} {what} >= {beta:+d}, cap {cap:,}: "
+                        f"{'out of budget' if bound is None else f'{bound:+d}'}, {nodes:,} nodes\n"
+                    )
+                    self.stream.flush()
+                if self.until is not None and time.time() >= self.until:
+                    raise _Stop
 
     def apply_known(self) -> None:
         """Every bound the checkpoint holds, in the book: those the pass did not reach again
@@ -344,7 +406,7 @@ class Refiner:
                 t = goals[side]
                 assert t is not None
                 nodes = self.spent
-                got = self.holds(self.root, side, t, caps[side])
+                got = self.decide(side, t, caps[side])
                 record = self.records[self.root]
                 word = {True: "proven", False: "disproven", None: "open"}[got]
                 self.stream.write(
@@ -389,7 +451,11 @@ def refine_section(
     checkpoint: str | os.PathLike[str] | None = None,
     until: float | None = None,
     stream: TextIO | None = None,
+    executor: Executor | None = None,
 ) -> DeepSection:
-    """``section`` with its start's bounds narrowed (see the module docstring)."""
-    refiner = Refiner(section, budget, checkpoint=checkpoint, until=until, stream=stream)
+    """``section`` with its start's bounds narrowed (see the module docstring), its tests on
+    ``executor`` (default: this process)."""
+    refiner = Refiner(
+        section, budget, checkpoint=checkpoint, until=until, stream=stream, executor=executor
+    )
     return refiner.run()

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from kalah_core import book_build, deepbook_build
+from kalah_core import book_build, deepbook_build, deepbook_refine
 from kalah_core import tasks as work
 from kalah_core.errors import KalahError
 
@@ -45,7 +45,7 @@ from .store import Completed, JobStore, Lease
 
 log = logging.getLogger(__name__)
 
-ENGINE_WORK = (book_build, deepbook_build)
+ENGINE_WORK = (book_build, deepbook_build, deepbook_refine)
 """The engine modules whose task kinds (:func:`kalah_core.tasks.task`) a runner runs: importing
 them registers their kinds."""
 

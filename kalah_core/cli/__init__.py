@@ -36,7 +36,7 @@ from typing import Any
 from .. import __version__
 from ..errors import KalahError
 from ..rules import PRESET_DOCS
-from . import cmd_book, cmd_egdb, cmd_kgp, cmd_position, cmd_solve
+from . import cmd_book, cmd_egdb, cmd_kgp, cmd_position, cmd_prove, cmd_solve
 from .options import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -76,6 +76,7 @@ GROUPS: dict[str, ModuleType] = {
     "kgp": cmd_kgp,
     "egdb": cmd_egdb,
     "book": cmd_book,
+    "prove": cmd_prove,
 }
 """This package's commands and the modules that add them (each module's ``add_commands``)."""
 

@@ -129,6 +129,12 @@ def add_commands(commands: Commands) -> None:
         minutes="stop after M minutes",
         majority=True,
     )
+    add_book_farm_options(
+        book_refine,
+        "run the tests on the kalah workers of this Redis (no URL: $KALAH_STATE_REDIS_URL, "
+        "else $KALAH_REDIS_URL) instead of --workers local processes; --egdb paths must be "
+        "the workers' paths",
+    )
     book_info = add_command(book_commands, "info", cmd_book_info, "describe a book")
     book_info.add_argument("path", nargs="?", default=None, metavar="PATH")
 
@@ -224,6 +230,20 @@ def _redis_executor(given: str) -> Executor:
         raise KalahError(f"--redis-url: {error}") from None
 
 
+def test_run(args: argparse.Namespace) -> dict[str, Any]:
+    """The checkpoint, the deadline of ``--minutes`` and the executor of ``--workers`` and
+    ``--redis-url`` of a run of tests (``book refine``, ``prove``), as keyword arguments."""
+    from ..tasks import LocalExecutor
+
+    executor: Executor = LocalExecutor(args.workers)
+    if args.redis_url is not None:
+        # SIGTERM (a pod stopped) cancels the job on the workers, as Ctrl-C does.
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+        executor = _redis_executor(args.redis_url)
+    until = time.time() + args.minutes * 60 if args.minutes else None
+    return {"checkpoint": args.checkpoint, "until": until, "executor": executor}
+
+
 def cmd_book_deep(args: argparse.Namespace) -> int:
     """Add a rule set's deep book: deep estimates and proven bounds of the first sowings."""
     from .. import deepbook
@@ -295,12 +315,7 @@ def cmd_book_refine(args: argparse.Namespace) -> int:
     budget = RefineBudget(int(args.first_mnodes * million), total, args.tt_mb, paths)
     key = deepbook.deep_key(Position.start(rules), rules)
     before = section.records[key]
-    refined = refine_section(
-        section,
-        budget,
-        checkpoint=args.checkpoint,
-        until=time.time() + args.minutes * 60 if args.minutes else None,
-    )
+    refined = refine_section(section, budget, **test_run(args))
     loaded.sections[rules.key] = refined
     loaded.save(path)
     start = refined.records[key]

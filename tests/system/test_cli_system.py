@@ -102,6 +102,7 @@ def test_solve_imports_only_what_it_needs(tmp_path: Path) -> None:
         "kalah_core.book_build",
         "kalah_core.deepbook_build",
         "kalah_core.deepbook_refine",
+        "kalah_core.prove",
         "kalah_core.tasks",
         "kalah_core.kgp",
         "kalah_service",

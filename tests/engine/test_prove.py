@@ -1,0 +1,148 @@
+"""``kalah prove``: a position's value by null-window tests on an executor. On small boards it
+equals the plain minimax of kalah_core.reference and ``kalah solve``; ``--at-least`` and
+``--at-most`` decide both sides of the value; a checkpoint replays without a search."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kalah_core import reference
+from kalah_core.cli import main
+from kalah_core.deepbook_refine import RefineBudget
+from kalah_core.game import legal_moves, play
+from kalah_core.position import Position
+from kalah_core.prove import prove_position
+from kalah_core.rules import Rules
+from kalah_core.solver import Engine
+
+BUDGET = RefineBudget(first_nodes=500, tt_mb=4)
+"""A first cap far below these boards' solves: the proofs take several rounds of caps."""
+SMALL = [
+    Rules(houses=3, seeds=3),
+    Rules(houses=3, seeds=3, capture="always"),
+    Rules(houses=3, seeds=3, remaining="empty-side"),
+    Rules(houses=3, seeds=3, end="mover-empty"),
+    Rules(houses=3, seeds=3, majority=True),
+]
+
+
+def midgame(rules: Rules, picks: list[int]) -> Position:
+    """The position the moves ``picks`` (each modulo the moves there) lead to; a pick that
+    would end the game is passed over."""
+    position = Position.start(rules)
+    for pick in picks:
+        moves = legal_moves(position, rules)
+        result = play(position, rules, moves[pick % len(moves)])
+        position = position if result.over else result.after
+    return position
+
+
+def quiet() -> io.StringIO:
+    return io.StringIO()
+
+
+@pytest.mark.parametrize("rules", SMALL, ids=lambda r: r.key)
+def test_the_start_proven_equals_the_reference_minimax(rules: Rules) -> None:
+    start = Position.start(rules)
+    proof = prove_position(rules, start, BUDGET, stream=quiet())
+    assert proof.exact and proof.holds is True
+    assert proof.lower == reference.value(start, rules)
+    assert proof.tests > len(legal_moves(start, rules))  # more than one test a move
+
+
+@settings(max_examples=20)
+@given(
+    st.sampled_from(
+        [
+            Rules(houses=4, seeds=2),
+            Rules(houses=4, seeds=2, capture="always", end="mover-empty"),
+            Rules(houses=3, seeds=4, capture="always"),
+        ]
+    ),
+    # 5 moves at least: the reference minimax takes seconds nearer the start
+    st.lists(st.integers(0, 5), min_size=5, max_size=12),
+)
+def test_midgame_positions_proven_equal_the_reference_minimax(
+    rules: Rules, picks: list[int]
+) -> None:
+    position = midgame(rules, picks)
+    proof = prove_position(rules, position, BUDGET, stream=quiet())
+    assert proof.exact
+    assert proof.lower == reference.value(position, rules)
+
+
+@pytest.mark.parametrize("houses,seeds", [(4, 3), (4, 4), (5, 3)])
+def test_prove_equals_solve_on_the_command_line(
+    houses: int, seeds: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    board = ["start", "--houses", str(houses), "--seeds", str(seeds), "--tt-mb", "8", "--json"]
+    assert main(["solve", *board]) == 0
+    solved = json.loads(capsys.readouterr().out)
+    assert solved["exact"]
+    assert main(["prove", *board, "--first-mnodes", "0.001"]) == 0
+    proved = json.loads(capsys.readouterr().out)
+    assert proved["value"] == solved["value"] and proved["exact"] is True
+    assert "lower" not in proved and proved["tests"] > 0 and proved["nodes"] > 0
+
+
+def test_a_bound_is_decided_on_both_sides_of_the_value(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    rules = Rules(houses=4, seeds=3)
+    value = Engine(tt_mb=4).analyse(Position.start(rules), rules).value
+    board = ["prove", "start", "--houses", "4", "--seeds", "3", "--tt-mb", "4", "--json"]
+    board += ["--first-mnodes", "0.0005"]
+    # The values here are all of one parity: the nearest others are value - 2 and value + 2.
+    for flag, t, holds in [
+        ("--at-least", value, True),
+        ("--at-least", value + 2, False),
+        ("--at-least", value + 1, False),
+        ("--at-most", value, True),
+        ("--at-most", value - 2, False),
+        ("--at-most", value - 1, False),
+    ]:
+        assert main([*board, flag, str(t)]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["claim"]["holds"] is holds, (flag, t, out)
+        key = "at_least" if flag == "--at-least" else "at_most"
+        assert out["claim"][key] == t
+        lower = out.get("lower", out.get("value"))
+        upper = out.get("upper", out.get("value"))
+        assert lower <= value <= upper  # the bounds proven on the way hold the value
+        if holds and flag == "--at-least":
+            assert lower >= t
+        elif holds:
+            assert upper <= t
+        elif flag == "--at-least":
+            assert upper < t
+        else:
+            assert lower > t
+
+
+def test_a_checkpoint_replays_without_a_search(tmp_path: Path) -> None:
+    rules = Rules(houses=4, seeds=3)
+    start = Position.start(rules)
+    path = tmp_path / "prove.jsonl"
+    first = prove_position(rules, start, BUDGET, checkpoint=path, stream=quiet())
+    lines = path.read_text().splitlines()
+    assert len(lines) >= first.tests > 0
+    assert all(json.loads(line)["rules"] == rules.key for line in lines)
+    again = prove_position(rules, start, BUDGET, checkpoint=path, stream=quiet())
+    assert (again.lower, again.upper, again.tests, again.nodes) == (
+        first.lower,
+        first.upper,
+        first.tests,
+        first.nodes,
+    )
+    assert again.searched == 0 and len(path.read_text().splitlines()) == len(lines)
+    # A checkpoint cut short (a run killed): the proof goes on from the tests it holds.
+    path.write_text("\n".join(lines[: len(lines) // 2]) + "\n" + lines[len(lines) // 2][:9])
+    resumed = prove_position(rules, start, BUDGET, checkpoint=path, stream=quiet())
+    assert (resumed.lower, resumed.upper, resumed.nodes) == (first.lower, first.upper, first.nodes)
+    assert 0 < resumed.searched < first.searched

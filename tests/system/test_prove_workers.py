@@ -1,0 +1,116 @@
+"""Proofs on workers: ``kalah prove`` and ``kalah book refine`` run the same tests with the same
+outcomes (their checkpoints equal, line for line) on 1 and 2 local processes, and on
+``kalah worker`` processes through a real Redis, one of them killed with SIGKILL in the middle
+of a test.
+
+It belongs beside tests/system/test_batch_workers.py (whose ``start_worker`` it uses)."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import signal
+import threading
+import time
+from pathlib import Path
+
+import harness
+import pytest
+import redis
+from test_batch_workers import start_worker  # beside it: tests/system
+
+from kalah_core.cli import main
+from kalah_core.deepbook import DeepBook
+from kalah_core.deepbook_build import DeepBudget, build_deep_section
+from kalah_core.rules import Rules
+from kalah_service.jobs.redis_layout import TOKENS
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def outcomes(path: Path) -> list[str]:
+    """A checkpoint's tests and outcomes, in one order whatever order they came in."""
+    return sorted(path.read_text().splitlines())
+
+
+def prove(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
+    assert main(["prove", *argv, "--json"]) == 0
+    out: dict[str, object] = json.loads(capsys.readouterr().out)
+    return out
+
+
+def test_a_proof_on_two_local_workers_runs_the_tests_of_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    board = ["start", "--houses", "4", "--seeds", "4", "--tt-mb", "8", "--first-mnodes", "0.002"]
+    proofs = [
+        prove([*board, "--workers", str(w), "--checkpoint", str(tmp_path / f"{w}.jsonl")], capsys)
+        for w in (1, 2)
+    ]
+    assert proofs[0]["exact"] is True and proofs[0]["value"] == 2  # Kalah(4,4)
+    keep = ("value", "exact", "tests", "nodes", "searched")
+    first, second = ({k: p[k] for k in keep} for p in proofs)
+    assert first == second
+    assert outcomes(tmp_path / "1.jsonl") == outcomes(tmp_path / "2.jsonl")
+
+
+def test_a_refinement_on_two_local_workers_runs_the_tests_of_one(tmp_path: Path) -> None:
+    rules = Rules(houses=5, seeds=3, capture="always")
+    budget = DeepBudget(estimate_nodes=3_000, bounds_nodes=3_000, tt_mb=4)
+    section = build_deep_section(rules, 2, [budget], stream=io.StringIO())
+    books = []
+    for w in (1, 2):
+        path = tmp_path / f"deep{w}.xz"
+        DeepBook([section]).save(path)
+        args = ["book", "refine", "--rules", "piet-hein", "--houses", "5", "--seeds", "3"]
+        args += ["--first-mnodes", "0.002", "--total-mnodes", "0.4", "--tt-mb", "4"]
+        args += ["-o", str(path), "--checkpoint", str(tmp_path / f"{w}.jsonl")]
+        assert main([*args, "--workers", str(w), "--json"]) == 0
+        books.append(DeepBook.load(path).sections[rules.key].records)
+    assert books[0] == books[1] and books[0] != section.records
+    assert outcomes(tmp_path / "1.jsonl") == outcomes(tmp_path / "2.jsonl")
+
+
+def test_a_proof_on_kalah_workers_survives_one_killed_mid_test(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if shutil.which("redis-server") is None:
+        pytest.fail("redis-server is not installed (Debian: apt-get install redis-server)")
+    board = ["start", "--houses", "5", "--seeds", "4", "--tt-mb", "16", "--first-mnodes", "0.01"]
+    local = prove([*board, "--checkpoint", str(tmp_path / "local.jsonl")], capsys)
+    server = harness.RedisServer(harness.free_port())
+    server.start()
+    r = redis.Redis.from_url(server.url)
+    workers = [start_worker(server.url, tmp_path / f"worker{i}.log") for i in range(2)]
+    victim = workers[0]
+    killed: list[bool] = []
+
+    def kill_mid_test() -> None:  # the victim holding a test: kill it
+        while not killed:
+            if any(f":{victim.pid}/" in h.decode() for h in r.hgetall(TOKENS).values()):
+                victim.send_signal(signal.SIGKILL)
+                victim.wait(10)
+                killed.append(True)
+            time.sleep(0.002)
+
+    killer = threading.Thread(target=kill_mid_test, daemon=True)
+    ckpt = tmp_path / "workers.jsonl"
+    try:
+        killer.start()
+        # The survivor takes the victim's test over once its lease lapses.
+        remote = prove([*board, "--redis-url", server.url, "--checkpoint", str(ckpt)], capsys)
+        assert killed, "the victim never held a test"
+        assert workers[1].poll() is None
+    finally:
+        killed.append(False)  # stops the killer
+        for worker in workers:
+            if worker.poll() is None:
+                worker.terminate()
+                worker.wait(10)
+        killer.join(10)
+        server.close()
+    assert remote["value"] == local["value"] == 10  # Kalah(5,4)
+    assert (remote["tests"], remote["nodes"]) == (local["tests"], local["nodes"])
+    assert outcomes(ckpt) == outcomes(tmp_path / "local.jsonl")
