@@ -37,7 +37,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import closing
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypedDict, Unpack
 
 from .deepbook import DeepRecord, DeepSection, deep_key, find_deep_key, key_position, lead
 from .deepbook_build import DeepBudget, _engine, back_up, move_test
@@ -444,18 +444,18 @@ class Refiner:
         return DeepSection(self.rules, self.section.sowings, dict(self.records), build)
 
 
+class RunOptions(TypedDict, total=False):
+    """How a refinement runs: its checkpoint, its deadline, where its progress goes, and the
+    executor of its tests (default: this process)."""
+
+    checkpoint: str | os.PathLike[str] | None
+    until: float | None
+    stream: TextIO | None
+    executor: Executor | None
+
+
 def refine_section(
-    section: DeepSection,
-    budget: RefineBudget,
-    *,
-    checkpoint: str | os.PathLike[str] | None = None,
-    until: float | None = None,
-    stream: TextIO | None = None,
-    executor: Executor | None = None,
+    section: DeepSection, budget: RefineBudget, **options: Unpack[RunOptions]
 ) -> DeepSection:
-    """``section`` with its start's bounds narrowed (see the module docstring), its tests on
-    ``executor`` (default: this process)."""
-    refiner = Refiner(
-        section, budget, checkpoint=checkpoint, until=until, stream=stream, executor=executor
-    )
-    return refiner.run()
+    """``section`` with its start's bounds narrowed (see the module docstring)."""
+    return Refiner(section, budget, **options).run()

@@ -26,7 +26,6 @@ from kalah_core.deepbook_build import DeepBudget, build_deep_section
 from kalah_core.rules import Rules
 from kalah_service.jobs.redis_layout import TOKENS
 
-
 ROOT = Path(__file__).resolve().parents[1]
 
 
