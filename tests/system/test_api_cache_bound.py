@@ -66,7 +66,10 @@ def write_answers(folder: str, writer: int, count: int) -> None:
 def test_four_processes_writing_flat_out_stay_in_the_bound(tmp_path: Path) -> None:
     folder = tmp_path / "answers"
     EmbeddedCache(folder, size_mb=1, ttl_s=3600, lru_size=10).store.close()  # created once
-    context = multiprocessing.get_context("fork")
+    # Spawned, not forked: a fork copies the test process's other threads' locks as they are
+    # (a runner thread of an earlier test's app inside SQLite left a child stuck in
+    # sqlite3.connect for good, and the other writers waiting on its lock).
+    context = multiprocessing.get_context("spawn")
     writers = [context.Process(target=write_answers, args=(str(folder), w, 600)) for w in range(4)]
     for writer in writers:
         writer.start()
