@@ -180,7 +180,7 @@ def test_header_mismatches_are_refused(tmp_path: Path) -> None:
     fresh()
     escapes = read_header(packed).escapes
     _patched(packed, 40, (escapes + 1).to_bytes(8, "little"))  # an escape count off by one
-    with pytest.raises(EndgameDatabaseError, match="expected .* 4-bit database"):
+    with pytest.raises(EndgameDatabaseError, match=r"expected .* 4-bit database"):
         EndgameDatabase.open(packed, rules)
     fresh()
     _patched(packed, 40, (10**9).to_bytes(8, "little"))
@@ -192,7 +192,7 @@ def test_header_mismatches_are_refused(tmp_path: Path) -> None:
         EndgameDatabase.open(packed, rules)
     fresh()
     _patched(packed, 8, (4).to_bytes(4, "little"))
-    with pytest.raises(EndgameDatabaseError, match="reads versions 2 .* and 3"):
+    with pytest.raises(EndgameDatabaseError, match=r"reads versions 2 .* and 3"):
         EndgameDatabase.open(packed, rules)
 
 
