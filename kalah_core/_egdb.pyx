@@ -42,7 +42,7 @@ from posix.unistd cimport close as c_close
 
 from cpython.buffer cimport PyBUF_READ
 from cpython.memoryview cimport PyMemoryView_FromMemory
-from cython.parallel cimport prange
+from cython.parallel cimport prange, threadid
 
 from kalah_core._board cimport Board, CRules, MAX_HOUSES, Sowing, byte_at, is_over, play, \
     seeds_in, sweep
@@ -322,27 +322,75 @@ cdef uint64_t packed_checksum(const uint8_t* fixed, uint64_t fixed_length, const
 # Packing a level.
 # ---------------------------------------------------------------------------------------------
 
-cdef int pack_level(Builder* bd, int n) noexcept nogil:
-    """Pack the solved level n (bytes in bd.out) into the nibbles and escapes; -1 when out of
-    memory for the escapes. Single-threaded, between the levels' parallel regions."""
-    cdef uint64_t start = bd.db.offset[n], size = bd.db.offset[n + 1] - start, r, i
-    cdef uint64_t lo, hi, me, opp, best_mass, mass
-    cdef uint64_t* hist
-    cdef int s, k, a, best, c, g
-    cdef int8_t* grown
+cdef void hist_range(const Builder* bd, int n, uint64_t first, uint64_t stop,
+                     uint64_t* hist) noexcept nogil:
+    """Count, for each s, how often each k occurs among the boards first..stop-1 of level n."""
+    cdef uint64_t lo, hi, me, opp, i
     cdef size_t width = <size_t>(n + 1)
-    hist = <uint64_t*>malloc(sizeof(uint64_t) * width * width)
-    if hist == NULL:
-        return -1
-    memset(hist, 0, sizeof(uint64_t) * width * width)
-    # Pass 1: how often each k occurs for each s.
-    unrank(&bd.db, n, 0, &lo, &hi)
-    for r in range(size):
+    unrank(&bd.db, n, first - bd.db.offset[n], &lo, &hi)
+    for i in range(first, stop):
         board_of(lo, hi, &me, &opp)
-        s = egdb_side_seeds(me)
-        k = (bd.out[start + r] + n) >> 1
-        hist[s * width + k] += 1
+        hist[egdb_side_seeds(me) * width + <size_t>((bd.out[i] + n) >> 1)] += 1
         next_cells(&lo, &hi)
+
+cdef uint64_t pack_range(const Builder* bd, int n, uint64_t first, uint64_t stop, uint64_t e,
+                         bint write) noexcept nogil:
+    """Pack the boards first..stop-1 of level n, their escapes from escape e on (``write``), or
+    only count the escapes; returns e plus the escapes among them. first is a multiple of
+    BLOCK_CONST or the level's first board, so that no other range writes its nibble bytes
+    or its blocks' counts (but the first, whose byte the level below is done with)."""
+    cdef uint64_t lo, hi, me, opp, i
+    cdef int c, g
+    cdef const int8_t* win = bd.win + n * EGDB_WINDOW_STRIDE
+    unrank(&bd.db, n, first - bd.db.offset[n], &lo, &hi)
+    for i in range(first, stop):
+        if write and (i & (BLOCK_CONST - 1)) == 0:
+            bd.blocks[i >> EGDB_BLOCK_SHIFT] = e
+        board_of(lo, hi, &me, &opp)
+        g = bd.out[i]
+        c = ((g + n) >> 1) - win[egdb_side_seeds(me)]
+        if c < 0 or c >= WINDOW_CONST:
+            c = EGDB_ESCAPE
+            if write:
+                bd.esc[e] = <int8_t>g
+            e += 1
+        if write:
+            bd.nib[i >> 1] |= <uint8_t>(c << ((i & 1) << 2))
+        next_cells(&lo, &hi)
+    return e
+
+cdef int pack_level(Builder* bd, int n, int threads) noexcept nogil:
+    """Pack the solved level n (bytes in bd.out) into the nibbles and escapes; -1 when out of
+    memory. Between the levels' parallel regions, in three parallel passes over chunks of
+    CHUNK boards (CHUNK a multiple of the block): the counts of k for each s, the escapes
+    of each chunk, and the nibbles and escapes (each chunk's escapes start where the escapes
+    of the chunks before it end)."""
+    cdef uint64_t start = bd.db.offset[n], stop = bd.db.offset[n + 1], best_mass, mass, total
+    cdef uint64_t* hist
+    cdef uint64_t* counts
+    cdef int s, k, a, best, t
+    cdef int8_t* grown
+    cdef size_t width = <size_t>(n + 1), cells = width * width
+    cdef Py_ssize_t c, c0 = <Py_ssize_t>(start // CHUNK), chunks
+    cdef uint64_t lo_i, hi_i
+    chunks = <Py_ssize_t>((stop + CHUNK - 1) // CHUNK) - c0
+    if chunks < 8 * threads:     # small levels: one thread (no barrier to wait at)
+        threads = 1
+    hist = <uint64_t*>malloc(sizeof(uint64_t) * cells * threads)
+    counts = <uint64_t*>malloc(sizeof(uint64_t) * (chunks + 1))
+    if hist == NULL or counts == NULL:
+        free(hist)
+        free(counts)
+        return -1
+    memset(hist, 0, sizeof(uint64_t) * cells * threads)
+    # Pass 1: how often each k occurs for each s (a histogram per thread).
+    for c in prange(chunks, schedule="dynamic", num_threads=threads):
+        lo_i = max(start, <uint64_t>(c0 + c) * CHUNK)
+        hi_i = min(stop, <uint64_t>(c0 + c + 1) * CHUNK)
+        hist_range(bd, n, lo_i, hi_i, hist + cells * threadid())
+    for t in range(1, threads):
+        for k in range(<int>cells):
+            hist[k] += hist[cells * t + k]
     # The window of each s: the 15 consecutive k seen most often (the first such).
     for s in range(n + 1):
         best = 0
@@ -356,30 +404,31 @@ cdef int pack_level(Builder* bd, int n) noexcept nogil:
                 best = a
         bd.win[n * EGDB_WINDOW_STRIDE + s] = <int8_t>best
     free(hist)
-    # Pass 2: the nibbles and the escapes, and the escapes before each block.
-    unrank(&bd.db, n, 0, &lo, &hi)
-    for r in range(size):
-        i = start + r
-        if (i & (BLOCK_CONST - 1)) == 0:
-            bd.blocks[i >> EGDB_BLOCK_SHIFT] = bd.esc_count
-        board_of(lo, hi, &me, &opp)
-        s = egdb_side_seeds(me)
-        g = bd.out[i]
-        c = ((g + n) >> 1) - bd.win[n * EGDB_WINDOW_STRIDE + s]
-        if c < 0 or c >= WINDOW_CONST:
-            c = EGDB_ESCAPE
-            if bd.esc_count == bd.esc_cap:
-                grown = <int8_t*>realloc(bd.esc, max(<uint64_t>4096, 2 * bd.esc_cap))
-                if grown == NULL:
-                    return -1
-                bd.esc = grown
-                bd.esc_cap = max(<uint64_t>4096, 2 * bd.esc_cap)
-            bd.esc[bd.esc_count] = <int8_t>g
-            bd.esc_count += 1
-        bd.nib[i >> 1] |= <uint8_t>(c << ((i & 1) << 2))
-        next_cells(&lo, &hi)
+    # Pass 2: the escapes of each chunk, and where each chunk's escapes start.
+    for c in prange(chunks, schedule="dynamic", num_threads=threads):
+        lo_i = max(start, <uint64_t>(c0 + c) * CHUNK)
+        hi_i = min(stop, <uint64_t>(c0 + c + 1) * CHUNK)
+        counts[c + 1] = pack_range(bd, n, lo_i, hi_i, 0, False)
+    counts[0] = bd.esc_count
+    for c in range(chunks):
+        counts[c + 1] += counts[c]
+    total = counts[chunks]
+    if total > bd.esc_cap:
+        grown = <int8_t*>realloc(bd.esc, max(total, 2 * bd.esc_cap))
+        if grown == NULL:
+            free(counts)
+            return -1
+        bd.esc = grown
+        bd.esc_cap = max(total, 2 * bd.esc_cap)
+    # Pass 3: the nibbles, the escapes and the escapes before each block.
+    for c in prange(chunks, schedule="dynamic", num_threads=threads):
+        lo_i = max(start, <uint64_t>(c0 + c) * CHUNK)
+        hi_i = min(stop, <uint64_t>(c0 + c + 1) * CHUNK)
+        pack_range(bd, n, lo_i, hi_i, counts[c], True)
+    free(counts)
+    bd.esc_count = total
     bd.db.escapes = bd.esc
-    bd.db.escape_count = bd.esc_count
+    bd.db.escape_count = total
     return 0
 
 # ---------------------------------------------------------------------------------------------
@@ -545,7 +594,7 @@ cdef class DatabaseBuilder:
                     break
                 if bp.packed:
                     clock_gettime(CLOCK_MONOTONIC, &p0)
-                    if pack_level(bw, n) != 0:
+                    if pack_level(bw, n, threads) != 0:
                         failed = 1
                         break
                     # Give back the pages of level n (and the end of level n - 1 before it);
