@@ -628,6 +628,11 @@ class EndgameDatabase:
     def entries(self) -> int:
         return self.header.entries
 
+    @property
+    def file_bytes(self) -> int:
+        """The size of the file (what the page cache holds of it when read through)."""
+        return HEADER_SIZE + self.header.body_bytes()
+
     def covers(self, position: Position) -> bool:
         """Whether ``position`` can be looked up (houses, seeds in houses, no pending swap)."""
         return (
