@@ -24,12 +24,14 @@ alike.
 Two formats (``bits``). 8: one signed byte g per board, ``values[offset[n] + rank]``.
 4 (the packed format): a nibble c per board, ``nibbles``, entry i in byte i >> 1 (low half for
 even i). g has the parity of n and |g| <= n, so k = (g + n) / 2, the seeds of the n in houses
-that end in the mover's store, is one of 0..n; with s the seeds on the mover's side,
-``window[n * EGDB_WINDOW_STRIDE + s]`` is the first of the 15 values of k that the builder
-found most often among the boards of level n with s seeds on the mover's side, and
+that end in the mover's store, is one of 0..n. The board's *context* x is the seeds s on the
+mover's side and the numbers of non-empty houses u (mover) and v (opponent), 0..8 each:
+x = s + 128 (9 u + v) (``egdb_context``); ``window[n * EGDB_CONTEXTS + x]`` is the first of
+the 15 values of k that the builder found most often among the boards of level n and
+context x, w for short, and
 
-    c = k - window[n, s]   when 0 <= k - window[n, s] <= 14,   g = 2 (window[n, s] + c) - n,
-    c = 15 (escape)        otherwise: g is the escape byte of the board, escapes[j], where
+    c = k - w         when 0 <= k - w <= 14,   so that g = 2 (w + c) - n,
+    c = 15 (escape)   otherwise: g is the escape byte of the board, escapes[j], where
                            j = block_escapes[i >> 9] + the escapes among entries
                            (i & ~511) .. i - 1 of its block of 512 (counted in the nibbles).
 
@@ -44,7 +46,7 @@ Usage from the search::
         g = egdb_probe(db, b.me, b.opp, n)    # value = g + b.my_store - b.opp_store
 
 or, to start the memory load early and read later: ``i = db.offset[n] + egdb_rank(db, me, opp)``,
-``egdb_prefetch(db, i)``, then ``g = egdb_at(db, i, n, egdb_side_seeds(me))``.
+``egdb_prefetch(db, i)``, then ``g = egdb_at(db, i, n, egdb_context(me, opp))``.
 """
 
 from libc.stdint cimport int8_t, uint8_t, uint64_t
@@ -62,13 +64,13 @@ cdef enum:
     EGDB_ROWS = 16           # rows k = 0..15 of the binomial table
     EGDB_ESCAPE = 15         # the packed format's nibble of a board whose g is an escape byte
     EGDB_BLOCK_SHIFT = 9     # the packed format counts escapes in blocks of 512 boards
-    EGDB_WINDOW_STRIDE = 128 # row length of the window table (levels n = 0..N, s = 0..n)
+    EGDB_CONTEXTS = 10368    # contexts a level: s = 0..127, 9 x 9 counts of non-empty houses
 
 ctypedef struct EGDB:
     int bits                 # 8: values; 4: nibbles, window, block_escapes, escapes
     const int8_t* values     # g of every board: level 0 first, then level 1, ... (bits 8)
     const uint8_t* nibbles   # c of every board, two a byte (bits 4)
-    const int8_t* window     # window[n * EGDB_WINDOW_STRIDE + s]: the first k coded (bits 4)
+    const int8_t* window     # window[n * EGDB_CONTEXTS + context]: the first k coded (bits 4)
     const uint64_t* block_escapes  # escapes before each block of 512 boards (bits 4)
     const int8_t* escapes    # g of every escaped board, in index order (bits 4)
     uint64_t escape_count    # entries of escapes (a damaged count reads 0, not past the end)
@@ -121,6 +123,17 @@ cdef inline int egdb_side_seeds(uint64_t w) noexcept nogil:
     """The seeds of one side (the sum of the bytes of w)."""
     return <int>((w * <uint64_t>0x0101010101010101) >> 56)
 
+cdef inline int egdb_used(uint64_t w) noexcept nogil:
+    """The non-empty houses of a side (bytes of w not zero; each holds at most 127 seeds)."""
+    w |= w >> 4
+    w |= w >> 2
+    w |= w >> 1
+    return egdb_side_seeds(w & <uint64_t>0x0101010101010101)
+
+cdef inline int egdb_context(uint64_t me, uint64_t opp) noexcept nogil:
+    """The packed format's context of a board: its window's place within its level."""
+    return egdb_side_seeds(me) + 128 * (9 * egdb_used(me) + egdb_used(opp))
+
 cdef inline int egdb_count_escapes(uint64_t x) noexcept nogil:
     """The nibbles of x equal to EGDB_ESCAPE (15)."""
     x = x & (x >> 1) & (x >> 2) & (x >> 3) & <uint64_t>0x1111111111111111
@@ -142,15 +155,15 @@ cdef inline int egdb_escape(const EGDB* db, uint64_t i) noexcept nogil:
         return 0
     return db.escapes[j]
 
-cdef inline int egdb_at(const EGDB* db, uint64_t i, int n, int s) noexcept nogil:
-    """g of the board of index i (= offset[n] + rank), which holds n seeds in houses, s of
-    them on the mover's side."""
+cdef inline int egdb_at(const EGDB* db, uint64_t i, int n, int x) noexcept nogil:
+    """g of the board of index i (= offset[n] + rank), which holds n seeds in houses, of
+    context x (``egdb_context``; the byte format reads neither n nor x)."""
     cdef int c
     if db.bits == 8:
         return db.values[i]
     c = (db.nibbles[i >> 1] >> ((i & 1) << 2)) & 15
     if c != EGDB_ESCAPE:
-        return 2 * (db.window[n * EGDB_WINDOW_STRIDE + s] + c) - n
+        return 2 * (db.window[n * EGDB_CONTEXTS + x] + c) - n
     return egdb_escape(db, i)
 
 cdef inline void egdb_prefetch(const EGDB* db, uint64_t i) noexcept nogil:
@@ -163,7 +176,7 @@ cdef inline void egdb_prefetch(const EGDB* db, uint64_t i) noexcept nogil:
 cdef inline int egdb_probe(const EGDB* db, uint64_t me, uint64_t opp, int n) noexcept nogil:
     """g of the board (me, opp) for the player to move, which holds n <= db.max_seeds seeds in
     houses (the caller checks n). Boards where the game is over hold the sweep's result."""
-    return egdb_at(db, db.offset[n] + egdb_rank(db, me, opp), n, egdb_side_seeds(me))
+    return egdb_at(db, db.offset[n] + egdb_rank(db, me, opp), n, egdb_context(me, opp))
 
 cdef class EndgameTable:
     """A database file memory-mapped read-only; ``db`` is valid while the object lives."""

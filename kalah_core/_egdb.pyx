@@ -22,8 +22,8 @@ game is already over holds its sweep's result.
 
 The packed format (``packed``, 4 bits a board: see ``_egdb.pxd``) is built the same way, a
 level at a time in bytes: once level n is solved it is packed (a pass that counts, for each
-number s of seeds on the mover's side, how often each k = (g + n) / 2 occurs and picks the
-15 values of k seen most often as the window of (n, s); a pass that writes the nibbles and
+context (seeds and non-empty houses, see ``_egdb.pxd``), how often each k = (g + n) / 2
+occurs and picks the 15 values of k seen most often as its window; a pass that writes the nibbles and
 the escapes), and its bytes are given back to the kernel. Lower levels are then read packed,
 so the build holds the packed levels below n and the bytes of level n only.
 """
@@ -142,10 +142,10 @@ cdef inline uint64_t pad8(uint64_t x) noexcept nogil:
 
 def packed_layout(int houses, int max_seeds, unsigned long long escapes=0) -> dict:
     """Byte offsets (after the header) and lengths of the packed format's sections: the window
-    table (level n's row at n * 128), the nibbles, the escape counts before each block of 512
+    table (level n's row at n * EGDB_CONTEXTS), the nibbles, the escape counts before each block of 512
     boards, and the escape bytes."""
     cdef uint64_t e = entry_count(houses, max_seeds)
-    cdef uint64_t window = <uint64_t>(max_seeds + 1) * EGDB_WINDOW_STRIDE
+    cdef uint64_t window = <uint64_t>(max_seeds + 1) * EGDB_CONTEXTS
     cdef uint64_t nibbles = pad8((e + 1) // 2)
     cdef uint64_t blocks = 8 * ((e >> EGDB_BLOCK_SHIFT) + 1)
     return {
@@ -252,7 +252,7 @@ cdef int solve(const Builder* bd, uint64_t me, uint64_t opp, int n) noexcept nog
                     g = solve(bd, b.me, b.opp, n)
                     egdb_store(bd.out + idx, <int8_t>g)
             else:
-                g = egdb_at(&bd.db, idx, n2, egdb_side_seeds(b.me))
+                g = egdb_at(&bd.db, idx, n2, egdb_context(b.me, b.opp))
             v += g
         if not sw.extra:
             v = -v
@@ -324,13 +324,14 @@ cdef uint64_t packed_checksum(const uint8_t* fixed, uint64_t fixed_length, const
 
 cdef void hist_range(const Builder* bd, int n, uint64_t first, uint64_t stop,
                      uint64_t* hist) noexcept nogil:
-    """Count, for each s, how often each k occurs among the boards first..stop-1 of level n."""
+    """Count, for each context, how often each k occurs among the boards first..stop-1 of
+    level n."""
     cdef uint64_t lo, hi, me, opp, i
     cdef size_t width = <size_t>(n + 1)
     unrank(&bd.db, n, first - bd.db.offset[n], &lo, &hi)
     for i in range(first, stop):
         board_of(lo, hi, &me, &opp)
-        hist[egdb_side_seeds(me) * width + <size_t>((bd.out[i] + n) >> 1)] += 1
+        hist[<size_t>egdb_context(me, opp) * width + <size_t>((bd.out[i] + n) >> 1)] += 1
         next_cells(&lo, &hi)
 
 cdef uint64_t pack_range(const Builder* bd, int n, uint64_t first, uint64_t stop, uint64_t e,
@@ -341,14 +342,14 @@ cdef uint64_t pack_range(const Builder* bd, int n, uint64_t first, uint64_t stop
     or its blocks' counts (but the first, whose byte the level below is done with)."""
     cdef uint64_t lo, hi, me, opp, i
     cdef int c, g
-    cdef const int8_t* win = bd.win + n * EGDB_WINDOW_STRIDE
+    cdef const int8_t* win = bd.win + n * EGDB_CONTEXTS
     unrank(&bd.db, n, first - bd.db.offset[n], &lo, &hi)
     for i in range(first, stop):
         if write and (i & (BLOCK_CONST - 1)) == 0:
             bd.blocks[i >> EGDB_BLOCK_SHIFT] = e
         board_of(lo, hi, &me, &opp)
         g = bd.out[i]
-        c = ((g + n) >> 1) - win[egdb_side_seeds(me)]
+        c = ((g + n) >> 1) - win[egdb_context(me, opp)]
         if c < 0 or c >= WINDOW_CONST:
             c = EGDB_ESCAPE
             if write:
@@ -370,7 +371,7 @@ cdef int pack_level(Builder* bd, int n, int threads) noexcept nogil:
     cdef uint64_t* counts
     cdef int s, k, a, best, t
     cdef int8_t* grown
-    cdef size_t width = <size_t>(n + 1), cells = width * width
+    cdef size_t width = <size_t>(n + 1), cells = width * EGDB_CONTEXTS, x
     cdef Py_ssize_t c, c0 = <Py_ssize_t>(start // CHUNK), chunks
     cdef uint64_t lo_i, hi_i
     chunks = <Py_ssize_t>((stop + CHUNK - 1) // CHUNK) - c0
@@ -383,26 +384,27 @@ cdef int pack_level(Builder* bd, int n, int threads) noexcept nogil:
         free(counts)
         return -1
     memset(hist, 0, sizeof(uint64_t) * cells * threads)
-    # Pass 1: how often each k occurs for each s (a histogram per thread).
+    # Pass 1: how often each k occurs in each context (a histogram per thread).
     for c in prange(chunks, schedule="dynamic", num_threads=threads):
         lo_i = max(start, <uint64_t>(c0 + c) * CHUNK)
         hi_i = min(stop, <uint64_t>(c0 + c + 1) * CHUNK)
         hist_range(bd, n, lo_i, hi_i, hist + cells * threadid())
     for t in range(1, threads):
-        for k in range(<int>cells):
-            hist[k] += hist[cells * t + k]
-    # The window of each s: the 15 consecutive k seen most often (the first such).
-    for s in range(n + 1):
+        for x in range(cells):
+            hist[x] += hist[cells * t + x]
+    # The window of each context: the 15 consecutive k seen most often (the first such).
+    for x in range(EGDB_CONTEXTS):
         best = 0
         best_mass = 0
-        for a in range(max(1, n - WINDOW_CONST + 2)):
-            mass = 0
-            for k in range(a, min(a + WINDOW_CONST, n + 1)):
-                mass += hist[s * width + k]
-            if mass > best_mass:
-                best_mass = mass
-                best = a
-        bd.win[n * EGDB_WINDOW_STRIDE + s] = <int8_t>best
+        if x % 128 <= <size_t>n:   # s <= n (other contexts hold no board)
+            for a in range(max(1, n - WINDOW_CONST + 2)):
+                mass = 0
+                for k in range(a, min(a + WINDOW_CONST, n + 1)):
+                    mass += hist[x * width + k]
+                if mass > best_mass:
+                    best_mass = mass
+                    best = a
+        bd.win[n * EGDB_CONTEXTS + x] = <int8_t>best
     free(hist)
     # Pass 2: the escapes of each chunk, and where each chunk's escapes start.
     for c in prange(chunks, schedule="dynamic", num_threads=threads):
@@ -420,11 +422,17 @@ cdef int pack_level(Builder* bd, int n, int threads) noexcept nogil:
             return -1
         bd.esc = grown
         bd.esc_cap = max(total, 2 * bd.esc_cap)
-    # Pass 3: the nibbles, the escapes and the escapes before each block.
+    # Pass 3: the nibbles, the escapes and the escapes before each block; each chunk's bytes
+    # are given back once packed (chunks are whole pages but at the level's ends), so that
+    # the level's nibbles take the place of its bytes instead of adding to them.
     for c in prange(chunks, schedule="dynamic", num_threads=threads):
         lo_i = max(start, <uint64_t>(c0 + c) * CHUNK)
         hi_i = min(stop, <uint64_t>(c0 + c + 1) * CHUNK)
         pack_range(bd, n, lo_i, hi_i, counts[c], True)
+        lo_i = (lo_i + 4095) & ~(<uint64_t>4095)
+        hi_i = hi_i & ~(<uint64_t>4095)
+        if hi_i > lo_i:
+            madvise(<char*>bd.out + lo_i, hi_i - lo_i, MADV_DONTNEED)
     free(counts)
     bd.esc_count = total
     bd.db.escapes = bd.esc
@@ -815,7 +823,7 @@ cdef class EndgameTable:
             for r in range(size):
                 board_of(lo, hi, &me, &opp)
                 p[r] = <unsigned char>(<int8_t>egdb_at(&self.db, self.db.offset[n] + r, n,
-                                                       egdb_side_seeds(me)))
+                                                       egdb_context(me, opp)))
                 next_cells(&lo, &hi)
         return bytes(out)
 

@@ -140,7 +140,7 @@ cdef inline void resolve(const Search* s, Child* c) noexcept nogil:
     cdef int g
     if c.db_index < 0:
         return
-    g = egdb_at(s.db, c.db_index, c.db_seeds, egdb_side_seeds(words8(c.board.me)))
+    g = egdb_at(s.db, c.db_index, c.db_seeds, egdb_context(words8(c.board.me), words8(c.board.opp)))
     c.db_index = -1
     c.over = 1
     c.value = g + c.board.my_store - c.board.opp_store

@@ -231,11 +231,12 @@ def file_bytes(houses: int, seeds: int, packed: bool = True) -> int:
 
 def build_memory(houses: int, seeds: int, packed: bool = True) -> int:
     """Bytes a build holds at its peak: every board's byte for one byte a board; packed, the
-    packed file and the bytes of level N (the largest level, the last), which it holds
-    while it packs that level."""
+    packed levels below N and the bytes of level N (the largest level, the last), which
+    give way to its nibbles as they are packed."""
     if not packed:
         return entry_count(houses, seeds)
-    return file_bytes(houses, seeds, True) + _egdb.level_size(houses, seeds)
+    below = file_bytes(houses, seeds - 1, True) if seeds else HEADER_SIZE
+    return below + _egdb.level_size(houses, seeds)
 
 
 def read_header(path: str | os.PathLike[str]) -> Header:
