@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -211,3 +212,18 @@ def test_checksum_covers_nibbles_and_escapes(tmp_path: Path) -> None:
         assert not EndgameDatabase.open(path, rules).verify()
         _patched(path, offset, raw[offset : offset + 1])
         assert EndgameDatabase.open(path, rules).verify()
+
+
+def test_cli_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kalah_core.cli import main
+
+    for fmt, version, bits in (("byte", 2, 8), ("packed", 3, 4)):
+        path = tmp_path / f"{fmt}.egdb"
+        args = ["egdb", "build", "--seeds", "16", "--houses", "2", "--format", fmt]
+        assert main([*args, "-o", str(path), "--json", "--quiet"]) == 0
+        built = json.loads(capsys.readouterr().out)
+        assert (built["bits"], built["bytes"]) == (bits, path.stat().st_size)
+        assert main(["egdb", "info", str(path), "--verify", "--json"]) == 0
+        info = json.loads(capsys.readouterr().out)
+        assert (info["format_version"], info["bits"], info["verified"]) == (version, bits, True)
+        assert info["bytes"] == path.stat().st_size and info["escapes"] == built["escapes"]
