@@ -68,16 +68,17 @@ KEYS = [p.key for p in plan(24)]
 @pytest.mark.parametrize(
     ("memory", "disk", "cores", "sizes"),
     [
-        # packed sizes (4 bits a board): 28 seeds is a 2.9 GB file, 4.6 GB while it builds
-        (24 * 2**30, 76 * GB, 2, [28, 26, 26]),  # this machine: 5.8 GB of disk, 196 s
+        # packed sizes (4 bits a board): 28 seeds is a 3.0 GB file, 3.8 GB while it builds
+        (24 * 2**30, 76 * GB, 2, [28, 26, 26]),  # this machine: 6.0 GB of disk, 196 s
         (256 * 2**30, 10_000 * GB, 64, [28, 26, 26]),  # 30 seeds would take ~10 min: not "auto"
         (24 * 2**30, 76 * GB, 1, [26, 26, 26]),  # 28 seeds: 391 s on one core, 26: 190 s
-        (8 * 2**30, 76 * GB, 1, [26, 26, 26]),  # 28 seeds' build (4.6 GB) > half of 8 GiB
-        (8 * 2**30, 76 * GB, 2, [26, 26, 26]),
-        (8 * 2**30, 76 * GB, 8, [26, 26, 26]),  # more cores do not make memory
-        (4 * 2**30, 76 * GB, 2, [24, 24, 24]),  # 26 seeds' build: 2.3 GB > 2.1
-        (2 * 2**30, 76 * GB, 2, [22, 22, 22]),  # 24 seeds' build (1.08 GB) too: every key at 22
-        (24 * 2**30, 10 * GB, 2, [26, 26, 26]),  # 28+26+26 (5.8 GB) > 5 GB, 26 x 3 (4.3) fits
+        (8 * 2**30, 76 * GB, 1, [26, 26, 26]),
+        (8 * 2**30, 76 * GB, 2, [28, 26, 26]),  # 28 seeds' build (3.8 GB) in half of 8 GiB
+        (8 * 2**30, 76 * GB, 8, [28, 26, 26]),
+        (4 * 2**30, 76 * GB, 2, [26, 26, 26]),  # 26 seeds' build: 1.9 GB of 2.1
+        (2 * 2**30, 76 * GB, 2, [24, 24, 24]),  # 24 seeds' build: 0.9 GB of 1.07
+        (1 * 2**30, 76 * GB, 2, [22, 22, 22]),
+        (24 * 2**30, 10 * GB, 2, [26, 26, 26]),  # 28+26+26 (6.0 GB) > 5 GB, 26 x 3 (4.4) fits
         (2**20, 76 * GB, 2, [0, 0, 0]),  # not even 16 seeds: none
     ],
 )
