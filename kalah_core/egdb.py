@@ -2,9 +2,10 @@
 
 For a number of houses h and a bound N, the database holds, for every board with at most N
 seeds in its 2h houses and for the player to move, the *future gain*
-g = (final store difference for the mover) - (store difference now), one signed byte per
-board. Outside the ``majority`` option the future does not depend on the stores, so one byte
-serves every store pair: the value of a position is ``g + my_store - opp_store``.
+g = (final store difference for the mover) - (store difference now), exactly, in about 4 bits
+a board (format version 3, packed) or one signed byte (version 2). Outside the ``majority``
+option the future does not depend on the stores, so one entry serves every store pair: the
+value of a position is ``g + my_store - opp_store``.
 
 Which rules share a database: those with the same ``houses``, ``capture``, ``end`` and
 ``remaining`` (and N: a database for N also answers every board with fewer seeds).
