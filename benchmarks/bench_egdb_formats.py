@@ -158,7 +158,8 @@ def fits(budget: float, share: float) -> dict[str, int]:
     return {
         "byte": largest(lambda n: HEADER_SIZE + entry_count(6, n)),
         "packed": largest(lambda n: packed_file(n, share)),
-        "packed_build": largest(lambda n: packed_file(n, share) + level_size(6, n)),
+        # the packed levels below N and level N's bytes (packing gives them back chunk by chunk)
+        "packed_build": largest(lambda n: packed_file(n - 1, share) + level_size(6, n)),
     }
 
 
