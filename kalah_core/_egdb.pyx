@@ -260,19 +260,25 @@ cdef int solve(const Builder* bd, uint64_t me, uint64_t opp, int n) noexcept nog
             best = v
     return best
 
-cdef void run_chunk(const Builder* bd, int n, uint64_t start, uint64_t stop) noexcept nogil:
-    """Solve ranks start..stop-1 of level n (walking the cells in rank order)."""
+cdef void run_chunk(const Builder* bd, int n, uint64_t start, uint64_t stop,
+                    uint64_t* hist) noexcept nogil:
+    """Solve ranks start..stop-1 of level n (walking the cells in rank order). With ``hist``
+    (packed builds: this thread's), count each board's k in its context there: every rank is
+    walked once, whichever thread's recursion solved it."""
     cdef uint64_t lo, hi, me, opp, i
     cdef int8_t* out = bd.out + bd.db.offset[n]
     cdef int g
+    cdef size_t width = <size_t>(n + 1)
     cdef Board b
     unrank(&bd.db, n, start, &lo, &hi)
     b.my_store = 0
     b.opp_store = 0
     b.flags = 0
     for i in range(start, stop):
-        if egdb_load(out + i) == EGDB_UNKNOWN:
+        g = egdb_load(out + i)
+        if g == EGDB_UNKNOWN or hist != NULL:
             board_of(lo, hi, &me, &opp)
+        if g == EGDB_UNKNOWN:
             b.me = me
             b.opp = opp
             if is_over(&b, &bd.r):
@@ -280,6 +286,8 @@ cdef void run_chunk(const Builder* bd, int n, uint64_t start, uint64_t stop) noe
             else:
                 g = solve(bd, me, opp, n)
             egdb_store(out + i, <int8_t>g)
+        if hist != NULL:
+            hist[<size_t>egdb_context(me, opp) * width + <size_t>((g + n) >> 1)] += 1
         next_cells(&lo, &hi)
 
 cdef uint64_t checksum_of(const uint8_t* p, uint64_t length) noexcept nogil:
@@ -322,18 +330,6 @@ cdef uint64_t packed_checksum(const uint8_t* fixed, uint64_t fixed_length, const
 # Packing a level.
 # ---------------------------------------------------------------------------------------------
 
-cdef void hist_range(const Builder* bd, int n, uint64_t first, uint64_t stop,
-                     uint64_t* hist) noexcept nogil:
-    """Count, for each context, how often each k occurs among the boards first..stop-1 of
-    level n."""
-    cdef uint64_t lo, hi, me, opp, i
-    cdef size_t width = <size_t>(n + 1)
-    unrank(&bd.db, n, first - bd.db.offset[n], &lo, &hi)
-    for i in range(first, stop):
-        board_of(lo, hi, &me, &opp)
-        hist[<size_t>egdb_context(me, opp) * width + <size_t>((bd.out[i] + n) >> 1)] += 1
-        next_cells(&lo, &hi)
-
 cdef uint64_t pack_range(const Builder* bd, int n, uint64_t first, uint64_t stop, uint64_t e,
                          bint write) noexcept nogil:
     """Pack the boards first..stop-1 of level n, their escapes from escape e on (``write``), or
@@ -360,14 +356,15 @@ cdef uint64_t pack_range(const Builder* bd, int n, uint64_t first, uint64_t stop
         next_cells(&lo, &hi)
     return e
 
-cdef int pack_level(Builder* bd, int n, int threads) noexcept nogil:
+cdef int pack_level(Builder* bd, int n, int threads, uint64_t* hist,
+                    int hist_threads) noexcept nogil:
     """Pack the solved level n (bytes in bd.out) into the nibbles and escapes; -1 when out of
-    memory. Between the levels' parallel regions, in three parallel passes over chunks of
-    CHUNK boards (CHUNK a multiple of the block): the counts of k for each s, the escapes
-    of each chunk, and the nibbles and escapes (each chunk's escapes start where the escapes
-    of the chunks before it end)."""
+    memory. ``hist`` holds ``hist_threads`` histograms of k by context, counted while the
+    level was solved (``run_chunk``). Between the levels' parallel regions, in two parallel
+    passes over chunks of CHUNK boards (CHUNK a multiple of the block): the escapes of each
+    chunk, and the nibbles and escapes (each chunk's escapes start where the escapes of the
+    chunks before it end)."""
     cdef uint64_t start = bd.db.offset[n], stop = bd.db.offset[n + 1], best_mass, mass, total
-    cdef uint64_t* hist
     cdef uint64_t* counts
     cdef int s, k, a, best, t
     cdef int8_t* grown
@@ -377,19 +374,10 @@ cdef int pack_level(Builder* bd, int n, int threads) noexcept nogil:
     chunks = <Py_ssize_t>((stop + CHUNK - 1) // CHUNK) - c0
     if chunks < 8 * threads:     # small levels: one thread (no barrier to wait at)
         threads = 1
-    hist = <uint64_t*>malloc(sizeof(uint64_t) * cells * threads)
     counts = <uint64_t*>malloc(sizeof(uint64_t) * (chunks + 1))
-    if hist == NULL or counts == NULL:
-        free(hist)
-        free(counts)
+    if counts == NULL:
         return -1
-    memset(hist, 0, sizeof(uint64_t) * cells * threads)
-    # Pass 1: how often each k occurs in each context (a histogram per thread).
-    for c in prange(chunks, schedule="dynamic", num_threads=threads):
-        lo_i = max(start, <uint64_t>(c0 + c) * CHUNK)
-        hi_i = min(stop, <uint64_t>(c0 + c + 1) * CHUNK)
-        hist_range(bd, n, lo_i, hi_i, hist + cells * threadid())
-    for t in range(1, threads):
+    for t in range(1, hist_threads):
         for x in range(cells):
             hist[x] += hist[cells * t + x]
     # The window of each context: the 15 consecutive k seen most often (the first such).
@@ -405,7 +393,6 @@ cdef int pack_level(Builder* bd, int n, int threads) noexcept nogil:
                     best_mass = mass
                     best = a
         bd.win[n * EGDB_CONTEXTS + x] = <int8_t>best
-    free(hist)
     # Pass 2: the escapes of each chunk, and where each chunk's escapes start.
     for c in prange(chunks, schedule="dynamic", num_threads=threads):
         lo_i = max(start, <uint64_t>(c0 + c) * CHUNK)
@@ -583,12 +570,22 @@ cdef class DatabaseBuilder:
         cdef uint64_t lo, hi, size, first, last
         cdef int n, threads = self.threads, failed = 0
         cdef timespec t0, t1, p0
+        cdef size_t cells = 0
+        cdef uint64_t* hist = NULL
+        if bp.packed:   # a histogram of k by context per thread, for the widest level
+            cells = <size_t>EGDB_CONTEXTS * <size_t>(bp.db.max_seeds + 1)
+            hist = <uint64_t*>malloc(sizeof(uint64_t) * cells * threads)
+            if hist == NULL:
+                raise MemoryError()
         with nogil:
             clock_gettime(CLOCK_MONOTONIC, &t0)
             for n in range(bp.db.max_seeds + 1):
                 egdb_store_int(&self._level, n)
                 size = bp.db.offset[n + 1] - bp.db.offset[n]
                 memset(bp.out + bp.db.offset[n], <int>EGDB_UNKNOWN, size)
+                cells = <size_t>EGDB_CONTEXTS * <size_t>(n + 1)
+                if hist != NULL:
+                    memset(hist, 0, sizeof(uint64_t) * cells * threads)
                 chunks = <Py_ssize_t>((size + CHUNK - 1) // CHUNK)
                 for c in prange(chunks, schedule="dynamic", num_threads=threads):
                     if not egdb_load_int(cancel):
@@ -596,13 +593,14 @@ cdef class DatabaseBuilder:
                         hi = lo + CHUNK
                         if hi > size:
                             hi = size
-                        run_chunk(bp, n, lo, hi)
+                        run_chunk(bp, n, lo, hi,
+                                  hist + cells * threadid() if hist != NULL else NULL)
                         egdb_add(done, hi - lo)
                 if egdb_load_int(cancel):
                     break
                 if bp.packed:
                     clock_gettime(CLOCK_MONOTONIC, &p0)
-                    if pack_level(bw, n, threads) != 0:
+                    if pack_level(bw, n, threads, hist, threads) != 0:
                         failed = 1
                         break
                     # Give back the pages of level n (and the end of level n - 1 before it);
@@ -625,6 +623,7 @@ cdef class DatabaseBuilder:
                 while first < last:
                     bw.blocks[first] = bw.esc_count
                     first += 1
+        free(hist)
         if failed:
             raise MemoryError("out of memory for the packed database's escapes")
 
