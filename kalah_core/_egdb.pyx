@@ -21,11 +21,12 @@ sweep when the move ends the game), and g(child) = 0 when the game is over. A bo
 game is already over holds its sweep's result.
 
 The packed format (``packed``, 4 bits a board: see ``_egdb.pxd``) is built the same way, a
-level at a time in bytes: once level n is solved it is packed (a pass that counts, for each
-context (seeds and non-empty houses, see ``_egdb.pxd``), how often each k = (g + n) / 2
-occurs and picks the 15 values of k seen most often as its window; a pass that writes the nibbles and
-the escapes), and its bytes are given back to the kernel. Lower levels are then read packed,
-so the build holds the packed levels below n and the bytes of level n only.
+level at a time in bytes; while level n is solved each thread counts, for each context (seeds
+and non-empty houses), how often each k = (g + n) / 2 occurs. Then the 15 values of k seen
+most often become the context's window, two parallel passes write the escapes a chunk holds
+and then the nibbles and escapes, and the level's bytes are given back to the kernel chunk by
+chunk. Lower levels are read packed, so the build holds the packed levels below n and the
+bytes of level n only.
 """
 
 from libc.stdint cimport int8_t, uint8_t, uint64_t
