@@ -21,6 +21,22 @@ together: the builder's reads of a level's children stay in a few small regions,
 interleaving makes that hold for the children after an extra turn and after a change of turn
 alike.
 
+Two formats (``bits``). 8: one signed byte g per board, ``values[offset[n] + rank]``.
+4 (the packed format): a nibble c per board, ``nibbles``, entry i in byte i >> 1 (low half for
+even i). g has the parity of n and |g| <= n, so k = (g + n) / 2, the seeds of the n in houses
+that end in the mover's store, is one of 0..n. The board's *context* x is the seeds s on the
+mover's side and the numbers of non-empty houses u (mover) and v (opponent), 0..8 each:
+x = s + 128 (9 u + v) (``egdb_context``); ``window[n * EGDB_CONTEXTS + x]`` is the first of
+the 15 values of k that the builder found most often among the boards of level n and
+context x, w for short, and
+
+    c = k - w         when 0 <= k - w <= 14,   so that g = 2 (w + c) - n,
+    c = 15 (escape)   otherwise: g is the escape byte of the board, escapes[j], where
+                           j = block_escapes[i >> 9] + the escapes among entries
+                           (i & ~511) .. i - 1 of its block of 512 (counted in the nibbles).
+
+Levels n <= 14 (at most 15 values) have no escapes at all.
+
 Usage from the search::
 
     from kalah_core._egdb cimport EGDB, EndgameTable, egdb_probe
@@ -28,9 +44,17 @@ Usage from the search::
     cdef const EGDB* db = &t.db
     if n <= db.max_seeds:                     # n = seeds in houses of the board
         g = egdb_probe(db, b.me, b.opp, n)    # value = g + b.my_store - b.opp_store
+
+or, to start the memory load early and read later: ``i = db.offset[n] + egdb_rank(db, me, opp)``,
+``egdb_prefetch(db, i)``, then ``g = egdb_at(db, i, n, egdb_context(me, opp))``.
 """
 
-from libc.stdint cimport int8_t, uint64_t
+from libc.stdint cimport int8_t, uint8_t, uint64_t
+
+cdef extern from *:
+    int __builtin_popcountll(unsigned long long x) noexcept nogil
+    void __builtin_prefetch(const void* p) noexcept nogil
+
 
 cdef enum:
     EGDB_MAX_SEEDS = 127     # |g| <= seeds in houses must fit a signed byte
@@ -38,9 +62,18 @@ cdef enum:
     EGDB_HEADER_SIZE = 64
     EGDB_STRIDE = 256        # row length of the binomial table
     EGDB_ROWS = 16           # rows k = 0..15 of the binomial table
+    EGDB_ESCAPE = 15         # the packed format's nibble of a board whose g is an escape byte
+    EGDB_BLOCK_SHIFT = 9     # the packed format counts escapes in blocks of 512 boards
+    EGDB_CONTEXTS = 10368    # contexts a level: s = 0..127, 9 x 9 counts of non-empty houses
 
 ctypedef struct EGDB:
-    const int8_t* values     # g of every board: level 0 first, then level 1, ...
+    int bits                 # 8: values; 4: nibbles, window, block_escapes, escapes
+    const int8_t* values     # g of every board: level 0 first, then level 1, ... (bits 8)
+    const uint8_t* nibbles   # c of every board, two a byte (bits 4)
+    const int8_t* window     # window[n * EGDB_CONTEXTS + context]: the first k coded (bits 4)
+    const uint64_t* block_escapes  # escapes before each block of 512 boards (bits 4)
+    const int8_t* escapes    # g of every escaped board, in index order (bits 4)
+    uint64_t escape_count    # entries of escapes (a damaged count reads 0, not past the end)
     int houses               # h, houses per side (1..8)
     int max_seeds            # N: levels 0..N are present
     const uint64_t* binom    # binom[k * EGDB_STRIDE + s] = C(s, k) for k = 0..2h-1, s < 256,
@@ -86,10 +119,64 @@ cdef inline uint64_t egdb_rank(const EGDB* db, uint64_t me, uint64_t opp) noexce
     cdef uint64_t hi = egdb_spread(me >> 32) | (egdb_spread(opp >> 32) << 8)
     return egdb_rank_cells(db.binom, lo, hi)
 
+cdef inline int egdb_side_seeds(uint64_t w) noexcept nogil:
+    """The seeds of one side (the sum of the bytes of w)."""
+    return <int>((w * <uint64_t>0x0101010101010101) >> 56)
+
+cdef inline int egdb_used(uint64_t w) noexcept nogil:
+    """The non-empty houses of a side (bytes of w not zero; each holds at most 127 seeds)."""
+    w |= w >> 4
+    w |= w >> 2
+    w |= w >> 1
+    return egdb_side_seeds(w & <uint64_t>0x0101010101010101)
+
+cdef inline int egdb_context(uint64_t me, uint64_t opp) noexcept nogil:
+    """The packed format's context of a board: its window's place within its level."""
+    return egdb_side_seeds(me) + 128 * (9 * egdb_used(me) + egdb_used(opp))
+
+cdef inline int egdb_count_escapes(uint64_t x) noexcept nogil:
+    """The nibbles of x equal to EGDB_ESCAPE (15)."""
+    x = x & (x >> 1) & (x >> 2) & (x >> 3) & <uint64_t>0x1111111111111111
+    return __builtin_popcountll(x)
+
+cdef inline int egdb_escape(const EGDB* db, uint64_t i) noexcept nogil:
+    """g of the escaped board of index i (packed format): its byte among the escapes, found by
+    the count before its block and the escapes before it in the block (at most 32 words)."""
+    cdef uint64_t j = db.block_escapes[i >> EGDB_BLOCK_SHIFT]
+    cdef const uint64_t* w = <const uint64_t*>db.nibbles + ((i >> EGDB_BLOCK_SHIFT) << 5)
+    cdef const uint64_t* last = <const uint64_t*>db.nibbles + (i >> 4)
+    cdef int part = <int>(i & 15)
+    while w < last:
+        j += egdb_count_escapes(w[0])
+        w += 1
+    if part:
+        j += egdb_count_escapes(w[0] & ((<uint64_t>1 << (4 * part)) - 1))
+    if j >= db.escape_count:   # only in a damaged file (verify() finds it)
+        return 0
+    return db.escapes[j]
+
+cdef inline int egdb_at(const EGDB* db, uint64_t i, int n, int x) noexcept nogil:
+    """g of the board of index i (= offset[n] + rank), which holds n seeds in houses, of
+    context x (``egdb_context``; the byte format reads neither n nor x)."""
+    cdef int c
+    if db.bits == 8:
+        return db.values[i]
+    c = (db.nibbles[i >> 1] >> ((i & 1) << 2)) & 15
+    if c != EGDB_ESCAPE:
+        return 2 * (db.window[n * EGDB_CONTEXTS + x] + c) - n
+    return egdb_escape(db, i)
+
+cdef inline void egdb_prefetch(const EGDB* db, uint64_t i) noexcept nogil:
+    """Start loading the entry of index i."""
+    if db.bits == 8:
+        __builtin_prefetch(db.values + i)
+    else:
+        __builtin_prefetch(db.nibbles + (i >> 1))
+
 cdef inline int egdb_probe(const EGDB* db, uint64_t me, uint64_t opp, int n) noexcept nogil:
     """g of the board (me, opp) for the player to move, which holds n <= db.max_seeds seeds in
     houses (the caller checks n). Boards where the game is over hold the sweep's result."""
-    return db.values[db.offset[n] + egdb_rank(db, me, opp)]
+    return egdb_at(db, db.offset[n] + egdb_rank(db, me, opp), n, egdb_context(me, opp))
 
 cdef class EndgameTable:
     """A database file memory-mapped read-only; ``db`` is valid while the object lives."""
@@ -103,3 +190,5 @@ cdef class EndgameTable:
     cdef readonly int remaining_empty_side
     cdef readonly unsigned long long entries
     cdef readonly unsigned long long checksum
+    cdef readonly int bits
+    cdef size_t _fixed_length

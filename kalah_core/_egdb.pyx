@@ -19,15 +19,23 @@ g of a board = max over its moves of (gain + g(child)) when the move gives an ex
 the child's stores then hold exactly what this move put in each store (sowing, capture, and the
 sweep when the move ends the game), and g(child) = 0 when the game is over. A board where the
 game is already over holds its sweep's result.
+
+The packed format (``packed``, 4 bits a board: see ``_egdb.pxd``) is built the same way, a
+level at a time in bytes; while level n is solved each thread counts, for each context (seeds
+and non-empty houses), how often each k = (g + n) / 2 occurs. Then the 15 values of k seen
+most often become the context's window, two parallel passes write the escapes a chunk holds
+and then the nibbles and escapes, and the level's bytes are given back to the kernel chunk by
+chunk. Lower levels are read packed, so the build holds the packed levels below n and the
+bytes of level n only.
 """
 
 from libc.stdint cimport int8_t, uint8_t, uint64_t
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
 from posix.fcntl cimport O_RDONLY, open as c_open
 from posix.mman cimport (
-    MADV_HUGEPAGE, MADV_WILLNEED, MAP_ANONYMOUS, MAP_FAILED, MAP_PRIVATE, MAP_SHARED, PROT_READ,
-    PROT_WRITE, madvise, mmap, munmap,
+    MADV_DONTNEED, MADV_HUGEPAGE, MADV_WILLNEED, MAP_ANONYMOUS, MAP_FAILED, MAP_NORESERVE,
+    MAP_PRIVATE, MAP_SHARED, PROT_READ, PROT_WRITE, madvise, mmap, munmap,
 )
 from posix.stat cimport fstat, struct_stat
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
@@ -35,7 +43,7 @@ from posix.unistd cimport close as c_close
 
 from cpython.buffer cimport PyBUF_READ
 from cpython.memoryview cimport PyMemoryView_FromMemory
-from cython.parallel cimport prange
+from cython.parallel cimport prange, threadid
 
 from kalah_core._board cimport Board, CRules, MAX_HOUSES, Sowing, byte_at, is_over, play, \
     seeds_in, sweep
@@ -69,9 +77,13 @@ cdef extern from *:
 
 cdef enum:
     CHUNK = 1 << 15          # boards per unit of parallel work
+    WINDOW_CONST = EGDB_ESCAPE
+    BLOCK_CONST = 1 << EGDB_BLOCK_SHIFT
 
 MAX_SEEDS = EGDB_MAX_SEEDS
 HEADER_SIZE = EGDB_HEADER_SIZE
+WINDOW = EGDB_ESCAPE     # values of k a nibble codes (the 16th nibble is the escape)
+BLOCK = 1 << EGDB_BLOCK_SHIFT
 
 # ---------------------------------------------------------------------------------------------
 # Index: binomials, level offsets, unranking and the walk in rank order.
@@ -126,6 +138,26 @@ def entry_count(int houses, int max_seeds) -> int:
     from math import comb
     return comb(max_seeds + 2 * houses, 2 * houses)
 
+cdef inline uint64_t pad8(uint64_t x) noexcept nogil:
+    return (x + 7) & ~(<uint64_t>7)
+
+def packed_layout(int houses, int max_seeds, unsigned long long escapes=0) -> dict:
+    """Byte offsets (after the header) and lengths of the packed format's sections: the window
+    table (level n's row at n * EGDB_CONTEXTS), the nibbles, the escape counts before each block of 512
+    boards, and the escape bytes."""
+    cdef uint64_t e = entry_count(houses, max_seeds)
+    cdef uint64_t window = <uint64_t>(max_seeds + 1) * EGDB_CONTEXTS
+    cdef uint64_t nibbles = pad8((e + 1) // 2)
+    cdef uint64_t blocks = 8 * ((e >> EGDB_BLOCK_SHIFT) + 1)
+    return {
+        "window": 0,
+        "nibbles": window,
+        "blocks": window + nibbles,
+        "escapes": window + nibbles + blocks,
+        "fixed": window + nibbles + blocks,   # every section but the escapes
+        "total": window + nibbles + blocks + escapes,
+    }
+
 cdef void unrank(const EGDB* db, int n, uint64_t r, uint64_t* lo, uint64_t* hi) noexcept nogil:
     """The cells of rank r in level n (inverse of egdb_rank_cells)."""
     cdef int k = 2 * db.houses, i, s, prev
@@ -174,9 +206,17 @@ cdef inline bint next_cells(uint64_t* lo, uint64_t* hi) noexcept nogil:
 # ---------------------------------------------------------------------------------------------
 
 ctypedef struct Builder:
-    EGDB db                  # db.values aliases out
-    int8_t* out
+    EGDB db                  # db.values aliases out; packed: db.nibbles etc. alias the below
+    int8_t* out              # g of every board of the level being built (and, unpacked, all)
     CRules r
+    int packed
+    uint8_t* fixed           # packed: window, nibbles, block counts (the file's layout)
+    uint8_t* nib
+    int8_t* win
+    uint64_t* blocks
+    int8_t* esc
+    uint64_t esc_count
+    uint64_t esc_cap
 
 cdef inline int terminal_g(const CRules* r, uint64_t me, uint64_t opp) noexcept nogil:
     cdef Board b
@@ -213,7 +253,7 @@ cdef int solve(const Builder* bd, uint64_t me, uint64_t opp, int n) noexcept nog
                     g = solve(bd, b.me, b.opp, n)
                     egdb_store(bd.out + idx, <int8_t>g)
             else:
-                g = bd.out[idx]
+                g = egdb_at(&bd.db, idx, n2, egdb_context(b.me, b.opp))
             v += g
         if not sw.extra:
             v = -v
@@ -221,19 +261,25 @@ cdef int solve(const Builder* bd, uint64_t me, uint64_t opp, int n) noexcept nog
             best = v
     return best
 
-cdef void run_chunk(const Builder* bd, int n, uint64_t start, uint64_t stop) noexcept nogil:
-    """Solve ranks start..stop-1 of level n (walking the cells in rank order)."""
+cdef void run_chunk(const Builder* bd, int n, uint64_t start, uint64_t stop,
+                    uint64_t* hist) noexcept nogil:
+    """Solve ranks start..stop-1 of level n (walking the cells in rank order). With ``hist``
+    (packed builds: this thread's), count each board's k in its context there: every rank is
+    walked once, whichever thread's recursion solved it."""
     cdef uint64_t lo, hi, me, opp, i
     cdef int8_t* out = bd.out + bd.db.offset[n]
     cdef int g
+    cdef size_t width = <size_t>(n + 1)
     cdef Board b
     unrank(&bd.db, n, start, &lo, &hi)
     b.my_store = 0
     b.opp_store = 0
     b.flags = 0
     for i in range(start, stop):
-        if egdb_load(out + i) == EGDB_UNKNOWN:
+        g = egdb_load(out + i)
+        if g == EGDB_UNKNOWN or hist != NULL:
             board_of(lo, hi, &me, &opp)
+        if g == EGDB_UNKNOWN:
             b.me = me
             b.opp = opp
             if is_over(&b, &bd.r):
@@ -241,6 +287,8 @@ cdef void run_chunk(const Builder* bd, int n, uint64_t start, uint64_t stop) noe
             else:
                 g = solve(bd, me, opp, n)
             egdb_store(out + i, <int8_t>g)
+        if hist != NULL:
+            hist[<size_t>egdb_context(me, opp) * width + <size_t>((g + n) >> 1)] += 1
         next_cells(&lo, &hi)
 
 cdef uint64_t checksum_of(const uint8_t* p, uint64_t length) noexcept nogil:
@@ -273,6 +321,112 @@ cdef uint64_t checksum_of(const uint8_t* p, uint64_t length) noexcept nogil:
     t ^= t >> 33
     return t
 
+cdef uint64_t packed_checksum(const uint8_t* fixed, uint64_t fixed_length, const uint8_t* esc,
+                             uint64_t esc_length) noexcept nogil:
+    """The packed format's checksum: of the fixed sections and of the escapes, combined."""
+    cdef uint64_t a = checksum_of(fixed, fixed_length), b = checksum_of(esc, esc_length)
+    return a ^ ((b << 17) | (b >> 47)) ^ (b * <uint64_t>0x9e3779b97f4a7c15)
+
+# ---------------------------------------------------------------------------------------------
+# Packing a level.
+# ---------------------------------------------------------------------------------------------
+
+cdef uint64_t pack_range(const Builder* bd, int n, uint64_t first, uint64_t stop, uint64_t e,
+                         bint write) noexcept nogil:
+    """Pack the boards first..stop-1 of level n, their escapes from escape e on (``write``), or
+    only count the escapes; returns e plus the escapes among them. first is a multiple of
+    BLOCK_CONST or the level's first board, so that no other range writes its nibble bytes
+    or its blocks' counts (but the first, whose byte the level below is done with)."""
+    cdef uint64_t lo, hi, me, opp, i
+    cdef int c, g
+    cdef const int8_t* win = bd.win + n * EGDB_CONTEXTS
+    unrank(&bd.db, n, first - bd.db.offset[n], &lo, &hi)
+    for i in range(first, stop):
+        if write and (i & (BLOCK_CONST - 1)) == 0:
+            bd.blocks[i >> EGDB_BLOCK_SHIFT] = e
+        board_of(lo, hi, &me, &opp)
+        g = bd.out[i]
+        c = ((g + n) >> 1) - win[egdb_context(me, opp)]
+        if c < 0 or c >= WINDOW_CONST:
+            c = EGDB_ESCAPE
+            if write:
+                bd.esc[e] = <int8_t>g
+            e += 1
+        if write:
+            bd.nib[i >> 1] |= <uint8_t>(c << ((i & 1) << 2))
+        next_cells(&lo, &hi)
+    return e
+
+cdef int pack_level(Builder* bd, int n, int threads, uint64_t* hist,
+                    int hist_threads) noexcept nogil:
+    """Pack the solved level n (bytes in bd.out) into the nibbles and escapes; -1 when out of
+    memory. ``hist`` holds ``hist_threads`` histograms of k by context, counted while the
+    level was solved (``run_chunk``). Between the levels' parallel regions, in two parallel
+    passes over chunks of CHUNK boards (CHUNK a multiple of the block): the escapes of each
+    chunk, and the nibbles and escapes (each chunk's escapes start where the escapes of the
+    chunks before it end)."""
+    cdef uint64_t start = bd.db.offset[n], stop = bd.db.offset[n + 1], best_mass, mass, total
+    cdef uint64_t* counts
+    cdef int s, k, a, best, t
+    cdef int8_t* grown
+    cdef size_t width = <size_t>(n + 1), cells = width * EGDB_CONTEXTS, x
+    cdef Py_ssize_t c, c0 = <Py_ssize_t>(start // CHUNK), chunks
+    cdef uint64_t lo_i, hi_i
+    chunks = <Py_ssize_t>((stop + CHUNK - 1) // CHUNK) - c0
+    if chunks < 8 * threads:     # small levels: one thread (no barrier to wait at)
+        threads = 1
+    counts = <uint64_t*>malloc(sizeof(uint64_t) * (chunks + 1))
+    if counts == NULL:
+        return -1
+    for t in range(1, hist_threads):
+        for x in range(cells):
+            hist[x] += hist[cells * t + x]
+    # The window of each context: the 15 consecutive k seen most often (the first such).
+    for x in range(EGDB_CONTEXTS):
+        best = 0
+        best_mass = 0
+        if x % 128 <= <size_t>n:   # s <= n (other contexts hold no board)
+            for a in range(max(1, n - WINDOW_CONST + 2)):
+                mass = 0
+                for k in range(a, min(a + WINDOW_CONST, n + 1)):
+                    mass += hist[x * width + k]
+                if mass > best_mass:
+                    best_mass = mass
+                    best = a
+        bd.win[n * EGDB_CONTEXTS + x] = <int8_t>best
+    # Pass 2: the escapes of each chunk, and where each chunk's escapes start.
+    for c in prange(chunks, schedule="dynamic", num_threads=threads):
+        lo_i = max(start, <uint64_t>(c0 + c) * CHUNK)
+        hi_i = min(stop, <uint64_t>(c0 + c + 1) * CHUNK)
+        counts[c + 1] = pack_range(bd, n, lo_i, hi_i, 0, False)
+    counts[0] = bd.esc_count
+    for c in range(chunks):
+        counts[c + 1] += counts[c]
+    total = counts[chunks]
+    if total > bd.esc_cap:
+        grown = <int8_t*>realloc(bd.esc, max(total, 2 * bd.esc_cap))
+        if grown == NULL:
+            free(counts)
+            return -1
+        bd.esc = grown
+        bd.esc_cap = max(total, 2 * bd.esc_cap)
+    # Pass 3: the nibbles, the escapes and the escapes before each block; each chunk's bytes
+    # are given back once packed (chunks are whole pages but at the level's ends), so that
+    # the level's nibbles take the place of its bytes instead of adding to them.
+    for c in prange(chunks, schedule="dynamic", num_threads=threads):
+        lo_i = max(start, <uint64_t>(c0 + c) * CHUNK)
+        hi_i = min(stop, <uint64_t>(c0 + c + 1) * CHUNK)
+        pack_range(bd, n, lo_i, hi_i, counts[c], True)
+        lo_i = (lo_i + 4095) & ~(<uint64_t>4095)
+        hi_i = hi_i & ~(<uint64_t>4095)
+        if hi_i > lo_i:
+            madvise(<char*>bd.out + lo_i, hi_i - lo_i, MADV_DONTNEED)
+    free(counts)
+    bd.esc_count = total
+    bd.db.escapes = bd.esc
+    bd.db.escape_count = total
+    return 0
+
 # ---------------------------------------------------------------------------------------------
 # Python objects.
 # ---------------------------------------------------------------------------------------------
@@ -294,47 +448,75 @@ cdef int pack_side(int houses, object counts, uint64_t* w) except -1:
 
 cdef class DatabaseBuilder:
     """The whole database in anonymous memory (transparent huge pages where the kernel gives
-    them), built by ``run_all``; ``write`` streams the entries to a file."""
+    them), built by ``run_all``; ``write`` streams the entries to a file. With ``packed`` the
+    entries are the packed format's sections (4 bits a board, see ``_egdb.pxd``), and only
+    the level being solved is held in bytes."""
 
     cdef Builder b
     cdef void* _mem
     cdef size_t _length
+    cdef void* _fixed
+    cdef size_t _fixed_length
     cdef uint64_t* _binom
     cdef readonly int threads
+    cdef readonly bint packed
     cdef uint64_t _done
     cdef int _cancel
     cdef int _level
     cdef double _level_seconds[EGDB_MAX_SEEDS + 1]
+    cdef double _pack_seconds
 
     def __cinit__(self, int houses, bint capture_always, bint end_mover_empty,
-                  bint remaining_empty_side, int max_seeds, int threads):
+                  bint remaining_empty_side, int max_seeds, int threads, bint packed=False):
         if not 1 <= houses <= MAX_HOUSES:
             raise ValueError(f"houses must be 1..{MAX_HOUSES}")
         if not 0 <= max_seeds <= EGDB_MAX_SEEDS:
             raise ValueError(f"max_seeds must be 0..{EGDB_MAX_SEEDS}")
         self.threads = max(1, threads)
+        self.packed = packed
         self._binom = make_binom(houses)
+        self._mem = NULL
+        self._fixed = NULL
         memset(&self.b, 0, sizeof(Builder))
         memset(self._level_seconds, 0, sizeof(self._level_seconds))
         self._done = 0
         self._cancel = 0
         self._level = 0
+        self._pack_seconds = 0
         self.b.db.houses = houses
         self.b.db.max_seeds = max_seeds
         self.b.db.binom = self._binom
+        self.b.db.bits = 4 if packed else 8
         fill_offsets(&self.b.db)
         self._length = <size_t>self.b.db.offset[max_seeds + 1]
         if <uint64_t>self._length != entry_count(houses, max_seeds):
             raise MemoryError("database too large to index")
+        # Packed, the bytes are address space only: each level's pages are touched when it is
+        # built and given back once it is packed.
         self._mem = mmap(NULL, max(self._length, 1), PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                         MAP_PRIVATE | MAP_ANONYMOUS | (MAP_NORESERVE if packed else 0), -1, 0)
         if self._mem == MAP_FAILED:
             self._mem = NULL
             raise MemoryError(f"cannot map {self._length} bytes for the database")
         madvise(self._mem, max(self._length, 1), MADV_HUGEPAGE)
-        memset(self._mem, <int>EGDB_UNKNOWN, self._length)
         self.b.out = <int8_t*>self._mem
         self.b.db.values = self.b.out
+        if packed:
+            layout = packed_layout(houses, max_seeds)
+            self._fixed_length = layout["fixed"]
+            self._fixed = mmap(NULL, self._fixed_length, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)   # zero-filled
+            if self._fixed == MAP_FAILED:
+                self._fixed = NULL
+                raise MemoryError(f"cannot map {self._fixed_length} bytes for the database")
+            self.b.packed = 1
+            self.b.fixed = <uint8_t*>self._fixed
+            self.b.win = <int8_t*>(self.b.fixed + <size_t>layout["window"])
+            self.b.nib = self.b.fixed + <size_t>layout["nibbles"]
+            self.b.blocks = <uint64_t*>(self.b.fixed + <size_t>layout["blocks"])
+            self.b.db.window = self.b.win
+            self.b.db.nibbles = self.b.nib
+            self.b.db.block_escapes = self.b.blocks
         self.b.r.houses = houses
         self.b.r.capture_always = capture_always
         self.b.r.end_mover_empty = end_mover_empty
@@ -346,11 +528,31 @@ cdef class DatabaseBuilder:
     def __dealloc__(self):
         if self._mem != NULL:
             munmap(self._mem, max(self._length, 1))
+        if self._fixed != NULL:
+            munmap(self._fixed, self._fixed_length)
+        free(self.b.esc)
         free(self._binom)
 
     @property
     def entries(self) -> int:
         return self._length
+
+    @property
+    def escapes(self) -> int:
+        """Boards whose g is an escape byte (packed format)."""
+        return self.b.esc_count
+
+    @property
+    def body_bytes(self) -> int:
+        """Bytes ``write`` writes."""
+        if self.packed:
+            return self._fixed_length + self.b.esc_count
+        return self._length
+
+    @property
+    def pack_seconds(self) -> float:
+        """Wall time spent packing levels (included in level_seconds)."""
+        return self._pack_seconds
 
     def level_range(self, int n) -> tuple:
         """(first index, size) of level n."""
@@ -359,19 +561,32 @@ cdef class DatabaseBuilder:
     def run_all(self) -> None:
         """Solve every level, releasing the GIL (call it from a worker thread and watch
         ``done``; ``cancel()`` stops it between chunks). One OpenMP parallel region per level,
-        chunks of CHUNK boards handed out dynamically to the threads."""
+        chunks of CHUNK boards handed out dynamically to the threads; packed, each level is
+        then packed and its bytes given back."""
+        cdef Builder* bw = &self.b
         cdef const Builder* bp = &self.b
         cdef uint64_t* done = &self._done
         cdef int* cancel = &self._cancel
         cdef Py_ssize_t chunks, c
-        cdef uint64_t lo, hi, size
-        cdef int n, threads = self.threads
-        cdef timespec t0, t1
+        cdef uint64_t lo, hi, size, first, last
+        cdef int n, threads = self.threads, failed = 0
+        cdef timespec t0, t1, p0
+        cdef size_t cells = 0
+        cdef uint64_t* hist = NULL
+        if bp.packed:   # a histogram of k by context per thread, for the widest level
+            cells = <size_t>EGDB_CONTEXTS * <size_t>(bp.db.max_seeds + 1)
+            hist = <uint64_t*>malloc(sizeof(uint64_t) * cells * threads)
+            if hist == NULL:
+                raise MemoryError()
         with nogil:
             clock_gettime(CLOCK_MONOTONIC, &t0)
             for n in range(bp.db.max_seeds + 1):
                 egdb_store_int(&self._level, n)
                 size = bp.db.offset[n + 1] - bp.db.offset[n]
+                memset(bp.out + bp.db.offset[n], <int>EGDB_UNKNOWN, size)
+                cells = <size_t>EGDB_CONTEXTS * <size_t>(n + 1)
+                if hist != NULL:
+                    memset(hist, 0, sizeof(uint64_t) * cells * threads)
                 chunks = <Py_ssize_t>((size + CHUNK - 1) // CHUNK)
                 for c in prange(chunks, schedule="dynamic", num_threads=threads):
                     if not egdb_load_int(cancel):
@@ -379,13 +594,39 @@ cdef class DatabaseBuilder:
                         hi = lo + CHUNK
                         if hi > size:
                             hi = size
-                        run_chunk(bp, n, lo, hi)
+                        run_chunk(bp, n, lo, hi,
+                                  hist + cells * threadid() if hist != NULL else NULL)
                         egdb_add(done, hi - lo)
+                if egdb_load_int(cancel):
+                    break
+                if bp.packed:
+                    clock_gettime(CLOCK_MONOTONIC, &p0)
+                    if pack_level(bw, n, threads, hist, threads) != 0:
+                        failed = 1
+                        break
+                    # Give back the pages of level n (and the end of level n - 1 before it);
+                    # the page that level n + 1 starts in stays.
+                    first = (<uint64_t>bp.db.offset[n]) & ~(<uint64_t>4095)
+                    last = (<uint64_t>bp.db.offset[n + 1]) & ~(<uint64_t>4095)
+                    if n == bp.db.max_seeds:
+                        last = (<uint64_t>self._length + 4095) & ~(<uint64_t>4095)
+                    if last > first:
+                        madvise(<char*>self._mem + first, last - first, MADV_DONTNEED)
+                    clock_gettime(CLOCK_MONOTONIC, &t1)
+                    self._pack_seconds += (t1.tv_sec - p0.tv_sec) + (t1.tv_nsec - p0.tv_nsec) * 1e-9
                 clock_gettime(CLOCK_MONOTONIC, &t1)
                 self._level_seconds[n] = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9
                 t0 = t1
-                if egdb_load_int(cancel):
-                    break
+            if bp.packed and not failed:
+                # The count before every block past the last board's (read by no probe).
+                first = (bp.db.offset[bp.db.max_seeds + 1] + BLOCK_CONST - 1) >> EGDB_BLOCK_SHIFT
+                last = (<uint64_t>self._length >> EGDB_BLOCK_SHIFT) + 1
+                while first < last:
+                    bw.blocks[first] = bw.esc_count
+                    first += 1
+        free(hist)
+        if failed:
+            raise MemoryError("out of memory for the packed database's escapes")
 
     @property
     def done(self) -> int:
@@ -411,58 +652,88 @@ cdef class DatabaseBuilder:
     def checksum(self) -> int:
         cdef uint64_t t
         with nogil:
-            t = checksum_of(<const uint8_t*>self._mem, self._length)
+            if self.b.packed:
+                t = packed_checksum(self.b.fixed, self._fixed_length,
+                                    <const uint8_t*>self.b.esc, self.b.esc_count)
+            else:
+                t = checksum_of(<const uint8_t*>self._mem, self._length)
         return t
 
+    def g(self, mine, theirs) -> int:
+        """g of a board, read from the built database (tests)."""
+        cdef uint64_t me, opp
+        cdef int n = pack_side(self.b.db.houses, mine, &me) \
+            + pack_side(self.b.db.houses, theirs, &opp)
+        if n > self.b.db.max_seeds:
+            raise ValueError("too many seeds")
+        return egdb_probe(&self.b.db, me, opp, n)
+
     def write(self, f, Py_ssize_t block=1 << 26) -> None:
-        """Write the entries to the binary file object f."""
-        cdef size_t off = 0, k
-        while off < self._length:
-            k = min(<size_t>block, self._length - off)
-            f.write(PyMemoryView_FromMemory(<char*>self._mem + off, k, PyBUF_READ))
-            off += k
+        """Write the entries (packed: every section after the header) to the binary file f."""
+        if self.b.packed:
+            write_memory(f, <char*>self._fixed, self._fixed_length, block)
+            write_memory(f, <char*>self.b.esc, self.b.esc_count, block)
+        else:
+            write_memory(f, <char*>self._mem, self._length, block)
+
+
+cdef write_memory(f, char* p, size_t length, Py_ssize_t block):
+    cdef size_t off = 0, k
+    while off < length:
+        k = min(<size_t>block, length - off)
+        f.write(PyMemoryView_FromMemory(p + off, k, PyBUF_READ))
+        off += k
 
 
 cdef class EndgameTable:
     """A database file mapped read-only (MAP_SHARED: every process shares the page cache's
     one copy). The header must have been checked by the caller (``egdb.py``); this class checks
-    what memory safety needs: the file holds ``header_size + entries`` bytes and ``entries``
-    is the count for (houses, max_seeds)."""
+    what memory safety needs: the file holds ``header_size`` bytes and the entries' (8 bits:
+    ``entries`` bytes; 4 bits: the sections of ``packed_layout`` with ``escapes`` escape
+    bytes) and ``entries`` is the count for (houses, max_seeds)."""
 
     def __cinit__(self, path, int houses, int max_seeds, int header_size,
                   bint capture_always, bint end_mover_empty, bint remaining_empty_side,
-                  unsigned long long checksum=0):
+                  unsigned long long checksum=0, int bits=8, unsigned long long escapes=0):
         cdef int fd
         cdef struct_stat st
         cdef bytes cpath = str(path).encode()
+        cdef unsigned long long body
+        cdef const uint8_t* base
         self._map = NULL
         self._binom = NULL
         if not 1 <= houses <= MAX_HOUSES or not 0 <= max_seeds <= EGDB_MAX_SEEDS:
             raise ValueError("houses or max_seeds out of range")
+        if bits != 8 and bits != 4:
+            raise ValueError(f"{bits} bits a board: only 8 and 4 exist")
         self.path = path
         self.capture_always = capture_always
         self.end_mover_empty = end_mover_empty
         self.remaining_empty_side = remaining_empty_side
         self.checksum = checksum
+        self.bits = bits
         self._binom = make_binom(houses)
         memset(&self.db, 0, sizeof(EGDB))
         self.db.houses = houses
         self.db.max_seeds = max_seeds
         self.db.binom = self._binom
+        self.db.bits = bits
         fill_offsets(&self.db)
         self.entries = self.db.offset[max_seeds + 1]
         if self.entries != entry_count(houses, max_seeds):
             raise ValueError("database too large to index")
+        layout = packed_layout(houses, max_seeds, escapes) if bits == 4 else None
+        body = self.entries if bits == 8 else layout["total"]
         fd = c_open(cpath, O_RDONLY)
         if fd < 0:
             raise OSError(f"cannot open {path}")
         try:
             if fstat(fd, &st) != 0:
                 raise OSError(f"cannot stat {path}")
-            if <unsigned long long>st.st_size != header_size + self.entries:
+            if <unsigned long long>st.st_size != header_size + body:
                 raise ValueError(
-                    f"{path}: {st.st_size} bytes, expected {header_size + self.entries} "
-                    "(truncated or not a database of these dimensions)")
+                    f"{path}: {st.st_size} bytes, expected {header_size + body} "
+                    f"(truncated or not a {bits}-bit database of these dimensions)")
             self._length = <size_t>st.st_size
             self._map = mmap(NULL, self._length, PROT_READ, MAP_SHARED, fd, 0)
             if self._map == MAP_FAILED:
@@ -474,7 +745,15 @@ cdef class EndgameTable:
             madvise(self._map, self._length, MADV_HUGEPAGE)
         finally:
             c_close(fd)
-        self.db.values = <const int8_t*>self._map + header_size
+        base = <const uint8_t*>self._map + header_size
+        self.db.values = <const int8_t*>base
+        if bits == 4:
+            self.db.window = <const int8_t*>(base + <size_t>layout["window"])
+            self.db.nibbles = base + <size_t>layout["nibbles"]
+            self.db.block_escapes = <const uint64_t*>(base + <size_t>layout["blocks"])
+            self.db.escapes = <const int8_t*>(base + <size_t>layout["escapes"])
+            self.db.escape_count = escapes
+            self._fixed_length = layout["fixed"]
 
     def __dealloc__(self):
         if self._map != NULL:
@@ -528,6 +807,37 @@ cdef class EndgameTable:
             if not next_cells(&lo, &hi):
                 return out
 
+    def level_values(self, int n) -> bytes:
+        """g of every board of level n in rank order, one signed byte each (read through the
+        probe's decoding, whatever the format: tests compare formats with it)."""
+        cdef uint64_t me, opp, lo, hi, r, size
+        cdef bytearray out
+        cdef unsigned char* p
+        if not 0 <= n <= self.db.max_seeds:
+            raise ValueError("no such level")
+        size = self.db.offset[n + 1] - self.db.offset[n]
+        out = bytearray(size)
+        p = out
+        with nogil:
+            unrank(&self.db, n, 0, &lo, &hi)
+            for r in range(size):
+                board_of(lo, hi, &me, &opp)
+                p[r] = <unsigned char>(<int8_t>egdb_at(&self.db, self.db.offset[n] + r, n,
+                                                       egdb_context(me, opp)))
+                next_cells(&lo, &hi)
+        return bytes(out)
+
+    def is_escape(self, mine, theirs) -> bool:
+        """Whether the board's g is an escape byte (packed format; False for one byte)."""
+        cdef uint64_t me, opp, i
+        cdef int n = pack_side(self.db.houses, mine, &me) + pack_side(self.db.houses, theirs, &opp)
+        if n > self.db.max_seeds:
+            raise ValueError("too many seeds")
+        if self.db.bits == 8:
+            return False
+        i = self.db.offset[n] + egdb_rank(&self.db, me, opp)
+        return ((self.db.nibbles[i >> 1] >> ((i & 1) << 2)) & 15) == EGDB_ESCAPE
+
     def probe_benchmark(self, Py_ssize_t count, uint64_t seed=1) -> tuple:
         """Probe ``count`` pseudo-random boards (a random number n <= N of seeds, each thrown
         into a random house), timing the probes only: (seconds, sum of the g read)."""
@@ -580,6 +890,21 @@ cdef class EndgameTable:
     def compute_checksum(self) -> int:
         """The checksum of the mapped entries (reads the whole file)."""
         cdef uint64_t t
+        cdef const uint8_t* base = <const uint8_t*>self.db.values
         with nogil:
-            t = checksum_of(<const uint8_t*>self.db.values, self.entries)
+            if self.db.bits == 4:
+                t = packed_checksum(base, self._fixed_length, <const uint8_t*>self.db.escapes,
+                                    self.db.escape_count)
+            else:
+                t = checksum_of(base, self.entries)
         return t
+
+    @property
+    def escapes(self) -> int:
+        """Boards whose g is an escape byte (4 bits a board; 0 for 8)."""
+        return self.db.escape_count
+
+    @property
+    def body_bytes(self) -> int:
+        """Bytes of the mapped file after the header."""
+        return self._length - (<const uint8_t*>self.db.values - <const uint8_t*>self._map)

@@ -17,7 +17,7 @@ from libc.stdlib cimport abs, calloc, free
 from libc.string cimport memset
 from cython.parallel cimport parallel, threadid
 
-from kalah_core._egdb cimport EGDB, EndgameTable, egdb_probe, egdb_rank
+from kalah_core._egdb cimport EGDB, EndgameTable, egdb_probe, egdb_rank, egdb_at, egdb_prefetch, egdb_context
 from kalah_core._board cimport (
     Board, CRules, Sowing, SWAP, FLAG_PIE, FLAG_NORTH, MAX_HOUSES, MAX_SEEDS, ORDER_EXTRA_TURN,
     play, is_over, seeds_in, houses_used, byte_at, swap_legal, make_crules, make_board, words8,

@@ -77,6 +77,7 @@ ctypedef struct Child:
     uint64_t hash            # table hash of the child (0 when it is not stored)
     int upper                # proven upper bound on the child's value for the mover (or INF)
     int64_t db_index         # entry of the child in the database, -1 if none (see resolve)
+    int db_seeds             # its seeds in houses (the packed format decodes with them)
 
 cdef inline void make_child(const Search* s, const Board* b, int move, Child* c, int alpha,
                             int beta) noexcept nogil:
@@ -121,7 +122,8 @@ cdef inline void make_child(const Search* s, const Board* b, int move, Child* c,
             # An exact leaf: the database knows the rest of the game. Start loading its entry;
             # resolve() reads it once every sibling's load is under way too.
             c.db_index = <int64_t>(s.db.offset[n] + egdb_rank(s.db, words8(c.board.me), words8(c.board.opp)))
-            __builtin_prefetch(s.db.values + c.db_index)
+            c.db_seeds = n
+            egdb_prefetch(s.db, c.db_index)
             return
         c.over = 1
         c.score = KNOWN_FIRST + c.value
@@ -138,7 +140,7 @@ cdef inline void resolve(const Search* s, Child* c) noexcept nogil:
     cdef int g
     if c.db_index < 0:
         return
-    g = s.db.values[c.db_index]
+    g = egdb_at(s.db, c.db_index, c.db_seeds, egdb_context(words8(c.board.me), words8(c.board.opp)))
     c.db_index = -1
     c.over = 1
     c.value = g + c.board.my_store - c.board.opp_store

@@ -2,9 +2,10 @@
 
 For a number of houses h and a bound N, the database holds, for every board with at most N
 seeds in its 2h houses and for the player to move, the *future gain*
-g = (final store difference for the mover) - (store difference now), one signed byte per
-board. Outside the ``majority`` option the future does not depend on the stores, so one byte
-serves every store pair: the value of a position is ``g + my_store - opp_store``.
+g = (final store difference for the mover) - (store difference now), exactly, in about 4 bits
+a board (format version 3, packed) or one signed byte (version 2). Outside the ``majority``
+option the future does not depend on the stores, so one entry serves every store pair: the
+value of a position is ``g + my_store - opp_store``.
 
 Which rules share a database: those with the same ``houses``, ``capture``, ``end`` and
 ``remaining`` (and N: a database for N also answers every board with fewer seeds).
@@ -22,7 +23,7 @@ File format (little-endian), a 64-byte header and then the entries::
 
     offset  size  field
          0     8  magic b"KALAHEGD"
-         8     4  format version (1)
+         8     4  format version: 2 (one byte a board) or 3 (packed, 4 bits a board)
         12     4  header size (64)
         16     1  houses
         17     1  capture: 1 = always, 0 = nonempty
@@ -30,9 +31,21 @@ File format (little-endian), a 64-byte header and then the entries::
         19     1  remaining: 1 = empty-side, 0 = owner
         20     4  N, the most seeds in houses
         24     8  number of entries, C(N + 2h, 2h)
-        32     8  checksum of the entries (see ``checksum_of`` in _egdb.pyx)
-        40    24  zero
-        64        the entries: int8 g, level n = 0..N, each level in rank order
+        32     8  checksum of the entries (see ``checksum_of``/``packed_checksum``, _egdb.pyx)
+        40     8  version 3: the number of escape bytes (0 in version 2)
+        48     1  version 3: bits a board, 4 (0 in version 2)
+        49    15  zero
+        64        version 2: the entries, int8 g, level n = 0..N, each level in rank order;
+                  version 3: the sections of ``_egdb.packed_layout``: the window table
+                  ((N + 1) x 128 int8), the nibbles (4 bits a board, in the same order),
+                  the escapes before each block of 512 boards (uint64) and the escape
+                  bytes (int8 g), see ``_egdb.pxd``
+
+Version 3 is exact for every board, like version 2: with k = (g + n) / 2 (0..n, the seeds
+still in houses that end in the mover's store) a nibble holds k less the first value of a
+window of 15 chosen per level n and seeds s on the mover's side, or 15 for a board outside it,
+whose g is then an escape byte. ``kalah egdb build`` writes version 3 (``--format byte``:
+version 2); both are read.
 
 The rank of a board within its level is the combinatorial-number-system (colex, stars and
 bars) rank of its 2h house counts with the two sides interleaved: the mover's house 1, the
@@ -63,13 +76,20 @@ from .position import Position
 from .rules import Rules
 
 MAGIC = b"KALAHEGD"
-FORMAT_VERSION = 2  # 2: interleaved cell order (83b9e76); files of 1 are refused
+BYTE_VERSION = 2  # one byte a board, interleaved cell order (83b9e76); files of 1 are refused
+PACKED_VERSION = 3  # 4 bits a board (window and escapes)
+FORMAT_VERSION = PACKED_VERSION
+"""The version ``build`` writes by default."""
+VERSIONS = {BYTE_VERSION: 8, PACKED_VERSION: 4}
+"""The versions this engine reads, with their bits a board."""
+FORMATS = {"packed": PACKED_VERSION, "byte": BYTE_VERSION}
+"""``kalah egdb build --format``."""
 HEADER_SIZE = 64
 MAX_SEEDS = _egdb.MAX_SEEDS
 MAX_HOUSES = _board.BOARD_MAX_HOUSES
 """Databases cover boards of at most this many houses (the one-word board's); bigger boards are
 searched without one."""
-_HEADER = struct.Struct("<8sII4BIQQ")
+_HEADER = struct.Struct("<8sII4BIQQQB")
 assert HEADER_SIZE == _egdb.HEADER_SIZE and _HEADER.size <= HEADER_SIZE
 
 
@@ -104,6 +124,18 @@ class Header:
     entries: int
     checksum: int
     version: int = FORMAT_VERSION
+    escapes: int = 0
+
+    @property
+    def bits(self) -> int:
+        """Bits a board: 8 (version 2) or 4 (version 3)."""
+        return VERSIONS[self.version]
+
+    def body_bytes(self) -> int:
+        """Bytes of the file after the header."""
+        if self.version == BYTE_VERSION:
+            return self.entries
+        return int(_egdb.packed_layout(self.key.houses, self.max_seeds, self.escapes)["total"])
 
     def pack(self) -> bytes:
         data = _HEADER.pack(
@@ -117,6 +149,8 @@ class Header:
             self.max_seeds,
             self.entries,
             self.checksum,
+            self.escapes,
+            0 if self.version == BYTE_VERSION else VERSIONS[self.version],
         )
         return data.ljust(HEADER_SIZE, b"\0")
 
@@ -125,12 +159,22 @@ class Header:
         if len(data) < HEADER_SIZE or data[:8] != MAGIC:
             raise EndgameDatabaseError(f"{path}: not a Kalah endgame database")
         (_, version, size, houses, capture, end, remaining, max_seeds, entries, checksum) = (
-            _HEADER.unpack_from(data)
+            _HEADER.unpack_from(data)[:10]
         )
-        if version != FORMAT_VERSION or size != HEADER_SIZE:
+        escapes, bits = _HEADER.unpack_from(data)[10:]
+        if version not in VERSIONS or size != HEADER_SIZE:
             raise EndgameDatabaseError(
                 f"{path}: database format version {version} (header {size} bytes); "
-                f"this engine reads version {FORMAT_VERSION}: rebuild it"
+                f"this engine reads versions {BYTE_VERSION} (one byte a board) and "
+                f"{PACKED_VERSION} (4 bits a board): rebuild it"
+            )
+        if (version == BYTE_VERSION and (bits or escapes)) or (
+            version == PACKED_VERSION and bits != VERSIONS[PACKED_VERSION]
+        ):
+            raise EndgameDatabaseError(
+                f"{path}: damaged database header: version {version} with {bits} bits a "
+                f"board and {escapes} escapes (version {BYTE_VERSION} has 0 and 0, "
+                f"version {PACKED_VERSION} has {VERSIONS[PACKED_VERSION]} bits)"
             )
         if not 1 <= houses <= 8 or capture > 1 or end > 1 or remaining > 1:
             raise EndgameDatabaseError(f"{path}: damaged database header")
@@ -142,7 +186,9 @@ class Header:
             "mover-empty" if end else "either-side-empty",
             "empty-side" if remaining else "owner",
         )
-        return cls(key, max_seeds, entries, checksum, version)
+        if escapes > entries:
+            raise EndgameDatabaseError(f"{path}: damaged database header (escapes)")
+        return cls(key, max_seeds, entries, checksum, version, escapes)
 
 
 def rule_key(rules: Rules) -> RuleKey:
@@ -166,6 +212,32 @@ def default_path(rules: Rules, seeds: int, directory: str | os.PathLike[str] = "
 def entry_count(houses: int, seeds: int) -> int:
     """Boards with at most ``seeds`` seeds in 2 x ``houses`` houses (bytes of the entries)."""
     return _egdb.entry_count(houses, seeds)
+
+
+PACKED_ESCAPE_SHARE = 0.03
+"""The share of boards a packed database is planned with as escapes (one byte each), for sizes
+known before the build: measured 0.001 % at 16 seeds and 1.3 % at 24 (HISTORY.md, 2026-11-29),
+growing with the seeds; none can escape up to 14."""
+
+
+def file_bytes(houses: int, seeds: int, packed: bool = True) -> int:
+    """The size of a database file: exact for one byte a board; for the packed format with
+    ``PACKED_ESCAPE_SHARE`` of the boards escaped (the escapes are known after the build)."""
+    count = entry_count(houses, seeds)
+    if not packed:
+        return HEADER_SIZE + count
+    escapes = int(count * PACKED_ESCAPE_SHARE)
+    return HEADER_SIZE + int(_egdb.packed_layout(houses, seeds, escapes)["total"])
+
+
+def build_memory(houses: int, seeds: int, packed: bool = True) -> int:
+    """Bytes a build holds at its peak: every board's byte for one byte a board; packed, the
+    packed levels below N and the bytes of level N (the largest level, the last), which
+    give way to its nibbles as they are packed."""
+    if not packed:
+        return entry_count(houses, seeds)
+    below = file_bytes(houses, seeds - 1, True) if seeds else HEADER_SIZE
+    return below + _egdb.level_size(houses, seeds)
 
 
 def read_header(path: str | os.PathLike[str]) -> Header:
@@ -194,6 +266,9 @@ class BuildStats:
     solve_seconds: float
     write_seconds: float
     level_seconds: list[float] = field(default_factory=list)
+    bits: int = 8
+    escapes: int = 0
+    pack_seconds: float = 0.0
 
     @property
     def seconds(self) -> float:
@@ -367,13 +442,18 @@ def build(
     stream: TextIO | None = None,
     progress_file: bool = False,
     log: Callable[[str], None] | None = None,
+    packed: bool = True,
 ) -> BuildStats:
     """Build the database of every board with at most ``seeds`` seeds in houses under
     ``rules`` (``seeds`` is the bound N, not the rules' start seeds) and write it to ``path``
     atomically. Uses ``threads`` threads (default: every core this process may run on) and
     shows a progress bar with ETA on ``stream`` (default stderr) when ``progress`` is on.
     With ``progress_file``, the progress is also written to :func:`progress_path` (for the
-    server that started the build); ``log`` gets a line as each level is done."""
+    server that started the build); ``log`` gets a line as each level is done.
+
+    ``packed`` (the default) writes format version 3, 4 bits a board: half the file and half
+    the memory of version 2 (``packed=False``, one byte a board), and the build holds only the
+    level being solved in bytes (see ``build_memory``); a probe costs the same memory load."""
     key = rule_key(rules)
     if not 0 <= seeds <= MAX_SEEDS:
         raise InvalidRulesError("seeds", seeds, f"a database bound 0..{MAX_SEEDS}")
@@ -391,6 +471,7 @@ def build(
         key.remaining == "empty-side",
         seeds,
         threads,
+        packed,
     )
     total = builder.entries
     bar = _Progress(total, stream or sys.stderr, progress)
@@ -425,7 +506,9 @@ def build(
     bar.update(done, "writing", force=True)
 
     started = time.perf_counter()
-    header = Header(key, seeds, total, builder.checksum())
+    version = PACKED_VERSION if packed else BYTE_VERSION
+    header = Header(key, seeds, total, builder.checksum(), version, builder.escapes)
+    file_bytes = HEADER_SIZE + builder.body_bytes
     path.parent.mkdir(parents=True, exist_ok=True)
     import tempfile  # builds only: not every process that maps a database
 
@@ -448,7 +531,8 @@ def build(
                 "write_seconds": round(write_seconds, 1),
                 "threads": builder.threads,
                 "max_seeds": seeds,
-                "file_bytes": HEADER_SIZE + total,
+                "bits": header.bits,
+                "file_bytes": file_bytes,
                 "finished": time.time(),
             },
         )
@@ -461,7 +545,7 @@ def build(
         if watch.progress_file is not None:
             watch.progress_file.unlink(missing_ok=True)
     bar.close(
-        f"{path}: {_count(total)} boards, {HEADER_SIZE + total:,} bytes, "
+        f"{path}: {_count(total)} boards, {file_bytes:,} bytes ({header.bits} bits a board), "
         f"{solve_seconds:.1f} s on {builder.threads} thread(s) + {write_seconds:.1f} s writing"
     )
     return BuildStats(
@@ -469,11 +553,14 @@ def build(
         key,
         seeds,
         total,
-        HEADER_SIZE + total,
+        file_bytes,
         builder.threads,
         solve_seconds,
         write_seconds,
         level_seconds,
+        header.bits,
+        builder.escapes,
+        builder.pack_seconds,
     )
 
 
@@ -520,6 +607,8 @@ class EndgameDatabase:
                 key.end == "mover-empty",
                 key.remaining == "empty-side",
                 header.checksum,
+                header.bits,
+                header.escapes,
             )
         except (OSError, ValueError) as error:
             raise EndgameDatabaseError(f"cannot map endgame database {path}: {error}") from None
@@ -540,6 +629,11 @@ class EndgameDatabase:
     @property
     def entries(self) -> int:
         return self.header.entries
+
+    @property
+    def file_bytes(self) -> int:
+        """The size of the file (what the page cache holds of it when read through)."""
+        return HEADER_SIZE + self.header.body_bytes()
 
     def covers(self, position: Position) -> bool:
         """Whether ``position`` can be looked up (houses, seeds in houses, no pending swap)."""

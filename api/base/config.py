@@ -140,7 +140,7 @@ _VARIABLES: dict[str, tuple[str, type, object, float | None, float | None]] = {
     "KALAH_STREAM_MAX_TIME_MS": ("stream_max_time_ms", int, 60_000, 1, 3_600_000),
     "KALAH_STREAM_HEARTBEAT_MS": ("stream_heartbeat_ms", int, 10_000, 10, 600_000),
     "KALAH_EGDB_PATH": ("egdb_path", str, None, None, None),
-    "KALAH_EGDB_SEEDS": ("egdb_seeds", AutoInt, None, 0, 30),
+    "KALAH_EGDB_SEEDS": ("egdb_seeds", AutoInt, None, 0, 32),
     "KALAH_WORKERS": ("workers", int, None, 1, 1024),
     "KALAH_THREADS": ("threads", int, 16, 1, 256),
     "KALAH_ENGINES": ("engines", int, 6, 1, 64),

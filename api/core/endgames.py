@@ -9,8 +9,9 @@ same without them, only slower; readiness does not wait.
 
 Sizes (``KALAH_EGDB_SEEDS``): a number builds every key at that size (0: build none);
 ``auto`` (the default, :func:`choose_sizes`) gives the most used key, ``kalah``'s, the largest
-of ``SIZES`` the machine affords (28 seeds: 5.6 GB of disk, and of memory while it builds)
-and the others 24 seeds (1.25 GB each).
+of ``SIZES`` the machine affords (28 seeds: 3.0 GB of disk and of page cache in the packed
+format, about 4 bits a board, and 3.8 GB of memory while it builds) and the others 26 seeds
+(1.5 GB each).
 
 Once per machine: a build holds an exclusive ``flock`` on ``<cache>/egdb-build.lock``; every
 other process waits for it, then finds the file. The build runs in a child process at nice 10
@@ -66,10 +67,12 @@ BUILD_TARGET_S = 300.0
 """``auto`` gives the most used key the largest size whose build takes at most this long on
 the machine's idle cores, as ``BUILD_CPU_S_PER_GBOARD`` predicts it (28 seeds on 2 cores, 26
 on 1)."""
-OTHERS = 24
-"""Size of every other key in ``auto`` (at most the first's)."""
+OTHERS = 26
+"""Size of every other key in ``auto`` (at most the first's): 26 seeds packed (1.5 GB) is about
+what 24 seeds took in one byte a board (1.25 GB)."""
 MEMORY_SHARE = 0.5
-"""A build holds its whole table in memory: at most this share of the physical memory."""
+"""A build holds its packed levels and its last level's bytes in memory
+(:func:`kalah_core.egdb.build_memory`): at most this share of the physical memory."""
 DISK_SHARE = 0.5
 """Every planned file together: at most this share of the free disk."""
 
@@ -103,16 +106,20 @@ def choose_sizes(keys: list[RuleKey], memory: int, disk: int, cores: int) -> lis
     ``disk`` bytes free and ``cores`` cores: the first key the largest of ``SIZES`` whose
     build fits in ``MEMORY_SHARE`` of the memory and takes at most ``BUILD_TARGET_S`` on the
     idle cores, with every file in ``DISK_SHARE`` of the disk; the others ``OTHERS`` seeds (or
-    the first's size, if smaller); 0 (none) when not even the smallest fits. A machine with
-    8 GB gets 26 seeds for kalah (2.7 GB, about 3 minutes on one core) and 24 for kalaha and
-    piet-hein (1.25 GB each): 5.2 GB of disk in all."""
+    the first's size, if smaller); 0 (none) when not even the smallest fits. Sizes are the
+    packed format's (about 4 bits a board, what the background builds write). A machine with
+    8 GB and 2 cores gets 28 seeds for kalah (3.8 GB while it builds; 26 in one byte a board)
+    and 26 for kalaha and piet-hein: 6.0 GB of disk in all; with one core 26 for every key."""
     for first in SIZES:
         sizes = [first] + [min(OTHERS, first)] * (len(keys) - 1)
-        counts = [egdb.entry_count(k.houses, s) for k, s in zip(keys, sizes, strict=True)]
-        seconds = counts[0] / 1e9 * BUILD_CPU_S_PER_GBOARD / max(cores, 1)
+        pairs = list(zip(keys, sizes, strict=True))
+        build = [egdb.build_memory(k.houses, s) for k, s in pairs]
+        files = [egdb.file_bytes(k.houses, s) for k, s in pairs]
+        seconds = egdb.entry_count(keys[0].houses, first) / 1e9 * BUILD_CPU_S_PER_GBOARD
+        seconds /= max(cores, 1)
         if (
-            max(counts) <= memory * MEMORY_SHARE
-            and sum(counts) <= disk * DISK_SHARE
+            max(build) <= memory * MEMORY_SHARE
+            and sum(files) <= disk * DISK_SHARE
             and (seconds <= BUILD_TARGET_S or first == SIZES[-1])
         ):
             return sizes
@@ -335,7 +342,7 @@ def warm(database: EndgameDatabase) -> None:
     """Have the kernel read ``database`` into the page cache in the background when it fits
     in ``MEMORY_SHARE`` of the memory: a probe of a cold page waits on the disk, so a fresh
     server's first answers would prove less within their budget."""
-    if database.entries <= physical_memory() * MEMORY_SHARE:
+    if database.file_bytes <= physical_memory() * MEMORY_SHARE:
         database.preload()
 
 

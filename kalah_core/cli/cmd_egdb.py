@@ -42,6 +42,13 @@ def add_commands(commands: Commands) -> None:
     egdb_build.add_argument(
         "--threads", type=int, default=None, metavar="T", help="default: every core"
     )
+    egdb_build.add_argument(
+        "--format",
+        choices=("packed", "byte"),
+        default="packed",
+        help="packed (default): 4 bits a board, format version 3, half the file and memory; "
+        "byte: one byte a board, version 2 (what engines before version 3 read)",
+    )
     egdb_build.add_argument("--quiet", action="store_true", help="no progress bar")
     egdb_build.add_argument(
         "--log", action="store_true", help="a line on stderr as each level is done"
@@ -84,6 +91,7 @@ def cmd_egdb_build(args: argparse.Namespace) -> int:
         threads=args.threads,
         progress_file=args.progress_file,
         log=_log_line if args.log else None,
+        packed=args.format == "packed",
     )
     data = {
         "path": str(stats.path),
@@ -91,13 +99,16 @@ def cmd_egdb_build(args: argparse.Namespace) -> int:
         "max_seeds": stats.max_seeds,
         "entries": stats.entries,
         "bytes": stats.file_bytes,
+        "bits": stats.bits,
+        "escapes": stats.escapes,
         "threads": stats.threads,
         "solve_seconds": round(stats.solve_seconds, 3),
         "write_seconds": round(stats.write_seconds, 3),
     }
     text = (
         f"{stats.path}: rules {stats.key}, at most {stats.max_seeds} seeds in houses, "
-        f"{stats.entries:,} boards, {stats.file_bytes:,} bytes; built in "
+        f"{stats.entries:,} boards, {stats.file_bytes:,} bytes ({stats.bits} bits a board); "
+        "built in "
         f"{stats.solve_seconds:.1f} s on {stats.threads} thread(s), written in "
         f"{stats.write_seconds:.1f} s"
     )
@@ -153,12 +164,15 @@ def _process_alive(pid: int) -> bool:
 
 def cmd_egdb_info(args: argparse.Namespace) -> int:
     """Describe an endgame database file (and check its entries with --verify)."""
-    from ..egdb import EndgameDatabase
+    from ..egdb import HEADER_SIZE, EndgameDatabase
 
     db = EndgameDatabase.open_any(args.path)
     data: dict[str, Any] = {
         "path": str(db.path),
         "format_version": db.header.version,
+        "bits": db.header.bits,
+        "escapes": db.header.escapes,
+        "bytes": HEADER_SIZE + db.header.body_bytes(),
         "houses": db.houses,
         "capture": db.key.capture,
         "end": db.key.end,
