@@ -263,6 +263,11 @@ class _Worker:
     cancelled: bool = False
 
 
+ATTEMPTS = 3
+"""A local session's item whose process dies this many times (not killed from outside once,
+but the item killing it) fails the session."""
+
+
 class _PoolSession:
     """A session on ``workers`` spawned processes that live as long as it (see
     :func:`_child`). A process that dies (killed) costs the item in hand: a new one takes
@@ -274,6 +279,7 @@ class _PoolSession:
         self.work = work
         self.capacity = workers
         self.todo: deque[tuple[int, Json]] = deque()
+        self.deaths: dict[int, int] = {}
         self.workers = [self._spawn() for _ in range(workers)]
 
     def _spawn(self) -> _Worker:
@@ -297,18 +303,39 @@ class _PoolSession:
         self._dispatch()
 
     def _dispatch(self) -> None:
-        for worker in self.workers:
+        for n, worker in enumerate(self.workers):
             if worker.index is None and self.todo:
                 worker.index, worker.item = self.todo.popleft()
                 worker.cancelled = False
-                worker.commands.send(("run", worker.index, worker.item))
+                try:
+                    worker.commands.send(("run", worker.index, worker.item))
+                except OSError:  # it died idle: its successor takes the item
+                    self._replace(n)
+
+    def _replace(self, n: int) -> None:
+        """The process ``n`` died: a new one in its place, its item first in line again
+        (unless cancelled); an item that kills :data:`ATTEMPTS` processes is an error."""
+        worker = self.workers[n]
+        if worker.index is not None and not worker.cancelled:
+            tries = self.deaths.get(worker.index, 0) + 1
+            if tries >= ATTEMPTS:
+                raise RuntimeError(
+                    f"{self.work.kind} item {worker.index}: its process died {tries} times"
+                )
+            self.deaths[worker.index] = tries
+            self.todo.appendleft((worker.index, worker.item))
+        worker.results.close()
+        worker.commands.close()
+        worker.process.join(1)
+        self.workers[n] = self._spawn()
 
     def cancel(self, index: int) -> None:
         self.todo = deque(x for x in self.todo if x[0] != index)
         for worker in self.workers:
             if worker.index == index and not worker.cancelled:
                 worker.cancelled = True
-                worker.commands.send(("cancel", index, None))
+                with suppress(OSError):  # died: wait() finds it out
+                    worker.commands.send(("cancel", index, None))
 
     def running(self) -> int:
         return len(self.todo) + sum(not w.cancelled for w in self.workers if w.index is not None)
@@ -321,24 +348,23 @@ class _PoolSession:
         ready = set(wait([w.results for w in busy] + [w.process.sentinel for w in busy], timeout))
         done: list[tuple[int, Json]] = []
         for n, worker in enumerate(self.workers):
-            if worker.index is None:
+            if worker.index is None or not (
+                worker.results in ready or worker.process.sentinel in ready
+            ):
                 continue
-            if worker.results in ready or worker.results.poll():
+            try:
                 what, index, result = worker.results.recv()
-                item, cancelled = worker.item, worker.cancelled
-                worker.index = worker.item = None
-                if what == "done":
-                    done.append((index, result))
-                elif what == "failed":
-                    raise RuntimeError(f"{self.work.kind} item {index} failed: {result}")
-                elif not cancelled:  # pragma: no cover - only a cancel interrupts an item
-                    self.todo.appendleft((index, item))
-            elif worker.process.sentinel in ready:  # died in the middle of its item
-                if not worker.cancelled:
-                    self.todo.appendleft((worker.index, worker.item))
-                worker.results.close()
-                worker.commands.close()
-                self.workers[n] = self._spawn()
+            except (EOFError, OSError):  # died in the middle of its item
+                self._replace(n)
+                continue
+            item, cancelled = worker.item, worker.cancelled
+            worker.index = worker.item = None
+            if what == "done":
+                done.append((index, result))
+            elif what == "failed":
+                raise RuntimeError(f"{self.work.kind} item {index} failed: {result}")
+            elif not cancelled:  # pragma: no cover - only a cancel interrupts an item
+                self.todo.appendleft((index, item))
         self._dispatch()
         return done
 
