@@ -21,11 +21,11 @@ The tests run in one session of an executor of :mod:`kalah_core.tasks` (the task
 processes through the service's Redis queue). A pass through the tree takes the outcomes it
 knows and collects the tests it lacks as if they ran out of their caps; the pass is then
 undone, the collected tests run as one batch, and the pass is made again, until it lacks none.
-That last pass is the one-process pass, test for test: a pass reads nothing but outcomes, and
-an outcome is a pure function of its test, so whatever else has run, the passes that decide
-are the same. A batch goes out cheapest disproof first, as proof-number search would pick:
-the smallest cap first, then the threshold furthest from its move's estimate (a test far from
-the value is cheap).
+That last pass is the one-process pass, test for test; the batches depend on nothing but the
+outcomes, so any executor and any number of workers run the same batches and write the same
+checkpoint (but for the tests ahead, below). A batch goes out cheapest disproof first, as
+proof-number search would pick: the smallest cap first, then the threshold furthest from its
+move's estimate (a test far from the value is cheap).
 
 Workers a batch leaves idle run tests ahead (:data:`AHEAD_CAPS`): a test of the batch at its
 next caps (twice, four times, eight times its cap), the tests the next rounds need if it runs
@@ -34,10 +34,14 @@ test whose cap doubles round after round (Kalah(6,4): 16 M to 128 M nodes of one
 thirds of the proof), each round a search from scratch on an emptied table. With a second
 worker the rounds overlap: the big caps start while the small ones run, so the chain costs
 about its last test instead of twice it. A test ahead is cancelled (its search interrupted,
-no outcome kept) once its test of the batch answers within its cap; one that answers is kept
-like any other (a pure outcome). So the checkpoint of W workers holds every test of the
-one-process run with the same outcome, and perhaps some tests more; the proof's tests and
-nodes (the deciding passes') are the same. The one-process run runs no test ahead.
+no outcome kept) once its test of the batch answers within its cap. One that answers is held
+apart, unseen by the passes, until a batch asks for it: then it counts at once, as if run
+then. So the passes, the batches and the book are the one-process run's whatever the workers
+(a pass that saw an outcome ahead would lack fewer tests, and its batches, and what they add
+to the book, would depend on the timing). The checkpoint marks a test ahead (``"ahead":
+true``) and repeats it unmarked when a batch takes it: a resumed run sees the outcomes the
+batches saw, and a checkpoint without the mark (of earlier runs) resumes as it always did.
+The one-process run runs no test ahead.
 
 Tables are not kept warm across tests: a warm table changes a search's node count, so a
 capped test's outcome would depend on the tests its worker ran before (and on the worker it
@@ -118,6 +122,8 @@ def leaf_test(rules: Rules, slot: Slot, tt_mb: int, databases: tuple[str, ...]) 
     its outcome is a function of its inputs."""
     key_hex, house, beta, cap = slot
     engine = _engine(rules, DeepBudget(0, 0, tt_mb, databases))
+    if _STOPPED[0]:  # interrupted before its engine was there to interrupt
+        raise Interrupted
     position = key_position(bytes.fromhex(key_hex), rules)
     diff = lead(position)
     if house == 0:
@@ -132,10 +138,14 @@ def leaf_test(rules: Rules, slot: Slot, tt_mb: int, databases: tuple[str, ...]) 
     return (None if bound is None else bound - diff), engine.searcher.nodes
 
 
+_STOPPED = [False]
+
+
 def _interrupt(on: bool) -> None:
     """Interrupt the test running in this process (another thread calls it), or clear that
     before the next test."""
-    for engine in _ENGINES.values():
+    _STOPPED[0] = on
+    for engine in list(_ENGINES.values()):
         if on:
             engine.searcher.interrupt()
         else:
@@ -190,6 +200,7 @@ class Refiner:
         self.searched = 0  # nodes searched for this refinement (by any worker)
         self.tests = 0
         self.pending: list[Slot] = []  # the tests the current pass lacks
+        self.ahead: dict[Slot, Outcome] = {}  # run ahead, not asked for by a batch yet
         self._stack = ExitStack()
         self._session: Session | None = None
         self._slots: list[Slot] = []  # the tests submitted, by their index in the session
@@ -203,7 +214,8 @@ class Refiner:
                     raw = json.loads(line)
                     if raw["rules"] == self.rules.key:
                         slot = (raw["key"], raw["house"], raw["beta"], raw["cap"])
-                        self.outcomes[slot] = (raw["bound"], raw["nodes"])
+                        found = self.ahead if raw.get("ahead") else self.outcomes
+                        found[slot] = (raw["bound"], raw["nodes"])
                 except (ValueError, TypeError, KeyError):
                     continue  # a torn last line
 
@@ -389,7 +401,7 @@ class Refiner:
                 if known is not None and known[0] is not None:
                     continue
                 slot = (key_hex, house, beta, cap << shift)
-                if slot not in self.outcomes:
+                if slot not in self.outcomes and slot not in self.ahead:
                     ahead.append(slot)
         return ahead
 
@@ -407,7 +419,9 @@ class Refiner:
         session = self._open()
         self._batch = set(batch)
         for slot in batch:
-            if slot not in self._running:
+            if slot in self.ahead:  # run ahead: its outcome counts now
+                self._keep(slot, *self.ahead.pop(slot), ran=False)
+            elif slot not in self._running:
                 self._submit(session, slot)
         while True:
             ahead = self._ahead(batch)
@@ -426,18 +440,26 @@ class Refiner:
             if self.until is not None and time.time() >= self.until:
                 raise _Stop
 
-    def _keep(self, slot: Slot, bound: int | None, nodes: int) -> None:
-        """A test's outcome, in the checkpoint and the progress stream."""
+    def _keep(self, slot: Slot, bound: int | None, nodes: int, ran: bool = True) -> None:
+        """A test's outcome (``ran``: answered now, else taken from those ahead), for the
+        passes if its batch asked for it, else held ahead; in the checkpoint and the progress
+        stream."""
         self._running.pop(slot, None)
-        self.searched += nodes
-        if slot in self.outcomes:
+        if ran:
+            self.searched += nodes
+        asked = slot in self._batch
+        if slot in self.outcomes or (not asked and slot in self.ahead):
             return  # pragma: no cover - a test cancelled, submitted again, answered twice
-        self.outcomes[slot] = (bound, nodes)
+        (self.outcomes if asked else self.ahead)[slot] = (bound, nodes)
         if self.path is not None:
             line = dict(zip(("key", "house", "beta", "cap"), slot, strict=True))
             record = {"rules": self.rules.key, **line, "bound": bound, "nodes": nodes}
+            if not asked:
+                record["ahead"] = True
             with open(self.path, "a") as out:
                 out.write(json.dumps(record) + "\n")
+        if not ran:
+            return
         key_hex, house, beta, cap = slot
         what = f"move {house}" if house else "itself"
         self.stream.write(

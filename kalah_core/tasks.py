@@ -31,6 +31,7 @@ runs its item to the end, and its result counts like any other.
 
 from __future__ import annotations
 
+import heapq
 import queue
 import threading
 from collections import deque
@@ -216,6 +217,7 @@ def _child(commands: Connection, results: Connection, work: Task, module: str) -
     todo: queue.SimpleQueue[tuple[int, Json] | None] = queue.SimpleQueue()
     lock = threading.Lock()
     current: list[int | None] = [None]
+    cancelled: set[int] = set()  # before they started
 
     def listen() -> None:
         while True:
@@ -231,6 +233,8 @@ def _child(commands: Connection, results: Connection, work: Task, module: str) -
                 with lock:
                     if current[0] == index:
                         interrupt(work.kind, True)
+                    else:
+                        cancelled.add(index)
             else:
                 todo.put((index, item))
 
@@ -240,7 +244,10 @@ def _child(commands: Connection, results: Connection, work: Task, module: str) -
         with lock:
             current[0] = index
             interrupt(work.kind, False)
+            skip = index in cancelled
         try:
+            if skip:
+                raise Interrupted
             reply: tuple[str, int, Json] = ("done", index, next(iter(run(work, [item]))))
         except Interrupted:
             reply = ("interrupted", index, None)
@@ -432,3 +439,78 @@ def remote_executor(name: str, url: str) -> Executor:
     raise ImportError(
         f"no {name!r} executor: install the service, pip install 'kalah-core[server]'"
     )
+
+
+class _ClockSession:
+    """A session on ``workers`` workers of a virtual clock (see :class:`ClockExecutor`)."""
+
+    def __init__(
+        self, work: Task, workers: int, ticks: Callable[[Json], int], known: dict[str, Json]
+    ) -> None:
+        self.work = work
+        self.capacity = workers
+        self.ticks = ticks
+        self.known = known
+        self.now = 0
+        self.todo: deque[tuple[int, Json]] = deque()
+        self.ends: list[tuple[int, int, Json]] = []  # (tick, index, result), running items
+        self.spent = 0  # ticks the workers worked, cancelled items' part included
+
+    def _result(self, item: Json) -> Json:
+        key = repr(item)
+        if key not in self.known:
+            self.known[key] = next(iter(run(self.work, [item])))
+        return self.known[key]
+
+    def submit(self, index: int, item: Json) -> None:
+        self.todo.append((index, item))
+
+    def cancel(self, index: int) -> None:
+        self.todo = deque(x for x in self.todo if x[0] != index)
+        for n, (end, held, result) in enumerate(self.ends):
+            if held == index:
+                self.spent += self.ticks(result) - (end - self.now)
+                self.ends.pop(n)
+                heapq.heapify(self.ends)
+                return
+
+    def running(self) -> int:
+        return len(self.todo) + len(self.ends)
+
+    def wait(self, timeout: float) -> list[tuple[int, Json]]:
+        while self.todo and len(self.ends) < self.capacity:
+            index, item = self.todo.popleft()
+            result = self._result(item)
+            heapq.heappush(self.ends, (self.now + self.ticks(result), index, result))
+        if not self.ends:
+            return []
+        self.now = self.ends[0][0]
+        done = []
+        while self.ends and self.ends[0][0] == self.now:
+            _, index, result = heapq.heappop(self.ends)
+            self.spent += self.ticks(result)
+            done.append((index, result))
+        return done
+
+
+@dataclass
+class ClockExecutor:
+    """``workers`` virtual workers of equal speed, to measure a schedule free of the machine's
+    load: each item is run for real in this process (once: its results are kept in ``known``,
+    which runs may share, an item's result being a pure function of it), and costs
+    ``ticks(result)`` ticks of a clock (a proof's test: its nodes). An item submitted to a free
+    worker at tick t answers at t + its ticks; a cancelled one frees its worker at once. The
+    last session's clock (``last.now``) is then the schedule's makespan in ticks."""
+
+    workers: int
+    ticks: Callable[[Json], int]
+    known: dict[str, Json] = field(default_factory=dict)
+    last: _ClockSession | None = None
+
+    @contextmanager
+    def _session(self, work: Task) -> Iterator[Session]:
+        self.last = _ClockSession(work, self.workers, self.ticks, self.known)
+        yield self.last
+
+    def session(self, work: Task) -> AbstractContextManager[Session]:
+        return self._session(work)
