@@ -5,9 +5,11 @@ Each run is a fresh ``kalah prove POSITION --json --checkpoint F`` process (no d
 on W ``kalah worker`` processes of a throwaway redis-server started here (the workers started
 for the run and stopped after it). The runs go round robin over the worker counts
 ``--repeat`` times; the figures printed are each run's, then the medians and their ratio to
-the first worker count. Every run must prove the same value with the same tests and nodes
-(the deciding passes'), and its checkpoint must agree with the others' on every test they
-share (a test's outcome is a pure function of it): else the script fails.
+the first worker count. Every run must prove the same value with the same tests and nodes,
+write the same checkpoint once sorted and its tests ahead set aside (the same batches), and
+agree with the others on every test they share, those ahead included: else the script fails.
+``--kill-after S`` kills one kalah worker (SIGKILL) S seconds into each Redis run of 2 or
+more workers: the proof must come out the same, only later.
 
 CPU is the prove process's own and its pool's (local runs; a kalah worker's is not counted).
 Run it with ``nice -n 5`` on a shared machine, and read ``uptime`` before and after.
@@ -28,6 +30,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -117,6 +120,11 @@ def outcomes(path: Path) -> dict[tuple[str, int, int, int], tuple[int | None, in
     return found
 
 
+def batches(path: Path) -> list[str]:
+    """The checkpoint's lines of the tests batches asked for, sorted (tests ahead aside)."""
+    return sorted(line for line in path.read_text().splitlines() if '"ahead"' not in line)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--houses", type=int, default=6)
@@ -129,6 +137,7 @@ def main() -> int:
     parser.add_argument("--tt-mb", default="256")
     parser.add_argument("--egdb", default=None, help="an endgame database for the tests")
     parser.add_argument("--keep", default=None, help="keep checkpoints and logs in this folder")
+    parser.add_argument("--kill-after", type=float, default=None, metavar="S")
     args = parser.parse_args()
     counts = [int(w) for w in args.workers.split(",")]
     folder = Path(args.keep or tempfile.mkdtemp(prefix="bench-prove-"))
@@ -154,6 +163,10 @@ def main() -> int:
                     redis.Redis.from_url(url).flushdb()
                     workers = start_workers(url, w, env, folder)
                     where = ["--redis-url", url]
+                killer = None
+                if workers and len(workers) > 1 and args.kill_after is not None:
+                    killer = threading.Timer(args.kill_after, workers[0].kill)
+                    killer.start()
                 cpu = cpu_children()
                 started = time.perf_counter()
                 with open(folder / f"w{w}-r{repeat}.log", "wb") as log:
@@ -176,6 +189,9 @@ def main() -> int:
                     )
                 wall = time.perf_counter() - started
                 cpu = cpu_children() - cpu
+                killed = killer is not None and workers[0].poll() is not None
+                if killer is not None:
+                    killer.cancel()
                 stop(workers)
                 proof = json.loads(done.stdout)
                 proofs.append(proof)
@@ -186,7 +202,8 @@ def main() -> int:
                     f"workers {w} run {repeat + 1}: value {proof.get('value')} "
                     f"({'exact' if proof['exact'] else 'open'}), {proof['tests']} tests, "
                     f"{proof['nodes']:,} nodes, {proof['searched']:,} searched "
-                    f"({ahead} tests ahead), {wall:.1f} s wall, {cpu:.1f} s CPU",
+                    f"({ahead} tests ahead), {wall:.1f} s wall, {cpu:.1f} s CPU"
+                    f"{', a worker killed' if killed else ''}",
                     flush=True,
                 )
     finally:
@@ -198,7 +215,11 @@ def main() -> int:
     same = all({k: p.get(k) for k in keep} == first for p in proofs)
     found = [outcomes(c) for c in checkpoints]
     agree = all(a[slot] == b[slot] for a in found for b in found for slot in a.keys() & b.keys())
-    print(f"the same proof in every run: {same}; checkpoints agree on shared tests: {agree}")
+    alike = all(batches(c) == batches(checkpoints[0]) for c in checkpoints)
+    print(
+        f"the same proof in every run: {same}; the same batches: {alike}; "
+        f"checkpoints agree on shared tests: {agree}"
+    )
     base = statistics.median(r["wall"] for r in runs[counts[0]])
     for w in counts:
         wall = statistics.median(r["wall"] for r in runs[w])
@@ -207,7 +228,7 @@ def main() -> int:
     print(f"uptime after: {os.popen('uptime').read().strip()}")
     if not args.keep:
         shutil.rmtree(folder, ignore_errors=True)
-    return 0 if same and agree else 1
+    return 0 if same and agree and alike else 1
 
 
 if __name__ == "__main__":
