@@ -138,6 +138,9 @@ def main() -> int:
     parser.add_argument("--egdb", default=None, help="an endgame database for the tests")
     parser.add_argument("--keep", default=None, help="keep checkpoints and logs in this folder")
     parser.add_argument("--kill-after", type=float, default=None, metavar="S")
+    parser.add_argument(
+        "--minutes", default=None, help="each run's --minutes (then it may end open)"
+    )
     args = parser.parse_args()
     counts = [int(w) for w in args.workers.split(",")]
     folder = Path(args.keep or tempfile.mkdtemp(prefix="bench-prove-"))
@@ -146,6 +149,7 @@ def main() -> int:
     board = ["start", "--houses", str(args.houses), "--seeds", str(args.seeds)]
     board += ["--capture", args.capture, "--first-mnodes", args.first_mnodes]
     board += ["--tt-mb", args.tt_mb] + (["--egdb", args.egdb] if args.egdb else [])
+    board += ["--minutes", args.minutes] if args.minutes else []
     print(f"uptime before: {os.popen('uptime').read().strip()}")
     print(f"kalah prove {' '.join(board)}, {'redis' if args.redis else 'local'} workers {counts}")
     server, url = start_redis(folder) if args.redis else (None, "")
