@@ -141,3 +141,15 @@ def test_one_local_worker_runs_in_this_process() -> None:
         assert session.capacity == 1 and session.running() == 1
         [(index, result)] = session.wait(0.0)
     assert index == 7 and result == list(leaf_test(RULES, (start_hex(RULES), 1, 0, 2_000), 8, ()))
+
+
+def test_a_checkpoint_with_tests_ahead_resumes_on_one_worker_without_a_search(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "2.jsonl"
+    two, _ = clock_proof(2, path)
+    assert outcomes(path, True)  # it holds tests ahead
+    out = io.StringIO()
+    proof = prove_position(RULES, Position.start(RULES), BUDGET, checkpoint=path, stream=out)
+    assert (proof.lower, proof.upper, proof.tests, proof.nodes) == two
+    assert proof.searched == 0 and not out.getvalue()  # no test run again
