@@ -11,7 +11,6 @@ kalah_service.export_openapi`` writes the spec to ``api/openapi.json``.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -31,7 +30,6 @@ from .base.config import ENV_NAMES, MAX_BODY_BYTES, Settings, load_settings
 from .batch import routes as batch_routes
 from .board import page as board_page
 from .board import routes as board_routes
-from .core import endgames as egdb
 from .core.analyser import Analyser
 from .core.problems import ApiProblem
 from .edge.bounds import init_body_guard
@@ -182,7 +180,6 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
 
     _register_error_handlers(app)
     _register_metrics(app)
-    _start_databases(app, settings)
     _register_callers_and_limits(app, settings)
     init_body_guard(app, on_read=charge_body)
     return app
@@ -206,19 +203,6 @@ def _register_callers_and_limits(app: Flask, settings: Settings) -> None:
     # client's IP (so guessing keys is rate limited), before any body is read.
     init_rate_limits(app, settings, auth, backends.make_counters(settings))
     init_security(app, settings)
-
-
-def _start_databases(app: Flask, settings: Settings) -> None:
-    """Each worker opens its databases (and in auto mode starts their background builds) at
-    its first request of any kind, not at its first search; nothing waits for them. Later
-    requests only read the pid it was done for (a forked worker does it again)."""
-    started_in: set[int] = set()
-
-    @app.before_request
-    def start_databases() -> None:
-        if os.getpid() not in started_in:
-            egdb.service(settings.egdb_path, settings.egdb_seeds).start()
-            started_in.add(os.getpid())
 
 
 def _register_error_handlers(app: Flask) -> None:

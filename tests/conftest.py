@@ -33,7 +33,9 @@ only with ``--run-slow``, so the default run leaves them out.
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +72,15 @@ def _fast_tier(config: pytest.Config) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     if _fast_tier(config):
         settings.load_profile("fast")
+
+
+@pytest.fixture(autouse=True)
+def _runners_stop_with_their_test() -> Iterator[None]:
+    """The embedded job runner threads a test's apps started end with the test: left running,
+    they wrote into later tests' logs and held SQLite locks a later test's fork copied."""
+    yield
+    if "kalah_service.jobs.runner" in sys.modules:  # only tests that made an app import it
+        assert sys.modules["kalah_service.jobs.runner"].stop_in_server() == 0
 
 
 @pytest.fixture(autouse=True)

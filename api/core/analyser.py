@@ -92,6 +92,18 @@ class Analyser:
                     state = self._pool = (os.getpid(), pool)
         return state[1]
 
+    def databases(self) -> egdb.DatabaseService:
+        """This process's endgame databases, opened (and in ``auto`` their background builds
+        started) on first use: a gunicorn worker at its start, any other process at its first
+        request that needs them (after a fork, the child's own service)."""
+        found = self._databases
+        if found is None or found[0] != os.getpid():
+            service = egdb.service(self.settings.egdb_path, self.settings.egdb_seeds)
+            service.start()  # once per process; the service guards itself
+            self._suffixes = {}  # the parent's, of its own service's generations
+            found = self._databases = (os.getpid(), service)
+        return found[1]
+
     def _make_engine(self, lock: threading.Lock) -> Engine:
         """A new engine with the shipped books and the service's endgame databases (attached
         under ``lock``, which guards its searches)."""
@@ -101,8 +113,7 @@ class Analyser:
             threads=self.settings.search_threads,
             deep_book=deepbook.shipped(),
         )
-        databases = egdb.service(self.settings.egdb_path, self.settings.egdb_seeds)
-        databases.attach_to(engine, lock)
+        self.databases().attach_to(engine, lock)
         return engine
 
     def search(self, request: AnalysisRequest) -> Analysis:
@@ -186,12 +197,7 @@ class Analyser:
     def _suffix(self, rules: Rules) -> str:
         """The books' and ``rules``' database part of the key: computed once per rules set
         and process, again only when a database is attached."""
-        found = self._databases
-        if found is None or found[0] != os.getpid():  # a forked worker has its own service
-            service = egdb.service(self.settings.egdb_path, self.settings.egdb_seeds)
-            self._suffixes = {}  # the parent's, of its own service's generations
-            found = self._databases = (os.getpid(), service)
-        databases = found[1]
+        databases = self.databases()
         generation = databases.generation  # read first: an attach meanwhile recomputes
         known = self._suffixes.get(rules)
         if known is not None and known[0] == generation:

@@ -253,7 +253,7 @@ def serve(
             pause = min(2 * pause, PAUSE_MAX_S)
 
 
-_IN_SERVER: dict[tuple[int, int], threading.Thread] = {}
+_IN_SERVER: dict[tuple[int, int], tuple[threading.Thread, threading.Event]] = {}
 _IN_SERVER_LOCK = threading.Lock()
 
 
@@ -265,15 +265,30 @@ def start_in_server(store: JobStore, analyser: Analyser, bill: Bill | None = Non
     with _IN_SERVER_LOCK:
         if key in _IN_SERVER:
             return
+        stop = threading.Event()
         thread = threading.Thread(
             target=serve,
             args=(store, analyser),
-            kwargs={"worker": owner_token(), "stop": threading.Event(), "bill": bill},
+            kwargs={"worker": owner_token(), "stop": stop, "hard_stop": stop, "bill": bill},
             name="embedded-jobs",
             daemon=True,
         )
-        _IN_SERVER[key] = thread
+        _IN_SERVER[key] = (thread, stop)
         thread.start()
+
+
+def stop_in_server(timeout_s: float = 10.0) -> int:
+    """Stop this process's runner threads (an app that is done with its store: a test's) and
+    wait up to ``timeout_s`` for each; returns how many are still running. A chunk in hand is
+    abandoned: its lease lapses and another runner takes it up again."""
+    with _IN_SERVER_LOCK:
+        mine = [key for key in _IN_SERVER if key[0] == os.getpid()]
+        runners = [_IN_SERVER.pop(key) for key in mine]
+    for _, stop in runners:
+        stop.set()
+    for thread, _ in runners:
+        thread.join(timeout_s)
+    return sum(thread.is_alive() for thread, _ in runners)
 
 
 @contextlib.contextmanager

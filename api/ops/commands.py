@@ -109,7 +109,6 @@ def _source(answer: dict[str, Any], position: Position) -> str:
     or a search."""
     from kalah_core.rules import Rules
 
-    from ..core import endgames as egdb
     from .backends import default_analyser
 
     book = answer.get("book")
@@ -117,8 +116,7 @@ def _source(answer: dict[str, Any], position: Position) -> str:
         return "cache"
     if book is not None:
         return "deep book" if book.get("kind") == "deep" else "book"
-    settings = default_analyser().settings
-    databases = egdb.service(settings.egdb_path, settings.egdb_seeds)
+    databases = default_analyser().databases()
     seeds = sum(position.south) + sum(position.north)
     if answer["exact"] and seeds <= databases.max_seeds(Rules.from_json(answer["rules"])):
         return "database"

@@ -87,8 +87,12 @@ def post_fork(server: Arbiter, worker: Worker) -> None:
 
 
 def post_worker_init(worker: Worker) -> None:
-    """Make the worker's engines now, in the background (see kalah_service.core.engines)."""
-    cast("Flask", worker.app.wsgi()).extensions["kalah"].engines().prepare()
+    """Open the worker's endgame databases (and in ``auto`` start their background builds)
+    and make its engines in the background (see kalah_service.core.engines), before its
+    first request."""
+    analyser = cast("Flask", worker.app.wsgi()).extensions["kalah"]
+    analyser.databases()
+    analyser.engines().prepare()
 
 
 def child_exit(server: Arbiter, worker: Worker) -> None:

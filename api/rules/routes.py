@@ -21,7 +21,6 @@ from ..base.config import (
     MAX_PV_SOWINGS,
     TIERS,
 )
-from ..core import endgames as egdb
 from ..core.request import MAX_POSITION_TEXT
 from ..edge.charging import limits_apply
 from ..ratelimit.costs import SEARCH_UNIT_MS
@@ -80,7 +79,7 @@ class RulesView(MethodView):
                 "mode": settings.limits,
                 "applies": limits_apply(settings),
             },
-            "databases": egdb.service(settings.egdb_path, settings.egdb_seeds).status(),
+            "databases": current_app.extensions["kalah"].databases().status(),
             "book": book.shipped().info(),
             "deep_book": deepbook.shipped().info(),
         }

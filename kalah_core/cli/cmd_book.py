@@ -8,6 +8,7 @@ import argparse
 import os
 import signal
 import sys
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -186,8 +187,7 @@ def cmd_book_build(args: argparse.Namespace) -> int:
     if args.redis_url is not None:
         executor = _redis_executor(args.redis_url)
         solvers = args.egdb or None  # else each worker's own (KALAH_EGDB_PATH)
-        # SIGTERM (a pod stopped) cancels the job on the workers, as Ctrl-C does.
-        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+        _cancel_on_sigterm()
     section = build_section(
         rules,
         args.depth,
@@ -215,6 +215,14 @@ def cmd_book_build(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cancel_on_sigterm() -> None:
+    """SIGTERM (a pod stopped) cancels the job on the workers, as Ctrl-C does. Only the main
+    thread may set a handler: a run started from another thread (an embedding program's)
+    keeps the one it has."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
 def _redis_executor(given: str) -> Executor:
     """The executor of ``--redis-url`` (no URL: the environment's)."""
     from ..tasks import remote_executor
@@ -237,8 +245,7 @@ def test_run(args: argparse.Namespace) -> dict[str, Any]:
 
     executor: Executor = LocalExecutor(args.workers)
     if args.redis_url is not None:
-        # SIGTERM (a pod stopped) cancels the job on the workers, as Ctrl-C does.
-        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+        _cancel_on_sigterm()
         executor = _redis_executor(args.redis_url)
     until = time.time() + args.minutes * 60 if args.minutes else None
     return {"checkpoint": args.checkpoint, "until": until, "executor": executor}

@@ -112,3 +112,32 @@ def test_a_checkpoint_replays_without_a_search(tmp_path: Path) -> None:
     resumed = prove_position(rules, start, BUDGET, checkpoint=path, stream=quiet())
     assert (resumed.lower, resumed.upper, resumed.nodes) == (first.lower, first.upper, first.nodes)
     assert 0 < resumed.searched < first.searched
+
+
+def test_a_run_on_the_workers_can_start_from_a_thread_that_is_not_main() -> None:
+    """``kalah prove --redis-url`` and ``book refine`` cancel their job on SIGTERM, but only
+    the main thread may set a handler: started from another thread (a program embedding the
+    command), the run still starts, and the handler it had stays."""
+    import argparse
+    import signal
+    import threading
+
+    from kalah_core.cli.cmd_book import test_run
+
+    args = argparse.Namespace(
+        workers=1, redis_url="redis://127.0.0.1:1/0", minutes=None, checkpoint=None
+    )
+    before = signal.getsignal(signal.SIGTERM)
+    found: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            found["run"] = test_run(args)
+        except Exception as error:  # reported by the assertion below
+            found["error"] = error
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    assert "error" not in found, found
+    assert signal.getsignal(signal.SIGTERM) is before

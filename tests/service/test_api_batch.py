@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -147,6 +148,28 @@ def test_without_redis_a_large_batch_is_a_job_of_the_server(client: FlaskClient)
             single = client.post("/v1/analysis", json={"rules": SMALL, **item}).json
             assert stable(result) == stable(single)
     assert client.get("/v1/jobs/" + "0" * 32).status_code == 404
+
+
+def test_a_servers_job_runner_stops_when_told_and_abandons_its_chunk(client: FlaskClient) -> None:
+    """``stop_in_server`` ends the runner threads of this process (an app done with its store:
+    a test's) in the middle of a job; the chunk in hand is left to its lease."""
+    from kalah_service.jobs.runner import stop_in_server
+
+    positions = [
+        {"position": {"south": [4, 4, 4, 4, 4, i], "north": [4, 4, 4, 4, 4, 4], "stores": [0, 0]}}
+        for i in range(1, 18)
+    ]
+    created = post(client, {"positions": positions, "rules": "kalah", "limits": {"time_ms": 300}})
+    assert created.status_code == 202, created.json
+
+    def runners() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name == "embedded-jobs" and t.is_alive()]
+
+    assert runners(), "the job started this process's runner"
+    assert stop_in_server() == 0
+    assert not runners()
+    job = client.get(created.headers["Location"] + "?limit=100").json
+    assert job["status"] in {"queued", "running"}, "stopped with the job unfinished"
 
 
 def run_burst_worker(redis_url: str) -> None:
