@@ -16,15 +16,38 @@ reproducible, and a checkpoint of the outcomes resumes it. Each outcome narrows 
 bounds (fail-soft: often past the threshold) and :func:`back_up` carries them to the start.
 The side whose next round looks cheaper (twice its last open round) goes next.
 
-The tests run on an executor of :mod:`kalah_core.tasks` (the task kind ``deepbook.test``: local
-processes, or ``kalah worker`` processes through the service's Redis queue). A pass through
-the tree takes the outcomes it knows and collects the tests it lacks as if they ran out of
-their caps; the pass is then undone, the collected tests run as one batch, and the pass is
-made again, until it lacks none. That last pass is the one-process pass, test for test; the
-batches depend on nothing but the outcomes, so any executor and any number of workers run the
-same tests (the speculative ones included) and write the same checkpoint. A batch goes out
-cheapest disproof first, as proof-number search would pick: the smallest cap first, then the
-threshold furthest from its move's estimate (a test far from the value is cheap).
+The tests run in one session of an executor of :mod:`kalah_core.tasks` (the task kind
+``deepbook.test``: local processes that live as long as the refinement, or ``kalah worker``
+processes through the service's Redis queue). A pass through the tree takes the outcomes it
+knows and collects the tests it lacks as if they ran out of their caps; the pass is then
+undone, the collected tests run as one batch, and the pass is made again, until it lacks none.
+That last pass is the one-process pass, test for test; the batches depend on nothing but the
+outcomes, so any executor and any number of workers run the same batches and write the same
+checkpoint (but for the tests ahead, below). A batch goes out cheapest disproof first, as
+proof-number search would pick: the smallest cap first, then the threshold furthest from its
+move's estimate (a test far from the value is cheap).
+
+Workers a batch leaves idle run tests ahead (:data:`AHEAD_CAPS`): a test of the batch at its
+next caps (twice, four times, eight times its cap), the tests the next rounds need if it runs
+out. That is where a proof is serial: near the value, MTD(f)'s last claims come down to one
+test whose cap doubles round after round (Kalah(6,4): 16 M to 128 M nodes of one move, two
+thirds of the proof), each round a search from scratch on an emptied table. With a second
+worker the rounds overlap: the big caps start while the small ones run, so the chain costs
+about its last test instead of twice it. A test ahead is cancelled (its search interrupted,
+no outcome kept) once its test of the batch answers within its cap. One that answers is held
+apart, unseen by the passes, until a batch asks for it: then it counts at once, as if run
+then. So the passes, the batches and the book are the one-process run's whatever the workers
+(a pass that saw an outcome ahead would lack fewer tests, and its batches, and what they add
+to the book, would depend on the timing). The checkpoint marks a test ahead (``"ahead":
+true``) and repeats it unmarked when a batch takes it: a resumed run sees the outcomes the
+batches saw, and a checkpoint without the mark (of earlier runs) resumes as it always did.
+The one-process run runs no test ahead.
+
+Tables are not kept warm across tests: a warm table changes a search's node count, so a
+capped test's outcome would depend on the tests its worker ran before (and on the worker it
+went to), and a run on W workers would no longer be the one-process run. A warm table could
+only serve tests without a cap (their outcome is the value's bound whatever the table), and
+every test here has one.
 """
 
 from __future__ import annotations
@@ -34,18 +57,18 @@ import os
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import closing
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO, TypedDict, Unpack
 
 from .deepbook import DeepRecord, DeepSection, deep_key, find_deep_key, key_position, lead
-from .deepbook_build import DeepBudget, _engine, back_up, move_test
+from .deepbook_build import _ENGINES, DeepBudget, _engine, back_up, move_test
 from .game import legal_moves, play
 from .moves import MoveResult
 from .position import Position
 from .rules import Rules
-from .tasks import Executor, Json, LocalExecutor, Task, task
+from .tasks import Executor, Interrupted, Json, LocalExecutor, Session, Task, task
 
 DISTANCES = (40, 30, 24, 20, 16, 12, 10, 8, 6, 4, 2)
 """The start's targets, from its estimate, in order: each one proven makes the next the goal."""
@@ -55,6 +78,9 @@ caps: the round's, then an eighth of it. An alternative costs about as much as t
 subtree, which may need every reply shown."""
 LOW, HIGH = "low", "high"
 """A claim's side: "value >= t" and "value <= t"."""
+AHEAD_CAPS = 3
+"""How many doublings of its cap ahead an idle worker runs a test of the batch (see the module
+docstring)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +122,8 @@ def leaf_test(rules: Rules, slot: Slot, tt_mb: int, databases: tuple[str, ...]) 
     its outcome is a function of its inputs."""
     key_hex, house, beta, cap = slot
     engine = _engine(rules, DeepBudget(0, 0, tt_mb, databases))
+    if _STOPPED[0]:  # interrupted before its engine was there to interrupt
+        raise Interrupted
     position = key_position(bytes.fromhex(key_hex), rules)
     diff = lead(position)
     if house == 0:
@@ -105,10 +133,26 @@ def leaf_test(rules: Rules, slot: Slot, tt_mb: int, databases: tuple[str, ...]) 
         result = play(position, rules, house)
         engine.searcher.begin(result.after, rules, 0.0, cap)
         bound = move_test(engine, rules, result, beta + diff)
+    if engine.searcher.interrupted:  # cancelled (a test ahead no longer wanted): no outcome
+        raise Interrupted
     return (None if bound is None else bound - diff), engine.searcher.nodes
 
 
-@task("deepbook.test")
+_STOPPED = [False]
+
+
+def _interrupt(on: bool) -> None:
+    """Interrupt the test running in this process (another thread calls it), or clear that
+    before the next test."""
+    _STOPPED[0] = on
+    for engine in list(_ENGINES.values()):
+        if on:
+            engine.searcher.interrupt()
+        else:
+            engine.searcher.clear_interrupt()
+
+
+@task("deepbook.test", interrupt=_interrupt)
 def test_task(params: dict[str, Json], items: Sequence[Json]) -> Iterator[Json]:
     """The outcomes ``[bound, nodes]`` of tests (``[key hex, house, beta, cap]``) under
     ``params``: rules, table and databases."""
@@ -156,6 +200,12 @@ class Refiner:
         self.searched = 0  # nodes searched for this refinement (by any worker)
         self.tests = 0
         self.pending: list[Slot] = []  # the tests the current pass lacks
+        self.ahead: dict[Slot, Outcome] = {}  # run ahead, not asked for by a batch yet
+        self._stack = ExitStack()
+        self._session: Session | None = None
+        self._slots: list[Slot] = []  # the tests submitted, by their index in the session
+        self._running: dict[Slot, int] = {}  # submitted, not answered nor cancelled
+        self._batch: set[Slot] = set()
         self._edges: dict[bytes, list[_Edge]] = {}
         self.root = root or deep_key(Position.start(self.rules), self.rules)
         if self.path is not None and self.path.exists():
@@ -164,7 +214,8 @@ class Refiner:
                     raw = json.loads(line)
                     if raw["rules"] == self.rules.key:
                         slot = (raw["key"], raw["house"], raw["beta"], raw["cap"])
-                        self.outcomes[slot] = (raw["bound"], raw["nodes"])
+                        found = self.ahead if raw.get("ahead") else self.outcomes
+                        found[slot] = (raw["bound"], raw["nodes"])
                 except (ValueError, TypeError, KeyError):
                     continue  # a torn last line
 
@@ -318,40 +369,105 @@ class Refiner:
         estimate = next((m.estimate for m in record.moves if m.house == house), record.estimate)
         return cap, -abs(beta - estimate)
 
+    def _open(self) -> Session:
+        if self._session is None:
+            work = Task(
+                "deepbook.test",
+                {
+                    "rules": self.rules.to_json(),
+                    "tt_mb": self.budget.tt_mb,
+                    "databases": list(self.budget.databases),
+                },
+            )
+            self._session = self._stack.enter_context(self.executor.session(work))
+        return self._session
+
+    def close(self) -> None:
+        """Cancel the tests still running and end the executor's session (its processes)."""
+        if self._session is not None:
+            for index in self._running.values():
+                self._session.cancel(index)
+        self._running.clear()
+        self._session = None
+        self._stack.close()
+
+    def _ahead(self, batch: list[Slot]) -> list[Slot]:
+        """The tests ahead of ``batch`` (see the module docstring): each test not answered
+        within its cap, at its next caps, nearest first."""
+        ahead = []
+        for shift in range(1, AHEAD_CAPS + 1):
+            for key_hex, house, beta, cap in batch:
+                known = self.outcomes.get((key_hex, house, beta, cap))
+                if known is not None and known[0] is not None:
+                    continue
+                slot = (key_hex, house, beta, cap << shift)
+                if slot not in self.outcomes and slot not in self.ahead:
+                    ahead.append(slot)
+        return ahead
+
+    def _submit(self, session: Session, slot: Slot) -> None:
+        self._running[slot] = len(self._slots)
+        session.submit(len(self._slots), list(slot))
+        self._slots.append(slot)
+
     def _run(self, batch: list[Slot]) -> None:
-        """Run ``batch`` on the executor, keeping (and checkpointing) each outcome as it comes;
-        the time running out stops it (the outcomes in hand are kept)."""
+        """Run ``batch`` in the executor's session, keeping (and checkpointing) each outcome as
+        it comes, with tests ahead on the workers it leaves idle; the time running out stops
+        it (the outcomes in hand are kept)."""
         if self.until is not None and time.time() >= self.until:
             raise _Stop
-        work = Task(
-            "deepbook.test",
-            {
-                "rules": self.rules.to_json(),
-                "tt_mb": self.budget.tt_mb,
-                "databases": list(self.budget.databases),
-            },
+        session = self._open()
+        self._batch = set(batch)
+        for slot in batch:
+            if slot in self.ahead:  # run ahead: its outcome counts now
+                self._keep(slot, *self.ahead.pop(slot), ran=False)
+            elif slot not in self._running:
+                self._submit(session, slot)
+        while True:
+            ahead = self._ahead(batch)
+            wanted = self._batch.union(ahead)
+            for slot in [s for s in self._running if s not in wanted]:
+                session.cancel(self._running.pop(slot))
+            for slot in ahead:
+                if session.running() >= session.capacity:
+                    break
+                if slot not in self._running:
+                    self._submit(session, slot)
+            if all(slot in self.outcomes for slot in batch):
+                return
+            for index, (bound, nodes) in session.wait(1.0):
+                self._keep(self._slots[index], bound, nodes)
+            if self.until is not None and time.time() >= self.until:
+                raise _Stop
+
+    def _keep(self, slot: Slot, bound: int | None, nodes: int, ran: bool = True) -> None:
+        """A test's outcome (``ran``: answered now, else taken from those ahead), for the
+        passes if its batch asked for it, else held ahead; in the checkpoint and the progress
+        stream."""
+        self._running.pop(slot, None)
+        if ran:
+            self.searched += nodes
+        asked = slot in self._batch
+        if slot in self.outcomes or (not asked and slot in self.ahead):
+            return  # pragma: no cover - a test cancelled, submitted again, answered twice
+        (self.outcomes if asked else self.ahead)[slot] = (bound, nodes)
+        if self.path is not None:
+            line = dict(zip(("key", "house", "beta", "cap"), slot, strict=True))
+            record = {"rules": self.rules.key, **line, "bound": bound, "nodes": nodes}
+            if not asked:
+                record["ahead"] = True
+            with open(self.path, "a") as out:
+                out.write(json.dumps(record) + "\n")
+        if not ran:
+            return
+        key_hex, house, beta, cap = slot
+        what = f"move {house}" if house else "itself"
+        self.stream.write(
+            f"  {key_hex} {what} >= {beta:+d}, cap {cap:,}: "
+            f"{'out of budget' if bound is None else f'{bound:+d}'}, {nodes:,} nodes"
+            f"{'' if slot in self._batch else ' (ahead)'}\n"
         )
-        results = self.executor.map(work, [list(slot) for slot in batch], 1)
-        out_path = self.path if self.path is not None else os.devnull
-        with open(out_path, "a") as out, closing(results):
-            for done in results:
-                for index, (bound, nodes) in done:
-                    slot = batch[index]
-                    self.outcomes[slot] = (bound, nodes)
-                    self.searched += nodes
-                    line = dict(zip(("key", "house", "beta", "cap"), slot, strict=True))
-                    record = {"rules": self.rules.key, **line, "bound": bound, "nodes": nodes}
-                    out.write(json.dumps(record) + "\n")
-                    out.flush()
-                    key_hex, house, beta, cap = slot
-                    what = f"move {house}" if house else "itself"
-                    self.stream.write(
-                        f"  {key_hex} {what} >= {beta:+d}, cap {cap:,}: "
-                        f"{'out of budget' if bound is None else f'{bound:+d}'}, {nodes:,} nodes\n"
-                    )
-                    self.stream.flush()
-                if self.until is not None and time.time() >= self.until:
-                    raise _Stop
+        self.stream.flush()
 
     def apply_known(self) -> None:
         """Every bound the checkpoint holds, in the book: those the pass did not reach again
@@ -426,6 +542,8 @@ class Refiner:
                     done.add(side)
         except _Stop:
             pass
+        finally:
+            self.close()
         self.apply_known()
         before = self.section.records[self.root]
         after = self.records[self.root]

@@ -85,6 +85,8 @@ class Prover(Refiner):
                 guess = record.lower if record.lower > lower else record.upper
         except _Stop:
             return None
+        finally:
+            self.close()
 
     def _next_claim(self, lower: int, upper: int, guess: int) -> tuple[str, int]:
         """MTD(f)'s next test: "value >= g" at the guess g of the values' parity inside the

@@ -237,6 +237,34 @@ class RedisJobStore:
             if body is not None
         ]
 
+    def feed_any(self, job_ids: Sequence[str], timeout_s: float) -> list[tuple[str, int, bytes]]:
+        """:meth:`feed` of several jobs at once: ``(job, index, result)`` answered since the
+        last call, waiting up to ``timeout_s`` for the first of any (each poster's lease
+        renewed)."""
+        if not job_ids:
+            return []
+        pipe = self.redis.pipeline(transaction=False)
+        for job_id in job_ids:
+            pipe.set(JobKeys(job_id).poster, 1, px=POSTER_LEASE_MS)
+        pipe.execute()
+        feeds = {JobKeys(job_id).feed: job_id for job_id in job_ids}
+        first = cast(
+            tuple[bytes, bytes] | None,
+            self._blocking.blpop(list(feeds), timeout=max(0.01, min(WAIT_S, timeout_s))),
+        )
+        if first is None:
+            return []
+        found = [(feeds[first[0].decode()], first[1])]
+        for feed, job_id in feeds.items():
+            more = cast(list[bytes] | None, self.redis.lpop(feed, 10_000)) or []
+            found += [(job_id, index) for index in more]
+        answers = []
+        for job_id, index in found:
+            body = cast(bytes | None, self.redis.hget(JobKeys(job_id).results, index))
+            if body is not None:
+                answers.append((job_id, int(index), body))
+        return answers
+
     def forget(self, job_id: str) -> None:
         """Delete a job's keys (its poster has its results); chunks still queued are then
         dropped when reached, and a runner's late answers are refused (the job is gone)."""

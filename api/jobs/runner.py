@@ -164,25 +164,32 @@ def run_work(store: JobStore, lease: Lease, stopping: threading.Event) -> Comple
     assert lease.work is not None
     stop = threading.Event()
 
+    kind = lease.work.kind
+
     def renew() -> None:
         if not store.renew(lease) or stopping.is_set():
             stop.set()
+            work.interrupt(kind)  # a kind that can stops its item now (it gives no result)
 
     indices = [index for index, _ in lease.items]
     pending: list[tuple[int, bytes]] = []
     count = 0
+    work.interrupt(kind, False)
     with renewing(renew, f"chunk {lease.chunk} of job {lease.job_id}", HEARTBEAT_S):
         results = work.run(lease.work, [item for _, item in lease.items])
-        for index, result in zip(indices, results, strict=False):
-            pending.append((index, json.dumps(result, separators=(",", ":")).encode()))
-            count += 1
-            if stop.is_set() or count == len(indices):
-                break
-            try:
-                store.complete(lease, Completed(pending, whole=False))
-                pending = []
-            except Exception as error:  # kept for the next completion
-                log.warning("storing a result of job %s failed: %s", lease.job_id, error)
+        try:
+            for index, result in zip(indices, results, strict=False):
+                pending.append((index, json.dumps(result, separators=(",", ":")).encode()))
+                count += 1
+                if stop.is_set() or count == len(indices):
+                    break
+                try:
+                    store.complete(lease, Completed(pending, whole=False))
+                    pending = []
+                except Exception as error:  # kept for the next completion
+                    log.warning("storing a result of job %s failed: %s", lease.job_id, error)
+        except work.Interrupted:  # cancelled, lost or stopping hard: the item has no result
+            log.info("chunk %d of job %s interrupted", lease.chunk, lease.job_id)
     return Completed(pending, whole=count == len(indices))
 
 

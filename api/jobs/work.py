@@ -23,13 +23,13 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from typing import TextIO
 
 import redis
 
 from kalah_core.errors import KalahError
-from kalah_core.tasks import Json, Task
+from kalah_core.tasks import Json, Session, Task
 
 from .redis_jobs import RedisJobStore
 from .runner import PAUSE_MAX_S, PAUSE_S
@@ -42,6 +42,8 @@ TTL_S = 7 * 86400
 """How long an engine-work job's keys live after its last change."""
 NO_WORKER_EVERY_S = 30.0
 """How often a poster waiting with no worker alive says so."""
+WORKERS_EVERY_S = 5.0
+"""How often a session counts the workers alive (its capacity)."""
 
 
 class RedisExecutor:
@@ -53,6 +55,18 @@ class RedisExecutor:
         self.store = RedisJobStore(url, ttl_s=TTL_S)
         self.stream = stream or sys.stderr
         self.poll_s = poll_s
+
+    @contextlib.contextmanager
+    def _session(self, work: Task) -> Iterator[Session]:
+        session = RedisSession(self, work)
+        try:
+            yield session
+        finally:
+            session.close()
+
+    def session(self, work: Task) -> contextlib.AbstractContextManager[Session]:
+        """Items one at a time on the workers (:class:`RedisSession`)."""
+        return self._session(work)
 
     def map(
         self, work: Task, items: Sequence[Json], chunk: int
@@ -111,6 +125,95 @@ class RedisExecutor:
                 if len(seen) < len(items):
                     store.cancel(job)
                 store.forget(job)
+
+
+class RedisSession:
+    """A :class:`kalah_core.tasks.Session` on the ``kalah worker`` processes: each item one
+    job (one chunk), so that any free worker takes the next and a cancelled one is stopped by
+    itself. Its capacity is the workers alive (at least 1), looked at again every
+    :data:`WORKERS_EVERY_S`."""
+
+    def __init__(self, executor: RedisExecutor, work: Task) -> None:
+        self.executor = executor
+        self.store = executor.store
+        self.work = work
+        self.jobs: dict[str, int] = {}  # job -> the item's index
+        self.cancelled: set[str] = set()
+        self._alive = 1
+        self._alive_at = -WORKERS_EVERY_S
+        self._quiet_since = time.monotonic()
+
+    @property
+    def capacity(self) -> int:
+        if time.monotonic() - self._alive_at >= WORKERS_EVERY_S:
+            with contextlib.suppress(redis.RedisError):
+                self._alive = max(1, self.store.workers())
+            self._alive_at = time.monotonic()
+        return self._alive
+
+    def submit(self, index: int, item: Json) -> None:
+        try:
+            job = self.store.create_work(self.work, [item], 1, OWNER, ttl_s=TTL_S)
+        except redis.RedisError as error:
+            raise KalahError(f"the workers' Redis at {self.executor.url}: {error}") from None
+        self.jobs[job] = index
+
+    def _drop(self, job: str) -> None:
+        with contextlib.suppress(redis.RedisError):  # else cancelled a minute later
+            self.store.cancel(job)
+            self.store.forget(job)
+
+    def cancel(self, index: int) -> None:
+        for job, held in list(self.jobs.items()):
+            if held == index:
+                del self.jobs[job]
+                self._drop(job)  # its worker learns it at its next renewal (1 s)
+
+    def running(self) -> int:
+        return len(self.jobs)
+
+    def wait(self, timeout: float) -> list[tuple[int, Json]]:
+        if not self.jobs:
+            return []
+        try:
+            answers = self.store.feed_any(sorted(self.jobs), timeout)
+            if not answers:
+                self._check()
+        except redis.RedisError as error:  # waited out (a minute: the jobs are cancelled)
+            self.executor.stream.write(f"  Redis: {error}; again in {PAUSE_S:.1f} s\n")
+            time.sleep(PAUSE_S)
+            return []
+        done = []
+        for job, _, body in answers:
+            index = self.jobs.pop(job, None)
+            if index is not None:
+                done.append((index, json.loads(body)))
+                with contextlib.suppress(redis.RedisError):
+                    self.store.forget(job)
+        if done:
+            self._quiet_since = time.monotonic()
+        return done
+
+    def _check(self) -> None:
+        """The jobs not answered: failed or gone is an error; no worker alive is said."""
+        for job in list(self.jobs):
+            status = self.store.status(job)
+            if status is None:
+                raise RuntimeError(f"job {job} is gone from {self.executor.url}")
+            if status.status in ("failed", "cancelled"):
+                raise RuntimeError(f"job {job} {status.status}: {status.error or ''}".strip())
+        if time.monotonic() - self._quiet_since > NO_WORKER_EVERY_S:
+            self._quiet_since = time.monotonic()
+            if not self.store.workers():
+                self.executor.stream.write(
+                    f"  waiting, no kalah worker alive on {self.executor.url}\n"
+                )
+                self.executor.stream.flush()
+
+    def close(self) -> None:
+        for job in list(self.jobs):
+            self._drop(job)
+        self.jobs.clear()
 
 
 def redis_executor(url: str) -> RedisExecutor:
