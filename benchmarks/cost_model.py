@@ -23,8 +23,8 @@ taken; nothing here is tuned. The model:
   times the ratio measured on Kalah(6,5), the largest board both were proven on here.
 - **Cores**: node rate per core from the ladder (its nodes over its thread-seconds); on ``P``
   cores the tests that can run at once are bounded by the deep book's frontier (the positions
-  within its sowings); each of those workers adds a whole core, or (the figures in brackets)
-  what a second worker added when measured.
+  within its sowings), each on a whole core; or (the figures in brackets) as one position's
+  proof scales, measured in nodes up to 4 workers (its MTD(f) chain caps it near 2.5x).
 - **A refinement's overhead**: the nodes a real refinement spent to prove its bounds, over the
   ladder's cost of the same two bounds (failed tries on emptied tables, the alternatives of
   OR nodes), multiplies every narrowing and the near-rate exact projection.
@@ -101,13 +101,16 @@ def narrowing(lower: Side, upper: Side, width: int) -> tuple[float, int, int]:
     return min(splits)
 
 
-def hours(nodes: float, rate: float, cores: int, data: dict[str, Any], measured: bool) -> float:
-    """Wall hours on ``cores``: at most the frontier's positions run at once; each of those
-    workers adds a whole core (``measured`` False) or what the second worker added when it was
-    measured (True)."""
-    usable = min(cores, data["frontier"]["positions"])
-    gain = data["two_workers"]["speedup"] - 1.0 if measured else 1.0
-    return nodes / rate / 3600 / (1.0 + (usable - 1) * gain)
+def hours(nodes: float, rate: float, cores: int, data: dict[str, Any], chain: bool) -> float:
+    """Wall hours on ``cores``: at most the frontier's positions run at once, each on a whole
+    core; or (``chain``) the speed-up measured on one position, whose MTD(f) chain of tests
+    caps it (the measured figures up to 4 workers, the stated limit beyond)."""
+    if chain:
+        measured = data["one_position"]["speedups"]
+        speedup = measured.get(str(cores), data["one_position"]["limit"])
+    else:
+        speedup = min(cores, data["frontier"]["positions"])
+    return nodes / rate / 3600 / speedup
 
 
 def overhead(lower: Side, upper: Side, data: dict[str, Any]) -> float:
@@ -186,11 +189,11 @@ def main() -> None:
         print(f"{g['near']:.2f}x near the value")
     print(f"a refinement's overhead over the ladder: {result['refinement_overhead']:.2f}x")
     frontier = data["frontier"]["positions"]
-    gain = data["two_workers"]["speedup"]
+    limit = data["one_position"]["limit"]
     print(
         f"hours on P cores: at most {frontier} tests at once (the deep book's frontier); ", end=""
     )
-    print(f"each a whole core, or [in brackets] {gain:.2f}x for 2 workers as measured")
+    print(f"each a whole core, or [in brackets] one position's chain (at most {limit}x)")
     print()
     cores = " | ".join(f"hours on {c}" for c in CORES)
     print(f"| start | goal | today | bounds | nodes | core-hours | {cores} |")
