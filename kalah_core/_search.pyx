@@ -29,6 +29,7 @@ from kalah_core._bigboard cimport (
 )
 from kalah_core._search_big cimport big_search, big_hash
 from kalah_core._table cimport (
+    tt_import,
     Table, Probe, TT_PROVEN as PROVEN, TT_NO_MOVE as NO_MOVE, TT_RULES_SALT, TT_STORE_MUL,
     fmix, tt_probe, tt_load, tt_store_word, __builtin_prefetch, tt_store, tt_prefetch, tt_init, tt_free, tt_clear,
 )
@@ -108,6 +109,7 @@ cdef class Searcher:
 
     cdef Search s
     cdef Table table
+    cdef Table side                  # a transient table of its own for an estimate (side_table)
     cdef Shared* shared              # state shared by the threads of a parallel search
     cdef Search* helpers             # threads 1..threads-1 (thread 0 searches with s)
     cdef int _threads
@@ -149,6 +151,7 @@ cdef class Searcher:
 
     def __dealloc__(self):
         tt_free(&self.table)
+        tt_free(&self.side)
         free(self.helpers)
         free(self.shared)
 
@@ -250,6 +253,29 @@ cdef class Searcher:
             with nogil:
                 tt_clear(&self.table)
             self._dirty = False
+
+    def side_table(self, int tt_mb):
+        """Search on a transient, empty table of ``tt_mb`` MiB of its own until ``main_table``:
+        the main table keeps what it holds meanwhile (a long proof's pause for a deep estimate:
+        ``Engine._mtdf``)."""
+        if self.s.tt == &self.side:
+            raise RuntimeError("a side table is already in use")
+        tt_init(&self.side, tt_mb)
+        self.s.tt = &self.side
+
+    def main_table(self, int import_depth=0):
+        """Back to the main table, the side table freed; returns the entries stored into the
+        main table first: with ``import_depth`` > 0, each of the side table's entries searched
+        at least that many sowings deep (proven ones included), stored as the search would."""
+        cdef int64_t copied = 0
+        if self.s.tt != &self.side:
+            return 0
+        if import_depth > 0:
+            with nogil:
+                copied = tt_import(&self.table, &self.side, import_depth)
+        self.s.tt = &self.table
+        tt_free(&self.side)
+        return copied
 
     property etc_min_seeds:
         """Enhanced transposition cutoffs at nodes with at least this many seeds in houses, in

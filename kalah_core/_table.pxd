@@ -68,8 +68,12 @@ cdef extern from *:
     #define TT_KEY_SALT 0x6a09e667f3bcc909ULL
     #define TT_RULES_SALT 0x9e3779b97f4a7c15ULL
     #define TT_STORE_MUL 0x2545f4914f6cdd1dULL
+    /* The multipliers' inverses modulo 2^64: fmix is a bijection, undone by unfmix. */
+    #define TT_FMIX_INV_1 0x4f74430c22a54005ULL
+    #define TT_FMIX_INV_2 0x9cb4b2f8129337dbULL
     """
     const uint64_t TT_FMIX_MUL_1, TT_FMIX_MUL_2, TT_KEY_SALT, TT_RULES_SALT, TT_STORE_MUL
+    const uint64_t TT_FMIX_INV_1, TT_FMIX_INV_2
     uint64_t tt_load(const uint64_t* p) noexcept nogil
     void tt_store_word(uint64_t* p, uint64_t v) noexcept nogil
     void __builtin_prefetch(const void* addr) noexcept nogil
@@ -80,6 +84,15 @@ cdef inline uint64_t fmix(uint64_t x) noexcept nogil:
     x *= TT_FMIX_MUL_1
     x ^= x >> 33
     x *= TT_FMIX_MUL_2
+    x ^= x >> 33
+    return x
+
+cdef inline uint64_t unfmix(uint64_t x) noexcept nogil:
+    """The inverse of fmix."""
+    x ^= x >> 33
+    x *= TT_FMIX_INV_2
+    x ^= x >> 33
+    x *= TT_FMIX_INV_1
     x ^= x >> 33
     return x
 
@@ -146,6 +159,22 @@ cdef inline void tt_store(Table* t, uint64_t h, int lower, int upper, int move, 
     d.f.spare = 0
     tt_store_word(&e[victim].check, k ^ d.word)
     tt_store_word(&e[victim].data.word, d.word)
+
+cdef inline int64_t tt_import(Table* dst, const Table* src, int min_depth) noexcept nogil:
+    """Store every entry of ``src`` at least ``min_depth`` deep into ``dst`` (its hash is
+    recovered from its key: tt_key is a bijection but for the key 0 stored as 1)."""
+    cdef uint64_t i, n = (src.mask + 1) * TT_BUCKET, k
+    cdef int64_t copied = 0
+    cdef EntryData d
+    for i in range(n):
+        d.word = src.entries[i].data.word
+        k = src.entries[i].check ^ d.word
+        if k == 0 or d.f.depth < min_depth:
+            continue
+        tt_store(dst, unfmix(k) ^ TT_KEY_SALT, d.f.lower, d.f.upper, d.f.move, d.f.depth,
+                 (<int64_t>1) << d.f.work)
+        copied += 1
+    return copied
 
 cdef int tt_init(Table* t, int tt_mb) except -1
 cdef void tt_free(Table* t) noexcept

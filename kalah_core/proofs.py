@@ -31,6 +31,7 @@ GUESS_BIAS = 0  # MTD(f) starts this far above the estimate, for the player to m
 DEEP_STEP = 3  # sowings between the deep estimate's depths
 DEEP_SHARE = 2.0  # the deep estimate's nodes, at most, per node of the proof it paused
 DEEP_GROWTH = 8.0  # the most one step deeper is assumed to multiply the nodes by
+SIDE_TABLE_SHARE = 8  # the deep estimate's own table: this fraction of the proof's (tt_mb)
 
 
 @dataclass(slots=True)
@@ -58,6 +59,7 @@ class Proofs:
     engine keeps across an analysis."""
 
     searcher: Searcher
+    tt_mb: int
     deepen_after: int
     deep_move_depth: int
     _root: tuple[int, int]
@@ -65,7 +67,6 @@ class Proofs:
     _last_cut: tuple[int, int] | None
     _live: _Line | None
     _mtdf_running: bool
-    _emptied: bool
 
     def _prove(
         self,
@@ -278,11 +279,11 @@ class Proofs:
         the proof, then resumes. A short proof never pays for the estimate, whose moves would
         order it worse than the static order.
 
-        An analysis's first pause empties the table: the paused test's proven bounds, far from
-        the value, keep their moves in slots the estimate cannot take (proven bounds are never
-        traded for heuristic ones), so the resumed proof would miss the estimate's moves. Later
-        pauses (a budget's later rounds, other root moves) keep what the analysis has proven
-        since."""
+        The deep estimate searches on a transient table of its own (an eighth of the proof's,
+        freed after), so the paused proof's table survives the pause; the estimate's entries
+        at least ``deep_move_depth`` deep (and its proven ones) are then stored into it as the
+        search would store them. (Until search-10 the first pause emptied the table: the
+        paused test's nodes were lost.)"""
         s = self.searcher
         self._mtdf_running = True
         try:
@@ -300,10 +301,11 @@ class Proofs:
             self._last_cut = (s.cut_move, low)
         if low == high or aborted:
             return low, high
-        if not self._emptied:
-            s.clear()
-            self._emptied = True
-        estimate = self._deep_estimate(position, rules, spent)
+        s.side_table(max(1, self.tt_mb // SIDE_TABLE_SHARE))
+        try:
+            estimate = self._deep_estimate(position, rules, spent)
+        finally:
+            s.main_table(self.deep_move_depth)
         if estimate is None:  # the budget ran out
             return low, high
         move_depth = s.heuristic_move_depth
@@ -318,9 +320,9 @@ class Proofs:
 
     def _deep_estimate(self, position: Position, rules: Rules, spent: int) -> int | None:
         """The value of a depth-limited search of ``position``, deepened in steps of DEEP_STEP
-        sowings on the table as the pause left it while the next step, predicted from the growth
-        of the last, keeps the whole deepening within DEEP_SHARE times ``spent`` (the nodes of
-        the paused proof); None when the budget runs out first."""
+        sowings on the current table (the pause's own: ``_mtdf``) while the next step, predicted
+        from the growth of the last, keeps the whole deepening within DEEP_SHARE times ``spent``
+        (the nodes of the paused proof); None when the budget runs out first."""
         s = self.searcher
         estimate, total, last, growth = None, 0, 0, DEEP_GROWTH
         for d in range(DEEP_STEP, HEURISTIC_MAX_DEPTH + 1, DEEP_STEP):

@@ -42,7 +42,7 @@ from .rules import Rules
 __all__ = ["ENGINE_VERSION", "MAX_THREADS", "Analysis", "Engine", "MoveValue", "Prove", "Snapshot"]
 
 
-ENGINE_VERSION = "kalah-core-0.1.0/search-9"
+ENGINE_VERSION = "kalah-core-0.1.0/search-10"
 """Changes whenever a search change could change an answer; part of every cache key."""
 
 
@@ -78,7 +78,6 @@ class Engine(Proofs):
         bounds narrow while a long proof runs: for a caller that shows them (``kalah solve`` on
         a terminal). Off by default: the rounds are cut in time, so the nodes and the line of
         such an analysis would depend on the machine's speed."""
-        self._emptied = False  # this analysis has emptied the table at a pause (_mtdf)
         self._cuts: list[tuple[int, int]] = []  # (move code, v): the root's fail-highs (_settle)
         self._last_cut: tuple[int, int] | None = None  # the last fail-high of _mtdf's position
         # What progress() reads while analyse runs on another thread: the root moves, the root
@@ -260,7 +259,6 @@ class Engine(Proofs):
         s = self.searcher
         s.clear_interrupt()
         self._at, self._book_start = (0, None, {}), None
-        self._emptied = False
         self._cuts = []
         # Proven bounds on the root value from a root search.
         root = self._root = (-INFINITY, INFINITY)

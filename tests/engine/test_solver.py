@@ -128,7 +128,8 @@ class CountingClears:
         self._searcher.clear()
 
 
-def test_only_an_analysis_first_pause_empties_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_pause_empties_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The deep estimate of a pause searches on a side table: the proof's table survives."""
     rules = Rules(houses=4, seeds=3)
     position = Position.start(rules)
     engine = Engine(tt_mb=8)
@@ -137,13 +138,37 @@ def test_only_an_analysis_first_pause_empties_the_table(monkeypatch: pytest.Monk
     monkeypatch.setattr(engine, "searcher", searcher)
     pauses = count_deep_estimates(engine, monkeypatch)
     unpaused = Engine(tt_mb=8).analyse(position, rules, prove="all")
-    for _ in range(2):  # each analysis empties it once
+    for _ in range(2):
         engine.clear()
         pauses.clear()
         searcher.cleared.clear()
         analysis = engine.analyse(position, rules, prove="all")
         assert analysis.exact and analysis.moves == unpaused.moves
-        assert len(pauses) >= 2 and len(searcher.cleared) == 1
+        assert len(pauses) >= 2 and searcher.cleared == []
+
+
+def test_a_side_table_leaves_the_main_table_and_hands_its_entries_over() -> None:
+    """``Searcher.side_table`` searches on an empty table of its own; ``main_table`` returns to
+    the main table as it was and, with ``import_depth``, stores the side table's entries at
+    least that deep into it (each entry's hash recovered from its key)."""
+    rules, other_rules = Rules(houses=4, seeds=3), Rules(houses=5, seeds=3)
+    start, other = Position.start(rules), Position.start(other_rules)
+    s = Searcher(8)
+    s.begin(start, rules)
+    low, high, _, _ = s.mtdf(start, rules, 0, -24, 24, fresh=False)
+    proven = s.table_bounds(start)
+    assert low == high and proven == (low, high)
+    for import_depth in (0, 6):
+        s.side_table(1)
+        assert s.table_bounds(start) is None  # an empty table of its own
+        s.heuristic(other, other_rules, 6)  # entries of other rules: never in the main table
+        estimated = s.table_move(other)
+        assert estimated is not None
+        assert (s.main_table(import_depth) > 0) == (import_depth > 0)
+        assert s.table_move(other) == (estimated if import_depth else None)
+        s.begin(start, rules)
+        assert s.table_bounds(start) == proven
+    assert s.main_table() == 0  # already on the main table
 
 
 def test_a_paused_mtdf_keeps_its_budget_and_its_proven_bounds() -> None:

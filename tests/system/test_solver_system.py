@@ -173,7 +173,7 @@ def test_a_depth_limited_search_past_the_end_of_the_game_proves_the_value() -> N
 def test_a_proof_paused_for_a_deep_estimate_proves_the_same_values(
     case: tuple[Position, Rules], prove: Prove
 ) -> None:
-    """A long MTD(f) pauses, deepens an estimate on the warm table and resumes from it with
+    """A long MTD(f) pauses, deepens an estimate on a side table and resumes from it with
     heuristic moves first (``Engine.deepen_after``): the proven values stay the same."""
     position, rules = case
     DEEPENING.clear()
