@@ -51,6 +51,8 @@ or, to start the memory load early and read later: ``i = db.offset[n] + egdb_ran
 
 from libc.stdint cimport int8_t, uint8_t, uint64_t
 
+from kalah_core._board cimport houses_used, seeds_in
+
 cdef extern from *:
     int __builtin_popcountll(unsigned long long x) noexcept nogil
     void __builtin_prefetch(const void* p) noexcept nogil
@@ -119,20 +121,9 @@ cdef inline uint64_t egdb_rank(const EGDB* db, uint64_t me, uint64_t opp) noexce
     cdef uint64_t hi = egdb_spread(me >> 32) | (egdb_spread(opp >> 32) << 8)
     return egdb_rank_cells(db.binom, lo, hi)
 
-cdef inline int egdb_side_seeds(uint64_t w) noexcept nogil:
-    """The seeds of one side (the sum of the bytes of w)."""
-    return <int>((w * <uint64_t>0x0101010101010101) >> 56)
-
-cdef inline int egdb_used(uint64_t w) noexcept nogil:
-    """The non-empty houses of a side (bytes of w not zero; each holds at most 127 seeds)."""
-    w |= w >> 4
-    w |= w >> 2
-    w |= w >> 1
-    return egdb_side_seeds(w & <uint64_t>0x0101010101010101)
-
 cdef inline int egdb_context(uint64_t me, uint64_t opp) noexcept nogil:
     """The packed format's context of a board: its window's place within its level."""
-    return egdb_side_seeds(me) + 128 * (9 * egdb_used(me) + egdb_used(opp))
+    return seeds_in(me) + 128 * (9 * houses_used(me) + houses_used(opp))
 
 cdef inline int egdb_count_escapes(uint64_t x) noexcept nogil:
     """The nibbles of x equal to EGDB_ESCAPE (15)."""
