@@ -31,7 +31,11 @@ machine's load falls on both alike). The project runs ``kalah solve POS --prove 
 value and one optimal move, what the peer proves) with ``--json``; the peer ``kalah-s -v -t T
 -e 24 p <14 pits, the mover's first>``. Wall time is the whole process as seen from here
 (start-up, imports, mapping or loading the database); search time is the project's ``time_ms``
-and the peer's "Thinking time". Every value is checked against the stored one. With
+and the peer's "Thinking time". Nodes are each program's own count: the project counts every
+call of its search, the peer only the nodes its peek (table, database, futility) did not
+settle in the parent; ``expanded`` is the project's nodes counted the peer's way (those whose
+children it generated; the peer's nodes again on its side). Every value is checked against
+the stored one. With
 ``--repeat R`` each pair runs R times and each position's median of each measure is used; the
 table gives per size and in total the sums of those medians and the peer/project ratios
 (above 1: the project is faster or searches fewer nodes).
@@ -57,7 +61,7 @@ SETS = {
     "held-out": Path(__file__).with_name("held_out.json"),
 }
 PEER_ENTRY_BYTES = 16  # the peer's table entry: an 8-byte key and 4 bytes, padded to 16
-MEASURES = ("wall", "search", "nodes")
+MEASURES = ("wall", "search", "nodes", "expanded")
 
 
 def kalah_command() -> list[str]:
@@ -127,6 +131,8 @@ def run_project(
         "wall": wall,
         "search": data["time_ms"] / 1000,
         "nodes": data["nodes"],
+        # a build before the count was printed: every node stands in for it
+        "expanded": data.get("expanded", data["nodes"]),
     }
 
 
@@ -149,6 +155,7 @@ def run_peer(
         "wall": wall,
         "search": seconds_of(thinking.group(1)),
         "nodes": int(nodes.group(1)),
+        "expanded": int(nodes.group(1)),  # the peer counts only these
     }
 
 
@@ -172,7 +179,7 @@ def table(rows: list[dict[str, Any]], other: str) -> None:
         for m in MEASURES:
             theirs = sum(r[other][m] for r in chosen)
             ours = sum(r["project"][m] for r in chosen)
-            if m == "nodes":
+            if m in ("nodes", "expanded"):
                 line += f" {theirs / 1e6:13.1f} M {ours / 1e6:14.1f} M {theirs / ours:6.2f}"
             else:
                 line += f" {theirs:13.2f} s {ours:14.2f} s {theirs / ours:6.2f}"

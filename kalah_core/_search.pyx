@@ -217,6 +217,7 @@ cdef class Searcher:
         for t in range(1, n):
             helpers[t] = main[0]
             helpers[t].nodes = 0
+            helpers[t].expanded = 0
             helpers[t].aborted = 0
             helpers[t].horizon = 0
             helpers[t].cancels = 0           # counters summed into main's after the region
@@ -236,6 +237,7 @@ cdef class Searcher:
         main.shared = NULL
         for t in range(1, n):
             main.nodes += helpers[t].nodes
+            main.expanded += helpers[t].expanded
             main.horizon += helpers[t].horizon
             main.cancels += helpers[t].cancels
             main.contract_checks += helpers[t].contract_checks
@@ -360,6 +362,7 @@ cdef class Searcher:
         self.s.keyed_on_store = rules.majority
         self.s.salt = rules_salt(&self.s.r, self.s.keyed_on_store)
         self.s.nodes = 0
+        self.s.expanded = 0
         if self.shared != NULL:
             self.shared.nodes = 0        # live_nodes reads it
         self.s.horizon = 0
@@ -556,6 +559,13 @@ cdef class Searcher:
     @property
     def nodes(self):
         return self.s.nodes
+
+    @property
+    def expanded(self):
+        """Of ``nodes``, those not settled on entry (by the database, futility or their own
+        table entry): the nodes whose children were generated, as the published solver
+        counts its nodes."""
+        return self.s.expanded
 
     @property
     def live_nodes(self):

@@ -256,6 +256,7 @@ cdef int exact_node(Search* s, const Board* b, int alpha, int beta, uint64_t h) 
         return lo
     if hi <= alpha:
         return hi
+    s.expanded += 1                  # not settled on entry: its children are generated
     # The table's move first, before the other moves are even generated. Only a proven
     # entry's: a heuristic search's favourite orders short proofs worse than the static order.
     # After a deep estimate, deep entries' moves order a long one better (heuristic_move_depth,
@@ -486,6 +487,7 @@ cdef int heuristic(Search* s, const Board* b, int alpha, int beta, int depth,
                 return p.lower + d
             if p.upper + d <= alpha:
                 return p.upper + d
+    s.expanded += 1
     if p.move != NO_MOVE and is_legal(s, b, p.move):
         first = p.move
         make_child(s, b, first, &kids[TABLE_MOVE_SLOT], a, beta)

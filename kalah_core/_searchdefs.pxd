@@ -91,6 +91,7 @@ ctypedef struct Search:
     int keyed_on_store       # majority: the mover's store is part of the key
     uint64_t salt            # the rule key mixed into every hash: one table serves all rules
     int64_t nodes
+    int64_t expanded         # nodes whose children were generated: the published solver's count
     int64_t node_limit       # 0: none
     int64_t deadline_ns      # 0: none
     int* interrupt           # the searcher's interrupt flag (Searcher.interrupt), or NULL

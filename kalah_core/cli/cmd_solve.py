@@ -176,6 +176,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
     time_ms = None if budget_ms is None else round(budget_ms)
     limits = {"time_ms": time_ms, "depth": args.depth, "nodes": args.nodes}
     data = analysis_json(position, rules, analysis, limits)
+    # Of the nodes, those whose children were generated: how the published solver counts.
+    data["expanded"] = engine.searcher.expanded if analysis.nodes else 0
     text = analysis_text(position, analysis)
     if interrupted:
         data["interrupted"] = True

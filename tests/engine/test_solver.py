@@ -343,3 +343,20 @@ def test_one_infinity_beyond_every_value() -> None:
     window = inspect.signature(Searcher.heuristic).parameters
     assert (window["alpha"].default, window["beta"].default) == (-INFINITY, INFINITY)
     assert MAX_SEEDS < INFINITY
+
+
+def test_expanded_counts_the_nodes_not_settled_on_entry() -> None:
+    """``Searcher.expanded``: of the nodes searched, those whose children were generated (the
+    published solver's count). A proof cuts some nodes on entry by their table entry or by
+    futility, so fewer than all; a second proof on the warm table is settled at the root."""
+    rules = Rules(houses=4, seeds=3)
+    start = Position.start(rules)
+    s = Searcher(8)
+    s.threads = 1
+    s.begin(start, rules)
+    low, high, nodes, _ = s.mtdf(start, rules, 0, -24, 24, fresh=False)
+    assert low == high
+    assert 0 < s.expanded < s.nodes == nodes
+    s.begin(start, rules)
+    s.mtdf(start, rules, low, -24, 24, fresh=False)
+    assert s.expanded == 0 < s.nodes
