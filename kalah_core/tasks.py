@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import heapq
 import queue
+import signal
 import threading
 from collections import deque
 from collections.abc import Callable, Generator, Iterator, Sequence
@@ -212,7 +213,10 @@ class _InlineSession:
 def _child(commands: Connection, results: Connection, work: Task, module: str) -> None:
     """A session's process: runs the items sent on ``commands`` one at a time, answering each
     on ``results``; a thread reads the commands meanwhile, so a cancel interrupts the item it
-    names while it runs (and no other)."""
+    names while it runs (and no other). Ctrl-C reaches the whole process group: the parent
+    alone answers it (it ends the session, and the session its processes), so that the
+    child's search is not left behind with a traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     import_module(module)
     todo: queue.SimpleQueue[tuple[int, Json] | None] = queue.SimpleQueue()
     lock = threading.Lock()

@@ -173,6 +173,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps({"error": message, "field": error.field}))
         print(f"kalah {args.command}: error: {message}", file=sys.stderr)
         return EXIT_ERROR
+    except KeyboardInterrupt:
+        # Ctrl-C: what the command keeps as it goes (a --checkpoint) is kept; no traceback.
+        # (`kalah solve` handles it itself and prints what is proven so far.)
+        print(f"kalah {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader stopped early (``kalah moves start | head -1``): leave without a
         # traceback, and without a second error when Python flushes stdout at exit.

@@ -4,9 +4,14 @@ helpers they import: processes, servers or long searches."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
-from test_cli_interrupt import _interrupt_when_running, _solve
+from test_cli_interrupt import DEADLINE_S, _interrupt_when_running, _solve
 
 
 def test_sigint_prints_the_bounds_proven_so_far(tmp_path: Path) -> None:
@@ -28,3 +33,45 @@ def test_sigint_with_json_is_the_answer_so_far_not_exact(tmp_path: Path) -> None
     assert answer["interrupted"] is True and answer["exact"] is False
     assert answer["lower"] <= answer["value"] <= answer["upper"]
     assert answer["nodes"] > 0 and len(answer["moves"]) == 6
+
+
+def test_ctrl_c_stops_a_proof_on_workers_and_keeps_its_checkpoint(tmp_path: Path) -> None:
+    """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) ends ``kalah prove``
+    on local worker processes: exit 130, a line saying so and no traceback from the parent
+    or its workers, every worker gone, and the tests done kept in the checkpoint."""
+    checkpoint = tmp_path / "proof.ckpt"
+    command = [sys.executable, "-m", "kalah_core", "prove", "start", "--houses", "6"]
+    command += ["--seeds", "4", "--workers", "2", "--tt-mb", "16", "--no-book"]
+    process = subprocess.Popen(
+        [*command, "--checkpoint", str(checkpoint)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "KALAH_EGDB_PATH": "off"},
+        cwd=tmp_path,
+        start_new_session=True,  # its own group, so that the signal reaches only it
+    )
+    for _ in range(int(DEADLINE_S / 0.1)):  # the first test's outcome, about a second in
+        if checkpoint.exists() and checkpoint.read_text().count("\n") >= 1:
+            break
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.1)
+    assert process.poll() is None  # Kalah(6,4) takes minutes: still running
+    os.killpg(process.pid, signal.SIGINT)
+    _, err = process.communicate(timeout=DEADLINE_S)
+    assert process.returncode == 130, err
+    assert "kalah prove: interrupted" in err.decode()
+    assert b"Traceback" not in err and b"KeyboardInterrupt" not in err
+    assert _group_ends(process.pid), "a worker outlived the command"
+    assert checkpoint.read_text().count("\n") >= 1
+
+
+def _group_ends(group: int) -> bool:
+    """Whether every process of ``group`` ends within the deadline (a worker ended as its
+    command exits may stay a zombie a moment, until init reaps it)."""
+    for _ in range(int(DEADLINE_S / 0.1)):
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
