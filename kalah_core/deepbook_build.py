@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from .book import BookError
 from .deepbook import (
     DeepRecord,
     DeepSection,
@@ -342,7 +343,7 @@ def extend_deep_section(
     todo: list[bytes] = []
     for position in positions:
         if position.swap_available:
-            raise ValueError(f"{position.compact()}: a swap is pending; no record holds it")
+            raise BookError(f"{position.compact()}: a swap is pending; no record holds it")
         key = deep_key(position, rules)
         if key not in records and key not in todo:
             todo.append(key)
