@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from .book import BookError
 from .deepbook import (
     DeepRecord,
     DeepSection,
@@ -319,6 +320,72 @@ def build_deep_section(
     elapsed = round(time.perf_counter() - started, 1)
     build = {"budgets": [asdict(b) | {"databases": _names(b)} for b in budgets], "seconds": elapsed}
     return DeepSection(rules, whole, back_up(rules, held), build)
+
+
+def extend_deep_section(
+    section: DeepSection,
+    positions: Sequence[Position],
+    budget: DeepBudget,
+    *,
+    executor: Executor | None = None,
+    checkpoint: str | os.PathLike[str] | None = None,
+    stream: TextIO | None = None,
+    label: Sequence[str] = (),
+) -> DeepSection:
+    """``section`` with the records of ``positions`` added (those it lacks; each with
+    ``budget``), every record then backed up again. Records of positions past the section's
+    sowings, where a game is known to go (``kalah book deep --after``): the same pure
+    function :func:`deep_record` as the build's, so the same command gives the same records.
+    ``label`` (the games, as given) goes into the section's build notes with the budget."""
+    stream = stream or sys.stderr
+    rules = section.rules
+    records = dict(section.records)
+    todo: list[bytes] = []
+    for position in positions:
+        if position.swap_available:
+            raise BookError(f"{position.compact()}: a swap is pending; no record holds it")
+        key = deep_key(position, rules)
+        if key not in records and key not in todo:
+            todo.append(key)
+    path = Path(checkpoint) if checkpoint else None
+    if path is not None and path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                record = DeepRecord.from_json(json.loads(line))
+            except (ValueError, TypeError):
+                continue  # a torn last line
+            if record.key in todo:
+                records[record.key] = record
+    added = bool(todo)
+    todo = [k for k in todo if k not in records]
+    started = time.perf_counter()
+    work = Task("deepbook.record", {"rules": rules.to_json(), "budget": asdict(budget)})
+    results = (executor or LocalExecutor(1)).map(work, [k.hex() for k in todo], 1)
+    done = 0
+    with open(path if path is not None else os.devnull, "a") as out, closing(results):
+        for batch in results:
+            for _, raw in batch:
+                record = DeepRecord.from_json(raw)
+                records[record.key] = record
+                out.write(json.dumps(record.to_json()) + "\n")
+                out.flush()
+                done += 1
+                stream.write(
+                    f"  after: {done}/{len(todo)}, depth {record.depth}, "
+                    f"[{record.lower}, {record.upper}], {time.perf_counter() - started:.0f} s\n"
+                )
+                stream.flush()
+    build = dict(section.build)
+    if added:  # a run that added nothing leaves the notes as they were
+        build["after"] = [
+            *build.get("after", []),
+            {
+                "games": list(label),
+                "budget": asdict(budget) | {"databases": _names(budget)},
+                "seconds": round(time.perf_counter() - started, 1),
+            },
+        ]
+    return DeepSection(rules, section.sowings, back_up(rules, records), build)
 
 
 def _names(budget: DeepBudget) -> list[str]:

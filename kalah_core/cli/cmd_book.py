@@ -18,6 +18,8 @@ from ..rules import PRESETS, Rules
 from .options import EXIT_OK, Commands, add_command, emit, rules_from_args
 
 if TYPE_CHECKING:
+    from ..deepbook import DeepBook
+    from ..deepbook_build import DeepBudget
     from ..tasks import Executor
 
 
@@ -65,7 +67,15 @@ def add_commands(commands: Commands) -> None:
         cmd_book_deep,
         "add deep estimates and proven bounds of the first sowings (the deep book)",
     )
-    book_deep.add_argument("--sowings", type=int, required=True, metavar="N")
+    book_deep.add_argument("--sowings", type=int, default=None, metavar="N")
+    book_deep.add_argument(
+        "--after",
+        nargs="+",
+        default=None,
+        metavar="GAME",
+        help="instead of --sowings: add to the book's section the records of the positions "
+        "these games (Finnish notation, from the start) lead to, with the first budget",
+    )
     book_deep.add_argument(
         "--estimate-mnodes",
         type=float,
@@ -258,6 +268,10 @@ def cmd_book_deep(args: argparse.Namespace) -> int:
     from ..tasks import LocalExecutor
 
     rules = rules_from_args(args)
+    if (args.sowings is None) == (args.after is None):
+        raise KalahError("book deep: give either --sowings or --after")
+    if len(args.estimate_mnodes) != len(args.bounds_mnodes):
+        raise KalahError("book deep: one --bounds-mnodes for each --estimate-mnodes")
     paths = _deep_databases(args, rules)
     million = 1_000_000
     budgets = [
@@ -269,6 +283,8 @@ def cmd_book_deep(args: argparse.Namespace) -> int:
     executor: Executor = LocalExecutor(args.workers)
     if args.redis_url is not None:  # the databases' paths must be the workers' too
         executor = _redis_executor(args.redis_url)
+    if args.after is not None:
+        return _deep_after(args, rules, old, path, budgets[0], executor)
     section = build_deep_section(
         rules,
         args.sowings,
@@ -287,6 +303,50 @@ def cmd_book_deep(args: argparse.Namespace) -> int:
         f"sowings; the start: estimate {start.estimate:+d} (depth {start.depth}), proven "
         f"between {start.lower:+d} and {start.upper:+d}; the file is {size:,} bytes",
         {**section.info(), "path": str(path), "bytes": size, "databases": list(paths)},
+    )
+    return EXIT_OK
+
+
+def _deep_after(
+    args: argparse.Namespace,
+    rules: Rules,
+    book: DeepBook,
+    path: str | os.PathLike[str],
+    budget: DeepBudget,
+    executor: Executor,
+) -> int:
+    """``kalah book deep --after``: the records of the positions the games lead to, added to
+    the section of ``rules`` already in ``book``."""
+    from ..deepbook_build import extend_deep_section
+    from ..game import Game
+
+    section = book.sections.get(rules.key)
+    if section is None or section.rules != rules:
+        raise KalahError(f"book deep --after: {path} has no section of {rules.key}")
+    positions = []
+    for text in args.after:
+        game = Game.parse_fi(text, rules)
+        if game.outcome() is not None:
+            raise KalahError(f"book deep --after: the game {text!r} is over")
+        positions.append(game.position)
+    before = len(section.records)
+    section = extend_deep_section(
+        section,
+        positions,
+        budget,
+        executor=executor,
+        checkpoint=args.checkpoint,
+        label=args.after,
+    )
+    book.sections[rules.key] = section
+    book.save(path)
+    size = os.path.getsize(path)
+    added = len(section.records) - before
+    emit(
+        args,
+        f"{path}: {rules.key}, {added} position(s) added after the games, "
+        f"{len(section.records):,} in all; the file is {size:,} bytes",
+        {**section.info(), "added": added, "path": str(path), "bytes": size},
     )
     return EXIT_OK
 

@@ -17,7 +17,7 @@ from kalah_core.budget import DEEP_BOOK_MS
 from kalah_core.cli import main
 from kalah_core.deepbook import DeepBook, DeepSection, deep_key, key_position, lead
 from kalah_core.deepbook_build import DeepBudget, back_up, build_deep_section, deep_record, levels
-from kalah_core.game import legal_moves, play
+from kalah_core.game import Game, legal_moves, play
 from kalah_core.position import Position
 from kalah_core.rules import PRESETS, Rules
 from kalah_core.solver import Engine, Snapshot
@@ -321,3 +321,52 @@ def test_a_record_does_not_depend_on_the_records_made_before_it() -> None:
     forward = [deep_record(rules, k, BUDGET) for k in keys]
     backward = [deep_record(rules, k, BUDGET) for k in reversed(keys)]
     assert forward == backward[::-1]
+
+
+def test_book_deep_after_adds_the_records_of_the_games_positions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--after``: the records of the positions the games lead to, past the section's
+    sowings, each the same pure function as a build's; the section's own records stay, and
+    the engine answers from the new ones."""
+    monkeypatch.setenv("KALAH_EGDB_PATH", "off")
+    rules = SMALL["kgp"]
+    path = tmp_path / "deep.xz"
+    DeepBook([build_deep_section(rules, 1, [BUDGET], stream=io.StringIO())]).save(path)
+    options = ("--houses", "4", "--seeds", "3", "--majority", "--tt-mb", "4", "-o", str(path))
+    budgets = ("--estimate-mnodes", "0.0015", "--bounds-mnodes", "0.0015")
+    games = ["1-1, 2-", "1-1, 2-1"]  # 3 sowings, then 4: both past the section's 1
+    checkpoint = tmp_path / "after.jsonl"
+    argv = ["book", "deep", *options, *budgets, "--checkpoint", str(checkpoint), "--after"]
+    assert main([*argv, *games, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["added"] == 2
+    section = DeepBook.load(path).sections[rules.key]
+    built = build_deep_section(rules, 1, [BUDGET], stream=io.StringIO()).records
+    keys = [deep_key(Game.parse_fi(g, rules).position, rules) for g in games]
+    assert set(section.records) == set(built) | set(keys) and section.sowings == 1
+    made = {k: deep_record(rules, k, BUDGET) for k in keys}
+    assert section.records == back_up(rules, {**built, **made})
+    # the first leads to the second: its bounds narrowed by the back-up, its estimate kept
+    assert section.records[keys[1]] == made[keys[1]]
+    assert section.records[keys[0]].moves != made[keys[0]].moves
+    assert [m.estimate for m in section.records[keys[0]].moves] == [
+        m.estimate for m in made[keys[0]].moves
+    ]
+    assert all(section.records[k] == built[k] for k in built)
+    assert [n["games"] for n in section.build["after"]] == [games]
+    position = Game.parse_fi(games[1], rules).position
+    answer = DeepBook.load(path).analysis(position, rules)
+    assert answer is not None and answer.extra["book"]["kind"] == "deep"
+    # again: nothing to add, the file's records and notes as they were
+    assert main([*argv, *games, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["added"] == 0
+    assert DeepBook.load(path).sections[rules.key] == section
+    # from the checkpoint into a fresh copy of the book: the same records and games noted
+    fresh = tmp_path / "fresh.xz"
+    DeepBook([build_deep_section(rules, 1, [BUDGET], stream=io.StringIO())]).save(fresh)
+    assert main([*argv, *games, "-o", str(fresh)]) == 0
+    resumed = DeepBook.load(fresh).sections[rules.key]
+    assert resumed.records == section.records
+    assert [n["games"] for n in resumed.build["after"]] == [games]
+    # one of --sowings and --after
+    assert main(["book", "deep", *options, *budgets, "--sowings", "1", "--after", "1-"]) != 0

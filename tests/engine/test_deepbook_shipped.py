@@ -37,3 +37,20 @@ def test_the_shipped_deep_book_loads_and_holds_the_start(name: str) -> None:
     answer = Engine(tt_mb=4, deep_book=shipped).analyse(start, rules, time_ms=1000)
     assert answer.extra["book"]["kind"] == "deep"
     assert (answer.lower, answer.upper, answer.depth) == (record.lower, record.upper, record.depth)
+
+
+def test_the_shipped_kgp_section_holds_the_positions_after_its_games() -> None:
+    """``kalah book deep --after`` records in the shipped KGP 6x6 section: the position each
+    noted game leads to has a record of every legal move, deeper than the agent's 1 s."""
+    from kalah_core.game import Game, legal_moves
+
+    rules = SHIPPED_RULES["kgp-6x6"]
+    shipped = deepbook.shipped()
+    notes = shipped.sections[rules.key].build["after"]
+    games = [g for note in notes for g in note["games"]]
+    assert "13-2, 4-" in games  # North's second move after MinMax-10's first replies
+    for text in games:
+        position = Game.parse_fi(text, rules).position
+        record = shipped.record(position, rules)
+        assert record is not None and record.depth is not None and record.depth >= 20
+        assert {m.house for m in record.moves} == set(legal_moves(position, rules))

@@ -336,6 +336,28 @@ def test_the_deep_book_decides_the_opening_moves() -> None:
     assert checked == 3
 
 
+def test_north_plays_the_deep_books_second_move_against_minmax_10s_line() -> None:
+    """After go-kgp MinMax-10's 1, 3 and North's book move 2, South's 4 leaves North a
+    near-tie that short searches answer with 1, 2 or 4 (4 lost every first game as North);
+    the shipped deep book's record there (``kalah book deep --after "13-2, 4-"``, depth 24)
+    ranks 5 first, and the agent plays it."""
+    from kalah_core.game import Game
+
+    rules = Rules.preset("kgp", houses=6, seeds=6)
+    position = Game.parse_fi("13-2, 4-", rules).position
+    booked = deepbook.shipped().analysis(position, rules)
+    assert booked is not None and booked.moves[0].move == 5
+    assert booked.moves[0].value > booked.moves[1].value
+    shallow = Engine(tt_mb=16).analyse(position, rules, depth=12, pv_limit=1)
+    assert shallow.moves[0].move != 5
+    engine, _ = make_engine(AgentOptions("tcp://localhost", tt_mb=16, threads=1))
+    sent: list[str] = []
+    thinker = Thinker(engine, time_per_move=0.3, result_db=False)
+    thinker.think(Turn(7, position, sent.append, time.monotonic()), rules)
+    thinker.close()
+    assert sent[-2:] == ["@7 move 5", "@7 yield"]
+
+
 def test_the_agent_follows_a_deep_book_record_over_its_own_search() -> None:
     """A book whose record at the KGP 6x6 start ranks first the move that the agent's own
     search ranks last: the agent plays the book's move (its search, 0.3 s here, stays far
