@@ -45,11 +45,12 @@ j is the top of (word x (product of the radices before j) mod 2^64) x radix_j / 
 multiplications (``egdb_radix_digit``). A digit d < radix - 1 codes k = w + d with w the first
 value of the window of radix - 1 values of the board's level, context and radix
 (``radix_window``); d = radix - 1 escapes: the escape's rank r is the escapes before its
-superblock of 64 x 32 words (``super_esc``, uint64) and block of 32 words (``block_esc``,
+superblock of 32 x 64 words (``super_esc``, uint64) and block of 64 words (``block_esc``,
 uint16) plus those among the digits before it in the block (counted digit by digit), and the
-r-th nibble of ``esc_codes`` is k - (w + W) = 0..6 above the window of W values,
-7 + (w - 1 - k) = 7..14 below it, or 15: then g is a byte of ``far``, found among them as the
-packed format finds its escapes (``code_blocks``: the 15s before each 512 escape codes).
+r-th code of ``esc_codes`` (3 bits, 21 a 64-bit word, the low bits first) is k - (w + W) =
+0..2 above the window of W values, 3 + (w - 1 - k) = 3..6 below it, or 7: then g is a byte of
+``far``, the t-th, t the 7s before it (``code_blocks``: the 7s before each 504 codes, plus
+those counted in the 24 words of codes from there).
 
 Usage from the search::
 
@@ -154,8 +155,10 @@ cdef enum:
     EGDB_CONTEXTS = 10368    # contexts a level: s = 0..127, 9 x 9 counts of non-empty houses
     EGDB_DIGITS = 17         # the radix format's boards a 64-bit word
     EGDB_WIDE = 10           # ... of which the first 10 have radix 14 (window 13), then 13 (12)
-    EGDB_WORD_SHIFT = 5      # ... its blocks of 32 words (544 boards)
-    EGDB_SUPER_SHIFT = 6     # ... its superblocks of 64 blocks (34,816 boards)
+    EGDB_WORD_SHIFT = 6      # ... its blocks of 64 words (1,088 boards)
+    EGDB_SUPER_SHIFT = 5     # ... its superblocks of 32 blocks (34,816 boards)
+    EGDB_CODES = 21          # ... its escape codes a 64-bit word (3 bits each)
+    EGDB_CODE_BLOCK = 24     # ... its far counts: one a 24 words of codes (504 codes)
     EGDB_RADIX_CONTEXTS = 5184   # ... its contexts a level and radix: s = 0..63, 9 x 9
     EGDB_RADIX_MAX_SEEDS = 63    # ... k = 0..n must fit 6 bits (s < 64)
 
@@ -172,8 +175,8 @@ ctypedef struct EGDB:
     const int8_t* radix_window   # radix format: [(2 n + (digit >= 10)) * 5184 + context']
     const uint16_t* block_esc    # radix format: escapes before each block, from its superblock's
     const uint64_t* super_esc    # radix format: escapes before each superblock
-    const uint8_t* esc_codes     # radix format: a nibble an escaped board (beyond the window)
-    const uint64_t* code_blocks  # radix format: far escapes before each 512 escaped boards
+    const uint8_t* esc_codes     # radix format: 3 bits an escaped board, 21 a uint64
+    const uint64_t* code_blocks  # radix format: far escapes before each 504 escaped boards
     const int8_t* far            # radix format: g of the escapes whose code is 15
     uint64_t far_count
     int houses               # h, houses per side (1..8)
@@ -230,6 +233,11 @@ cdef inline int egdb_count_escapes(uint64_t x) noexcept nogil:
     x = x & (x >> 1) & (x >> 2) & (x >> 3) & <uint64_t>0x1111111111111111
     return __builtin_popcountll(x)
 
+cdef inline int egdb_count_far(uint64_t x) noexcept nogil:
+    """The 3-bit codes of x equal to 7 (the radix format's far escapes)."""
+    x = x & (x >> 1) & (x >> 2) & <uint64_t>0x1249249249249249
+    return __builtin_popcountll(x)
+
 cdef inline int egdb_escape(const EGDB* db, uint64_t i) noexcept nogil:
     """g of the escaped board of index i (packed format): its byte among the escapes, found by
     the count before its block and the escapes before it in the block (at most 32 words)."""
@@ -260,18 +268,22 @@ cdef inline int egdb_radix_escape(const EGDB* db, uint64_t q, int j, int n, int 
     r += egdb_radix_escapes(db.words[q], j)
     if r >= db.escape_count:   # only in a damaged file (verify() finds it)
         return 0
-    c = (db.esc_codes[r >> 1] >> ((r & 1) << 2)) & 15
-    if c < 7:
+    cdef const uint64_t* codes = <const uint64_t*>db.esc_codes
+    cdef uint64_t qc = r // EGDB_CODES, cb
+    cdef int part = <int>(r - qc * EGDB_CODES)
+    c = <int>((codes[qc] >> (3 * part)) & 7)
+    if c < 3:
         return 2 * (w + width + c) - n
-    if c < 15:
-        return 2 * (w - 1 - (c - 7)) - n
-    t = db.code_blocks[r >> EGDB_BLOCK_SHIFT]
-    p = <const uint64_t*>db.esc_codes + ((r >> EGDB_BLOCK_SHIFT) << 5)
-    while p < <const uint64_t*>db.esc_codes + (r >> 4):
-        t += egdb_count_escapes(p[0])
+    if c < 7:
+        return 2 * (w - 1 - (c - 3)) - n
+    cb = qc // EGDB_CODE_BLOCK
+    t = db.code_blocks[cb]
+    p = codes + cb * EGDB_CODE_BLOCK
+    while p < codes + qc:
+        t += egdb_count_far(p[0])
         p += 1
-    if r & 15:
-        t += egdb_count_escapes(p[0] & ((<uint64_t>1 << (4 * (r & 15))) - 1))
+    if part:
+        t += egdb_count_far(p[0] & ((<uint64_t>1 << (3 * part)) - 1))
     if t >= db.far_count:
         return 0
     return db.far[t]

@@ -66,7 +66,7 @@ cdef extern from *:
     static inline void egdb_add(uint64_t* p, uint64_t v) {
         __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
     }
-    static inline void egdb_or_byte(unsigned char* p, unsigned char v) {
+    static inline void egdb_or_u64(uint64_t* p, uint64_t v) {
         __atomic_fetch_or(p, v, __ATOMIC_RELAXED);
     }
     """
@@ -77,7 +77,7 @@ cdef extern from *:
     void egdb_store_int(int* p, int v) noexcept nogil
     uint64_t egdb_load_u64(const uint64_t* p) noexcept nogil
     void egdb_add(uint64_t* p, uint64_t v) noexcept nogil
-    void egdb_or_byte(uint8_t* p, uint8_t v) noexcept nogil
+    void egdb_or_u64(uint64_t* p, uint64_t v) noexcept nogil
 
 cdef enum:
     CHUNK = 1 << 15          # boards per unit of parallel work
@@ -169,7 +169,8 @@ def radix_layout(int houses, int max_seeds, unsigned long long escapes=0,
     """Byte offsets (after the header) and lengths of the radix format's sections: the windows
     ((N + 1) x 2 x EGDB_RADIX_CONTEXTS int8), the words (17 boards each), the escapes before
     each block (uint16, from the superblock's) and superblock (uint64), then the escapes' codes
-    (a nibble each), the far escapes before each 512 codes (uint64) and the far bytes."""
+    (3 bits each, 21 a uint64), the far escapes before each 504 codes (uint64) and the far
+    bytes."""
     cdef uint64_t e = entry_count(houses, max_seeds)
     cdef uint64_t words = e // EGDB_DIGITS + 1
     cdef uint64_t blocks = (words >> EGDB_WORD_SHIFT) + 2
@@ -186,9 +187,9 @@ def radix_layout(int houses, int max_seeds, unsigned long long escapes=0,
     at += 8 * supers
     out["fixed"] = at           # every section but the escapes'
     out["codes"] = at
-    at += pad8((escapes + 1) // 2)
+    at += 8 * (escapes // EGDB_CODES + 1)
     out["code_blocks"] = at
-    at += 8 * ((escapes >> EGDB_BLOCK_SHIFT) + 1)
+    at += 8 * (escapes // (EGDB_CODES * EGDB_CODE_BLOCK) + 1)
     out["far"] = at
     at += far
     out["total"] = at
@@ -283,7 +284,8 @@ ctypedef struct Builder:
     int8_t* rwin
     uint16_t* block_esc
     uint64_t* super_esc
-    uint8_t* codes           # esc_cap bytes (a multiple of 8), zero past the codes
+    uint8_t* codes           # esc_cap bytes (a multiple of 8), zero past the codes (3 bits
+                             # each, 21 a uint64)
     uint64_t* code_blocks
     uint64_t code_blocks_cap
     int8_t* far
@@ -532,17 +534,18 @@ cdef void pack_range_radix(const Builder* bd, int n, uint64_t first, uint64_t st
         if d < 0 or d >= width:
             if d >= width:
                 code = d - width
-                if code > 6:
-                    code = 15
+                if code > 2:
+                    code = 7
             else:
-                code = 7 + (w - 1 - k)
-                if code > 14:
-                    code = 15
+                code = 3 + (w - 1 - k)
+                if code > 6:
+                    code = 7
             if write:
-                egdb_or_byte(bd.codes + (e >> 1), <uint8_t>(code << ((e & 1) << 2)))
-                if code == 15:
+                egdb_or_u64(<uint64_t*>bd.codes + e // EGDB_CODES,
+                            (<uint64_t>code) << (3 * (e % EGDB_CODES)))
+                if code == 7:
                     bd.far[f] = <int8_t>g
-            if code == 15:
+            if code == 7:
                 f += 1
             e += 1
             d = width
@@ -628,9 +631,9 @@ cdef int pack_level_radix(Builder* bd, int n, int threads, uint64_t* hist,
         counts[2 * (c + 1) + 1] += counts[2 * c + 1]
     e = counts[2 * chunks]
     f = counts[2 * chunks + 1]
-    if (grow(<void**>&bd.codes, &bd.esc_cap, (e + 1) // 2 + 8, 1) != 0
+    if (grow(<void**>&bd.codes, &bd.esc_cap, 8 * (e // EGDB_CODES + 2), 1) != 0
             or grow(<void**>&bd.code_blocks, &bd.code_blocks_cap,
-                    (e >> EGDB_BLOCK_SHIFT) + 2, 8) != 0
+                    e // (EGDB_CODES * EGDB_CODE_BLOCK) + 2, 8) != 0
             or grow(<void**>&bd.far, &bd.far_cap, f + 1, 1) != 0):
         free(counts)
         return -1
@@ -643,12 +646,12 @@ cdef int pack_level_radix(Builder* bd, int n, int threads, uint64_t* hist,
         if hi_i > lo_i:
             madvise(<char*>bd.out + lo_i, hi_i - lo_i, MADV_DONTNEED)
     free(counts)
-    # The far escapes before each 512 escape codes, for the codes of this level.
+    # The far escapes before each 504 escape codes, for the codes of this level.
     far_before = bd.far_count
     for r in range(bd.esc_count, e):
-        if (r & (BLOCK_CONST - 1)) == 0:
-            bd.code_blocks[r >> EGDB_BLOCK_SHIFT] = far_before
-        if ((bd.codes[r >> 1] >> ((r & 1) << 2)) & 15) == 15:
+        if r % (EGDB_CODES * EGDB_CODE_BLOCK) == 0:
+            bd.code_blocks[r // (EGDB_CODES * EGDB_CODE_BLOCK)] = far_before
+        if (((<uint64_t*>bd.codes)[r // EGDB_CODES] >> (3 * (r % EGDB_CODES))) & 7) == 7:
             far_before += 1
     bd.esc_count = e
     bd.far_count = f
@@ -900,13 +903,15 @@ cdef class DatabaseBuilder:
                 self._level_seconds[n] = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9
                 t0 = t1
             if bp.packed == 2 and not failed:
-                # Far counts of the 512 codes block past the last code (read by no probe).
-                first = (bw.esc_count + BLOCK_CONST - 1) >> EGDB_BLOCK_SHIFT
+                # Far counts of the 504 codes block past the last code (read by no probe).
+                first = (bw.esc_count + EGDB_CODES * EGDB_CODE_BLOCK - 1) \
+                    // (EGDB_CODES * EGDB_CODE_BLOCK)
                 if grow(<void**>&bw.code_blocks, &bw.code_blocks_cap, first + 2, 8) != 0:
                     failed = 1
                 else:
                     bw.code_blocks[first] = bw.far_count
-                    if grow(<void**>&bw.codes, &bw.esc_cap, (bw.esc_count + 1) // 2 + 8, 1):
+                    if grow(<void**>&bw.codes, &bw.esc_cap, 8 * (bw.esc_count // EGDB_CODES + 2),
+                            1):
                         failed = 1
                     if grow(<void**>&bw.far, &bw.far_cap, 1, 1):
                         failed = 1
