@@ -249,11 +249,11 @@ PACKED_ESCAPE_SHARE = 0.03
 """The share of boards a packed database is planned with as escapes (one byte each), for sizes
 known before the build: measured 0.001 % at 16 seeds and 1.3 % at 24 (HISTORY.md, 2026-11-29),
 growing with the seeds; none can escape up to 14."""
-RADIX_ESCAPE_SHARE = 0.05
-"""The share of boards a radix-format database is planned with as escape codes (a nibble
-each): measured 0.15 % at 16 seeds, 1.66 % at 20 and RADIX_SHARE_24 at 24 (HISTORY.md,
-2026-11-29), growing with the seeds. Far escapes (a byte) are planned at 1 % of them (17 of
-3.7 million at 20)."""
+RADIX_ESCAPE_SHARE = 0.10
+"""The share of boards a radix-format database is planned with as escape codes (3 bits each):
+measured 0.15 % at 16 seeds, 1.66 % at 20 and 5.84 % at 24 (empty capture; HISTORY.md,
+2026-11-29), growing with the seeds. Far escapes (a byte each) are planned at 4 % of them
+(3.6 % at 24)."""
 
 
 def _format(packed: bool | str) -> str:
@@ -277,7 +277,7 @@ def file_bytes(houses: int, seeds: int, packed: bool | str = True) -> int:
         return HEADER_SIZE + count
     if fmt == "radix":
         escapes = int(count * RADIX_ESCAPE_SHARE)
-        layout = _egdb.radix_layout(houses, seeds, escapes, escapes // 100)
+        layout = _egdb.radix_layout(houses, seeds, escapes, escapes // 25)
         return HEADER_SIZE + int(layout["total"])
     escapes = int(count * PACKED_ESCAPE_SHARE)
     return HEADER_SIZE + int(_egdb.packed_layout(houses, seeds, escapes)["total"])
