@@ -187,7 +187,7 @@ def packed_file(seeds: int, share: float) -> int:
 
 def radix_file(seeds: int, share: float) -> int:
     escapes = int(share * entry_count(6, seeds))
-    return HEADER_SIZE + radix_layout(6, seeds, escapes, escapes // 100)["total"]
+    return HEADER_SIZE + radix_layout(6, seeds, escapes, escapes * 36 // 1000)["total"]  # 3.6 % far
 
 
 def fits(budget: float, share: float, radix_share: float) -> dict[str, int]:
