@@ -27,6 +27,14 @@ most often become the context's window, two parallel passes write the escapes a 
 and then the nibbles and escapes, and the level's bytes are given back to the kernel chunk by
 chunk. Lower levels are read packed, so the build holds the packed levels below n and the
 bytes of level n only.
+
+The radix format (``packed`` = 2, see ``_egdb.pxd``) is built the same way: from the same
+counts each context gets a window of 13 values (for the digits of radix 14) and of 12 (radix
+13); two parallel passes over superblocks of 34,816 boards (whole words and blocks) count and
+then write the words, the escape codes (3 bits, or-ed in atomically: a chunk's first and last
+word of codes may be shared) and the far bytes; then, in order, the far count before each 504
+codes of the level. A level's first word may hold the level below's last boards: it is read
+back to its number (whose digits of this level are still 0) and completed.
 """
 
 from libc.stdint cimport int8_t, uint8_t, uint16_t, uint64_t
