@@ -96,34 +96,33 @@ cdef extern from *:
         uint64_t low = f * egdb_radix_prefix[j];
         return (int)(((unsigned __int128)low * (uint64_t)egdb_radix_of(j)) >> 64);
     }
+    /* Digit j is radix - 1 (an escape) exactly when the fraction f * prefix[j] mod 2^64 is at
+       least ceil((radix - 1) 2^64 / radix): one multiplication a digit, none depending on
+       another. */
+    static const uint64_t egdb_radix_top[2] = {
+        17129119497016012215ULL,   /* ceil(13 * 2^64 / 14) */
+        17027763760347278415ULL};  /* ceil(12 * 2^64 / 13) */
+    static inline int egdb_radix_is_top(uint64_t f, int j) {
+        return f * egdb_radix_prefix[j] >= egdb_radix_top[j >= 10];
+    }
     /* The escapes (digit = radix - 1) among digits 0..upto-1 of the word f. */
     static inline int egdb_radix_escapes(uint64_t f, int upto) {
         int c = 0, j;
-        unsigned __int128 t;
-        for (j = 0; j < upto; j++) {
-            t = (unsigned __int128)f * (uint64_t)egdb_radix_of(j);
-            c += (int)(uint64_t)(t >> 64) == egdb_radix_of(j) - 1;
-            f = (uint64_t)t;
-        }
+        for (j = 0; j < upto; j++)
+            c += egdb_radix_is_top(f, j);
         return c;
     }
-    /* The escapes among the whole words p[0..count-1], four words at a time. */
+    /* The escapes among the whole words p[0..count-1]. */
     static inline uint64_t egdb_radix_words_escapes(const uint64_t* p, uint64_t count) {
-        uint64_t c = 0, i = 0;
+        uint64_t c = 0, i;
         int j;
-        for (; i + 4 <= count; i += 4) {
-            uint64_t a = p[i], b = p[i + 1], d = p[i + 2], e = p[i + 3];
-            for (j = 0; j < 17; j++) {
-                uint64_t r = (uint64_t)egdb_radix_of(j);
-                unsigned __int128 ta = (unsigned __int128)a * r, tb = (unsigned __int128)b * r;
-                unsigned __int128 td = (unsigned __int128)d * r, te = (unsigned __int128)e * r;
-                c += ((uint64_t)(ta >> 64) == r - 1) + ((uint64_t)(tb >> 64) == r - 1)
-                   + ((uint64_t)(td >> 64) == r - 1) + ((uint64_t)(te >> 64) == r - 1);
-                a = (uint64_t)ta; b = (uint64_t)tb; d = (uint64_t)td; e = (uint64_t)te;
-            }
+        for (i = 0; i < count; i++) {
+            uint64_t f = p[i];
+            for (j = 0; j < 10; j++)
+                c += f * egdb_radix_prefix[j] >= 17129119497016012215ULL;
+            for (j = 10; j < 17; j++)
+                c += f * egdb_radix_prefix[j] >= 17027763760347278415ULL;
         }
-        for (; i < count; i++)
-            c += egdb_radix_escapes(p[i], 17);
         return c;
     }
     /* The word of the mixed-radix number d (d < TOTAL) and back. */
