@@ -37,6 +37,21 @@ context x, w for short, and
 
 Levels n <= 14 (at most 15 values) have no escapes at all.
 
+3 (the radix format, version 4: 3.77 bits a board before escapes). Board i is digit
+j = i mod 17 of the 64-bit word i / 17 (``words``): a mixed-radix number of 17 digits, radix 14
+for j < 10 and 13 for j >= 10, the first digit weighing most (the product of the radices,
+1.815e19, is below 2^64); the word holds ceil(D 2^64 / product) for that number D, so that digit
+j is the top of (word x (product of the radices before j) mod 2^64) x radix_j / 2^64: two
+multiplications (``egdb_radix_digit``). A digit d < radix - 1 codes k = w + d with w the first
+value of the window of radix - 1 values of the board's level, context and radix
+(``radix_window``); d = radix - 1 escapes: the escape's rank r is the escapes before its
+superblock of 32 x 64 words (``super_esc``, uint64) and block of 64 words (``block_esc``,
+uint16) plus those among the digits before it in the block (counted digit by digit), and the
+r-th code of ``esc_codes`` (3 bits, 21 a 64-bit word, the low bits first) is k - (w + W) =
+0..2 above the window of W values, 3 + (w - 1 - k) = 3..6 below it, or 7: then g is a byte of
+``far``, the t-th, t the 7s before it (``code_blocks``: the 7s before each 504 codes, plus
+those counted in the 24 words of codes from there).
+
 Usage from the search::
 
     from kalah_core._egdb cimport EGDB, EndgameTable, egdb_probe
@@ -49,13 +64,83 @@ or, to start the memory load early and read later: ``i = db.offset[n] + egdb_ran
 ``egdb_prefetch(db, i)``, then ``g = egdb_at(db, i, n, egdb_context(me, opp))``.
 """
 
-from libc.stdint cimport int8_t, uint8_t, uint64_t
+from libc.stdint cimport int8_t, uint8_t, uint16_t, uint64_t
 
 from kalah_core._board cimport houses_used, seeds_in
 
 cdef extern from *:
     int __builtin_popcountll(unsigned long long x) noexcept nogil
     void __builtin_prefetch(const void* p) noexcept nogil
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    /* The radix format (version 4): 17 boards a 64-bit word, board j of the word a digit of
+       radix 14 (j < 10) or 13 (j >= 10); the product of the radices is below 2^64. */
+    static const uint64_t egdb_radix_prefix[17] = {
+        1ULL, 14ULL, 196ULL, 2744ULL, 38416ULL, 537824ULL, 7529536ULL, 105413504ULL,
+        1475789056ULL, 20661046784ULL, 289254654976ULL, 3760310514688ULL,
+        48884036690944ULL, 635492476982272ULL, 8261402200769536ULL, 107398228610003968ULL,
+        1396176971930051584ULL};
+    static const uint64_t egdb_radix_weight[17] = {
+        1296450045363619328ULL, 92603574668829952ULL, 6614541047773568ULL,
+        472467217698112ULL, 33747658407008ULL, 2410547029072ULL, 172181930648ULL,
+        12298709332ULL, 878479238ULL, 62748517ULL, 4826809ULL, 371293ULL, 28561ULL, 2197ULL,
+        169ULL, 13ULL, 1ULL};
+    #define EGDB_RADIX_TOTAL 18150300635090670592ULL
+    static inline int egdb_radix_of(int j) { return j < 10 ? 14 : 13; }
+    /* Digit j of the word f: f is ceil(D * 2^64 / TOTAL) for the mixed-radix number D whose
+       first digit weighs most, so that the fraction f * prefix[j] / 2^64 starts with digit
+       j (exact because TOTAL <= 2^64). */
+    static inline int egdb_radix_digit(uint64_t f, int j) {
+        uint64_t low = f * egdb_radix_prefix[j];
+        return (int)(((unsigned __int128)low * (uint64_t)egdb_radix_of(j)) >> 64);
+    }
+    /* Digit j is radix - 1 (an escape) exactly when the fraction f * prefix[j] mod 2^64 is at
+       least ceil((radix - 1) 2^64 / radix): one multiplication a digit, none depending on
+       another. */
+    static const uint64_t egdb_radix_top[2] = {
+        17129119497016012215ULL,   /* ceil(13 * 2^64 / 14) */
+        17027763760347278415ULL};  /* ceil(12 * 2^64 / 13) */
+    static inline int egdb_radix_is_top(uint64_t f, int j) {
+        return f * egdb_radix_prefix[j] >= egdb_radix_top[j >= 10];
+    }
+    /* The escapes (digit = radix - 1) among digits 0..upto-1 of the word f. */
+    static inline int egdb_radix_escapes(uint64_t f, int upto) {
+        int c = 0, j;
+        for (j = 0; j < upto; j++)
+            c += egdb_radix_is_top(f, j);
+        return c;
+    }
+    /* The escapes among the whole words p[0..count-1]. */
+    static inline uint64_t egdb_radix_words_escapes(const uint64_t* p, uint64_t count) {
+        uint64_t c = 0, i;
+        int j;
+        for (i = 0; i < count; i++) {
+            uint64_t f = p[i];
+            for (j = 0; j < 10; j++)
+                c += f * egdb_radix_prefix[j] >= 17129119497016012215ULL;
+            for (j = 10; j < 17; j++)
+                c += f * egdb_radix_prefix[j] >= 17027763760347278415ULL;
+        }
+        return c;
+    }
+    /* The word of the mixed-radix number d (d < TOTAL) and back. */
+    static inline uint64_t egdb_radix_encode(uint64_t d) {
+        unsigned __int128 num = ((unsigned __int128)d << 64) + (EGDB_RADIX_TOTAL - 1);
+        return (uint64_t)(num / EGDB_RADIX_TOTAL);
+    }
+    static inline uint64_t egdb_radix_decode(uint64_t f) {
+        return (uint64_t)(((unsigned __int128)f * EGDB_RADIX_TOTAL) >> 64);
+    }
+    """
+    const uint64_t* egdb_radix_weight
+    int egdb_radix_of(int j) noexcept nogil
+    int egdb_radix_digit(uint64_t f, int j) noexcept nogil
+    int egdb_radix_escapes(uint64_t f, int upto) noexcept nogil
+    uint64_t egdb_radix_words_escapes(const uint64_t* p, uint64_t count) noexcept nogil
+    uint64_t egdb_radix_encode(uint64_t d) noexcept nogil
+    uint64_t egdb_radix_decode(uint64_t f) noexcept nogil
 
 
 cdef enum:
@@ -67,6 +152,14 @@ cdef enum:
     EGDB_ESCAPE = 15         # the packed format's nibble of a board whose g is an escape byte
     EGDB_BLOCK_SHIFT = 9     # the packed format counts escapes in blocks of 512 boards
     EGDB_CONTEXTS = 10368    # contexts a level: s = 0..127, 9 x 9 counts of non-empty houses
+    EGDB_DIGITS = 17         # the radix format's boards a 64-bit word
+    EGDB_WIDE = 10           # ... of which the first 10 have radix 14 (window 13), then 13 (12)
+    EGDB_WORD_SHIFT = 6      # ... its blocks of 64 words (1,088 boards)
+    EGDB_SUPER_SHIFT = 5     # ... its superblocks of 32 blocks (34,816 boards)
+    EGDB_CODES = 21          # ... its escape codes a 64-bit word (3 bits each)
+    EGDB_CODE_BLOCK = 24     # ... its far counts: one a 24 words of codes (504 codes)
+    EGDB_RADIX_CONTEXTS = 5184   # ... its contexts a level and radix: s = 0..63, 9 x 9
+    EGDB_RADIX_MAX_SEEDS = 63    # ... k = 0..n must fit 6 bits (s < 64)
 
 ctypedef struct EGDB:
     int bits                 # 8: values; 4: nibbles, window, block_escapes, escapes
@@ -75,7 +168,16 @@ ctypedef struct EGDB:
     const int8_t* window     # window[n * EGDB_CONTEXTS + context]: the first k coded (bits 4)
     const uint64_t* block_escapes  # escapes before each block of 512 boards (bits 4)
     const int8_t* escapes    # g of every escaped board, in index order (bits 4)
-    uint64_t escape_count    # entries of escapes (a damaged count reads 0, not past the end)
+    uint64_t escape_count    # entries of escapes (a damaged count reads 0, not past the end);
+                             # radix format: the escaped boards (codes in esc_codes)
+    const uint64_t* words    # radix format (bits 3): 17 boards a word
+    const int8_t* radix_window   # radix format: [(2 n + (digit >= 10)) * 5184 + context']
+    const uint16_t* block_esc    # radix format: escapes before each block, from its superblock's
+    const uint64_t* super_esc    # radix format: escapes before each superblock
+    const uint8_t* esc_codes     # radix format: 3 bits an escaped board, 21 a uint64
+    const uint64_t* code_blocks  # radix format: far escapes before each 504 escaped boards
+    const int8_t* far            # radix format: g of the escapes whose code is 15
+    uint64_t far_count
     int houses               # h, houses per side (1..8)
     int max_seeds            # N: levels 0..N are present
     const uint64_t* binom    # binom[k * EGDB_STRIDE + s] = C(s, k) for k = 0..2h-1, s < 256,
@@ -130,6 +232,11 @@ cdef inline int egdb_count_escapes(uint64_t x) noexcept nogil:
     x = x & (x >> 1) & (x >> 2) & (x >> 3) & <uint64_t>0x1111111111111111
     return __builtin_popcountll(x)
 
+cdef inline int egdb_count_far(uint64_t x) noexcept nogil:
+    """The 3-bit codes of x equal to 7 (the radix format's far escapes)."""
+    x = x & (x >> 1) & (x >> 2) & <uint64_t>0x1249249249249249
+    return __builtin_popcountll(x)
+
 cdef inline int egdb_escape(const EGDB* db, uint64_t i) noexcept nogil:
     """g of the escaped board of index i (packed format): its byte among the escapes, found by
     the count before its block and the escapes before it in the block (at most 32 words)."""
@@ -146,12 +253,60 @@ cdef inline int egdb_escape(const EGDB* db, uint64_t i) noexcept nogil:
         return 0
     return db.escapes[j]
 
+cdef inline int egdb_radix_escape(const EGDB* db, uint64_t q, int j, int n, int w,
+                                  int width) noexcept nogil:
+    """g of the escaped board, digit j of word q, whose window is w..w + width - 1 (radix
+    format): its code among the escape codes, by the escapes before its block, plus those in
+    the block's words before it (at most 32 words), plus those before it in its word."""
+    cdef uint64_t b = q >> EGDB_WORD_SHIFT
+    cdef uint64_t r = db.super_esc[b >> EGDB_SUPER_SHIFT] + db.block_esc[b]
+    cdef uint64_t f, t
+    cdef const uint64_t* p
+    cdef int c
+    r += egdb_radix_words_escapes(db.words + (b << EGDB_WORD_SHIFT), q - (b << EGDB_WORD_SHIFT))
+    r += egdb_radix_escapes(db.words[q], j)
+    if r >= db.escape_count:   # only in a damaged file (verify() finds it)
+        return 0
+    cdef const uint64_t* codes = <const uint64_t*>db.esc_codes
+    cdef uint64_t qc = r // EGDB_CODES, cb
+    cdef int part = <int>(r - qc * EGDB_CODES)
+    c = <int>((codes[qc] >> (3 * part)) & 7)
+    if c < 3:
+        return 2 * (w + width + c) - n
+    if c < 7:
+        return 2 * (w - 1 - (c - 3)) - n
+    cb = qc // EGDB_CODE_BLOCK
+    t = db.code_blocks[cb]
+    p = codes + cb * EGDB_CODE_BLOCK
+    while p < codes + qc:
+        t += egdb_count_far(p[0])
+        p += 1
+    if part:
+        t += egdb_count_far(p[0] & ((<uint64_t>1 << (3 * part)) - 1))
+    if t >= db.far_count:
+        return 0
+    return db.far[t]
+
+cdef inline int egdb_radix_at(const EGDB* db, uint64_t i, int n, int x) noexcept nogil:
+    """g of the board of index i, level n, context x in the radix format."""
+    cdef uint64_t q = i // EGDB_DIGITS
+    cdef int j = <int>(i - q * EGDB_DIGITS)
+    cdef int d = egdb_radix_digit(db.words[q], j)
+    cdef int width = egdb_radix_of(j) - 1
+    cdef int w = db.radix_window[(2 * n + (j >= EGDB_WIDE)) * EGDB_RADIX_CONTEXTS
+                                 + (x >> 7) * 64 + (x & 63)]
+    if d != width:
+        return 2 * (w + d) - n
+    return egdb_radix_escape(db, q, j, n, w, width)
+
 cdef inline int egdb_at(const EGDB* db, uint64_t i, int n, int x) noexcept nogil:
     """g of the board of index i (= offset[n] + rank), which holds n seeds in houses, of
     context x (``egdb_context``; the byte format reads neither n nor x)."""
     cdef int c
     if db.bits == 8:
         return db.values[i]
+    if db.bits == 3:
+        return egdb_radix_at(db, i, n, x)
     c = (db.nibbles[i >> 1] >> ((i & 1) << 2)) & 15
     if c != EGDB_ESCAPE:
         return 2 * (db.window[n * EGDB_CONTEXTS + x] + c) - n
@@ -161,6 +316,8 @@ cdef inline void egdb_prefetch(const EGDB* db, uint64_t i) noexcept nogil:
     """Start loading the entry of index i."""
     if db.bits == 8:
         __builtin_prefetch(db.values + i)
+    elif db.bits == 3:
+        __builtin_prefetch(db.words + i // EGDB_DIGITS)
     else:
         __builtin_prefetch(db.nibbles + (i >> 1))
 
@@ -183,3 +340,4 @@ cdef class EndgameTable:
     cdef readonly unsigned long long checksum
     cdef readonly int bits
     cdef size_t _fixed_length
+    cdef dict _layout

@@ -27,9 +27,17 @@ most often become the context's window, two parallel passes write the escapes a 
 and then the nibbles and escapes, and the level's bytes are given back to the kernel chunk by
 chunk. Lower levels are read packed, so the build holds the packed levels below n and the
 bytes of level n only.
+
+The radix format (``packed`` = 2, see ``_egdb.pxd``) is built the same way: from the same
+counts each context gets a window of 13 values (for the digits of radix 14) and of 12 (radix
+13); two parallel passes over superblocks of 34,816 boards (whole words and blocks) count and
+then write the words, the escape codes (3 bits, or-ed in atomically: a chunk's first and last
+word of codes may be shared) and the far bytes; then, in order, the far count before each 504
+codes of the level. A level's first word may hold the level below's last boards: it is read
+back to its number (whose digits of this level are still 0) and completed.
 """
 
-from libc.stdint cimport int8_t, uint8_t, uint64_t
+from libc.stdint cimport int8_t, uint8_t, uint16_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
 from posix.fcntl cimport O_RDONLY, open as c_open
@@ -66,6 +74,9 @@ cdef extern from *:
     static inline void egdb_add(uint64_t* p, uint64_t v) {
         __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
     }
+    static inline void egdb_or_u64(uint64_t* p, uint64_t v) {
+        __atomic_fetch_or(p, v, __ATOMIC_RELAXED);
+    }
     """
     int8_t egdb_load(const int8_t* p) noexcept nogil
     void egdb_store(int8_t* p, int8_t v) noexcept nogil
@@ -74,16 +85,19 @@ cdef extern from *:
     void egdb_store_int(int* p, int v) noexcept nogil
     uint64_t egdb_load_u64(const uint64_t* p) noexcept nogil
     void egdb_add(uint64_t* p, uint64_t v) noexcept nogil
+    void egdb_or_u64(uint64_t* p, uint64_t v) noexcept nogil
 
 cdef enum:
     CHUNK = 1 << 15          # boards per unit of parallel work
     WINDOW_CONST = EGDB_ESCAPE
     BLOCK_CONST = 1 << EGDB_BLOCK_SHIFT
+    RADIX_CHUNK = EGDB_DIGITS << (EGDB_WORD_SHIFT + EGDB_SUPER_SHIFT)  # a superblock of boards
 
 MAX_SEEDS = EGDB_MAX_SEEDS
 HEADER_SIZE = EGDB_HEADER_SIZE
 WINDOW = EGDB_ESCAPE     # values of k a nibble codes (the 16th nibble is the escape)
 BLOCK = 1 << EGDB_BLOCK_SHIFT
+RADIX_MAX_SEEDS = EGDB_RADIX_MAX_SEEDS
 
 # ---------------------------------------------------------------------------------------------
 # Index: binomials, level offsets, unranking and the walk in rank order.
@@ -158,6 +172,62 @@ def packed_layout(int houses, int max_seeds, unsigned long long escapes=0) -> di
         "total": window + nibbles + blocks + escapes,
     }
 
+def radix_layout(int houses, int max_seeds, unsigned long long escapes=0,
+                 unsigned long long far=0) -> dict:
+    """Byte offsets (after the header) and lengths of the radix format's sections: the windows
+    ((N + 1) x 2 x EGDB_RADIX_CONTEXTS int8), the words (17 boards each), the escapes before
+    each block (uint16, from the superblock's) and superblock (uint64), then the escapes' codes
+    (3 bits each, 21 a uint64), the far escapes before each 504 codes (uint64) and the far
+    bytes."""
+    cdef uint64_t e = entry_count(houses, max_seeds)
+    cdef uint64_t words = e // EGDB_DIGITS + 1
+    cdef uint64_t blocks = (words >> EGDB_WORD_SHIFT) + 2
+    cdef uint64_t supers = (blocks >> EGDB_SUPER_SHIFT) + 2
+    cdef uint64_t window = pad8(<uint64_t>(max_seeds + 1) * 2 * EGDB_RADIX_CONTEXTS)
+    cdef uint64_t at = 0
+    out = {"window": 0}
+    at = window
+    out["words"] = at
+    at += 8 * words
+    out["blocks"] = at
+    at += pad8(2 * blocks)
+    out["supers"] = at
+    at += 8 * supers
+    out["fixed"] = at           # every section but the escapes'
+    out["codes"] = at
+    at += 8 * (escapes // EGDB_CODES + 1)
+    out["code_blocks"] = at
+    at += 8 * (escapes // (EGDB_CODES * EGDB_CODE_BLOCK) + 1)
+    out["far"] = at
+    at += far
+    out["total"] = at
+    return out
+
+def radix_radices() -> list:
+    """The radix of each of the 17 digits of a radix-format word."""
+    return [egdb_radix_of(j) for j in range(EGDB_DIGITS)]
+
+def radix_encode(digits) -> int:
+    """The radix-format word of 17 digits (each below its radix)."""
+    cdef uint64_t acc = 0
+    cdef int j, d
+    if len(digits) != EGDB_DIGITS:
+        raise ValueError(f"a word holds {EGDB_DIGITS} digits")
+    for j in range(EGDB_DIGITS):
+        d = digits[j]
+        if not 0 <= d < egdb_radix_of(j):
+            raise ValueError(f"digit {j} must be 0..{egdb_radix_of(j) - 1}")
+        acc += <uint64_t>d * egdb_radix_weight[j]
+    return egdb_radix_encode(acc)
+
+def radix_decode(uint64_t word) -> tuple:
+    """The 17 digits of a radix-format word, read one by one as a probe reads them, and the
+    escapes (digits equal to radix - 1) among them, counted as an escape's rank counts them."""
+    cdef uint64_t w = word
+    return ([egdb_radix_digit(word, j) for j in range(EGDB_DIGITS)],
+            [egdb_radix_escapes(word, j) for j in range(EGDB_DIGITS + 1)],
+            egdb_radix_words_escapes(&w, 1))
+
 cdef void unrank(const EGDB* db, int n, uint64_t r, uint64_t* lo, uint64_t* hi) noexcept nogil:
     """The cells of rank r in level n (inverse of egdb_rank_cells)."""
     cdef int k = 2 * db.houses, i, s, prev
@@ -217,6 +287,18 @@ ctypedef struct Builder:
     int8_t* esc
     uint64_t esc_count
     uint64_t esc_cap
+    # the radix format (packed == 2): esc_count counts the escape codes
+    uint64_t* words
+    int8_t* rwin
+    uint16_t* block_esc
+    uint64_t* super_esc
+    uint8_t* codes           # esc_cap bytes (a multiple of 8), zero past the codes (3 bits
+                             # each, 21 a uint64)
+    uint64_t* code_blocks
+    uint64_t code_blocks_cap
+    int8_t* far
+    uint64_t far_count
+    uint64_t far_cap
 
 cdef inline int terminal_g(const CRules* r, uint64_t me, uint64_t opp) noexcept nogil:
     cdef Board b
@@ -427,6 +509,180 @@ cdef int pack_level(Builder* bd, int n, int threads, uint64_t* hist,
     bd.db.escape_count = total
     return 0
 
+cdef inline int radix_window_index(int n, int j, int x) noexcept nogil:
+    return (2 * n + (j >= EGDB_WIDE)) * EGDB_RADIX_CONTEXTS + (x >> 7) * 64 + (x & 63)
+
+cdef void pack_range_radix(const Builder* bd, int n, uint64_t first, uint64_t stop,
+                           uint64_t* e_io, uint64_t* f_io, bint write) noexcept nogil:
+    """The radix format's pack_range: boards first..stop-1 of level n into their words, their
+    escapes' codes from code e_io[0] on and far bytes from f_io[0] on (``write``), or only
+    count them (both counts are advanced). first is a multiple of RADIX_CHUNK (a superblock)
+    or the level's first board, whose word may hold the level below's last boards: they are
+    kept (the word is decoded to its number, whose digits of this level are still 0)."""
+    cdef uint64_t lo, hi, me, opp, i, q, b, acc = 0, e = e_io[0], f = f_io[0]
+    cdef int g, k, x, j, w, width, d, code
+    unrank(&bd.db, n, first - bd.db.offset[n], &lo, &hi)
+    q = first // EGDB_DIGITS
+    j = <int>(first - q * EGDB_DIGITS)
+    if write and j:
+        acc = egdb_radix_decode(bd.words[q])
+    for i in range(first, stop):
+        if write and j == 0 and (q & ((1 << EGDB_WORD_SHIFT) - 1)) == 0:
+            b = q >> EGDB_WORD_SHIFT
+            if (b & ((1 << EGDB_SUPER_SHIFT) - 1)) == 0:
+                bd.super_esc[b >> EGDB_SUPER_SHIFT] = e
+            bd.block_esc[b] = <uint16_t>(e - bd.super_esc[b >> EGDB_SUPER_SHIFT])
+        board_of(lo, hi, &me, &opp)
+        g = bd.out[i]
+        k = (g + n) >> 1
+        x = egdb_context(me, opp)
+        width = egdb_radix_of(j) - 1
+        w = bd.rwin[radix_window_index(n, j, x)]
+        d = k - w
+        if d < 0 or d >= width:
+            if d >= width:
+                code = d - width
+                if code > 2:
+                    code = 7
+            else:
+                code = 3 + (w - 1 - k)
+                if code > 6:
+                    code = 7
+            if write:
+                egdb_or_u64(<uint64_t*>bd.codes + e // EGDB_CODES,
+                            (<uint64_t>code) << (3 * (e % EGDB_CODES)))
+                if code == 7:
+                    bd.far[f] = <int8_t>g
+            if code == 7:
+                f += 1
+            e += 1
+            d = width
+        if write:
+            acc += <uint64_t>d * egdb_radix_weight[j]
+        j += 1
+        if j == EGDB_DIGITS:
+            if write:
+                bd.words[q] = egdb_radix_encode(acc)
+            acc = 0
+            j = 0
+            q += 1
+        next_cells(&lo, &hi)
+    if write and j:
+        bd.words[q] = egdb_radix_encode(acc)
+    e_io[0] = e
+    f_io[0] = f
+
+cdef int grow(void** p, uint64_t* cap, uint64_t need, size_t item) noexcept nogil:
+    """Grow the zero-filled array p (cap items) to at least need items; -1 when out of memory."""
+    cdef uint64_t bigger
+    cdef void* q
+    if need <= cap[0]:
+        return 0
+    bigger = max(need, 2 * cap[0])
+    bigger = (bigger + 7) & ~(<uint64_t>7)
+    q = realloc(p[0], bigger * item)
+    if q == NULL:
+        return -1
+    memset(<char*>q + cap[0] * item, 0, (bigger - cap[0]) * item)
+    p[0] = q
+    cap[0] = bigger
+    return 0
+
+cdef int pack_level_radix(Builder* bd, int n, int threads, uint64_t* hist,
+                          int hist_threads) noexcept nogil:
+    """pack_level for the radix format: the windows of 13 and 12 values of each context, two
+    parallel passes over superblocks (count, then write), and the far counts of the level's
+    new escape codes, in order; -1 when out of memory."""
+    cdef uint64_t start = bd.db.offset[n], stop = bd.db.offset[n + 1], best_mass, mass
+    cdef uint64_t* counts
+    cdef int k, a, best, t, cls, width, s
+    cdef size_t width_n = <size_t>(n + 1), cells = width_n * EGDB_CONTEXTS, x
+    cdef Py_ssize_t c, c0 = <Py_ssize_t>(start // RADIX_CHUNK), chunks
+    cdef uint64_t lo_i, hi_i, e, f, r, far_before
+    chunks = <Py_ssize_t>((stop + RADIX_CHUNK - 1) // RADIX_CHUNK) - c0
+    if chunks < 8 * threads:
+        threads = 1
+    counts = <uint64_t*>malloc(sizeof(uint64_t) * 2 * (chunks + 1))
+    if counts == NULL:
+        return -1
+    for t in range(1, hist_threads):
+        for x in range(cells):
+            hist[x] += hist[cells * t + x]
+    for x in range(EGDB_CONTEXTS):
+        s = <int>(x % 128)
+        if s > n or s > 63:
+            continue
+        for cls in range(2):
+            width = (14 if cls == 0 else 13) - 1
+            best = 0
+            best_mass = 0
+            for a in range(max(1, n - width + 2)):
+                mass = 0
+                for k in range(a, min(a + width, n + 1)):
+                    mass += hist[x * width_n + k]
+                if mass > best_mass:
+                    best_mass = mass
+                    best = a
+            bd.rwin[(2 * n + cls) * EGDB_RADIX_CONTEXTS + (x >> 7) * 64 + s] = <int8_t>best
+    for c in prange(chunks, schedule="dynamic", num_threads=threads):
+        lo_i = max(start, <uint64_t>(c0 + c) * RADIX_CHUNK)
+        hi_i = min(stop, <uint64_t>(c0 + c + 1) * RADIX_CHUNK)
+        e = 0
+        f = 0
+        pack_range_radix(bd, n, lo_i, hi_i, &e, &f, False)
+        counts[2 * (c + 1)] = e
+        counts[2 * (c + 1) + 1] = f
+    counts[0] = bd.esc_count
+    counts[1] = bd.far_count
+    for c in range(chunks):
+        counts[2 * (c + 1)] += counts[2 * c]
+        counts[2 * (c + 1) + 1] += counts[2 * c + 1]
+    e = counts[2 * chunks]
+    f = counts[2 * chunks + 1]
+    if (grow(<void**>&bd.codes, &bd.esc_cap, 8 * (e // EGDB_CODES + 2), 1) != 0
+            or grow(<void**>&bd.code_blocks, &bd.code_blocks_cap,
+                    e // (EGDB_CODES * EGDB_CODE_BLOCK) + 2, 8) != 0
+            or grow(<void**>&bd.far, &bd.far_cap, f + 1, 1) != 0):
+        free(counts)
+        return -1
+    for c in prange(chunks, schedule="dynamic", num_threads=threads):
+        lo_i = max(start, <uint64_t>(c0 + c) * RADIX_CHUNK)
+        hi_i = min(stop, <uint64_t>(c0 + c + 1) * RADIX_CHUNK)
+        pack_range_radix(bd, n, lo_i, hi_i, &counts[2 * c], &counts[2 * c + 1], True)
+        lo_i = (lo_i + 4095) & ~(<uint64_t>4095)
+        hi_i = hi_i & ~(<uint64_t>4095)
+        if hi_i > lo_i:
+            madvise(<char*>bd.out + lo_i, hi_i - lo_i, MADV_DONTNEED)
+    free(counts)
+    # The far escapes before each 504 escape codes, for the codes of this level.
+    far_before = bd.far_count
+    for r in range(bd.esc_count, e):
+        if r % (EGDB_CODES * EGDB_CODE_BLOCK) == 0:
+            bd.code_blocks[r // (EGDB_CODES * EGDB_CODE_BLOCK)] = far_before
+        if (((<uint64_t*>bd.codes)[r // EGDB_CODES] >> (3 * (r % EGDB_CODES))) & 7) == 7:
+            far_before += 1
+    bd.esc_count = e
+    bd.far_count = f
+    bd.db.esc_codes = bd.codes
+    bd.db.code_blocks = bd.code_blocks
+    bd.db.far = bd.far
+    bd.db.escape_count = e
+    bd.db.far_count = f
+    return 0
+
+cdef uint64_t radix_checksum(const uint8_t* fixed, uint64_t fixed_length, const uint8_t* codes,
+                             uint64_t codes_length, const uint8_t* blocks,
+                             uint64_t blocks_length, const uint8_t* far,
+                             uint64_t far_length, uint64_t escapes) noexcept nogil:
+    """The radix format's checksum: of the fixed sections, the codes, their far counts, the
+    far bytes and the number of escape codes (which the file's size does not always show),
+    combined."""
+    cdef uint64_t a = packed_checksum(fixed, fixed_length, codes, codes_length)
+    cdef uint64_t b = packed_checksum(blocks, blocks_length, far, far_length)
+    cdef uint64_t c = (escapes + 1) * <uint64_t>0x9fb21c651e98df25
+    c ^= c >> 29
+    return a ^ ((b << 31) | (b >> 33)) ^ (b * <uint64_t>0xc2b2ae3d27d4eb4f) ^ c
+
 # ---------------------------------------------------------------------------------------------
 # Python objects.
 # ---------------------------------------------------------------------------------------------
@@ -459,7 +715,7 @@ cdef class DatabaseBuilder:
     cdef size_t _fixed_length
     cdef uint64_t* _binom
     cdef readonly int threads
-    cdef readonly bint packed
+    cdef readonly int packed
     cdef uint64_t _done
     cdef int _cancel
     cdef int _level
@@ -467,11 +723,16 @@ cdef class DatabaseBuilder:
     cdef double _pack_seconds
 
     def __cinit__(self, int houses, bint capture_always, bint end_mover_empty,
-                  bint remaining_empty_side, int max_seeds, int threads, bint packed=False):
+                  bint remaining_empty_side, int max_seeds, int threads, int packed=0):
+        """``packed``: 0 one byte a board, 1 the packed format (4 bits), 2 the radix format."""
         if not 1 <= houses <= MAX_HOUSES:
             raise ValueError(f"houses must be 1..{MAX_HOUSES}")
         if not 0 <= max_seeds <= EGDB_MAX_SEEDS:
             raise ValueError(f"max_seeds must be 0..{EGDB_MAX_SEEDS}")
+        if not 0 <= packed <= 2:
+            raise ValueError("packed must be 0 (bytes), 1 (4 bits) or 2 (radix)")
+        if packed == 2 and max_seeds > EGDB_RADIX_MAX_SEEDS:
+            raise ValueError(f"the radix format holds at most {EGDB_RADIX_MAX_SEEDS} seeds")
         self.threads = max(1, threads)
         self.packed = packed
         self._binom = make_binom(houses)
@@ -486,7 +747,7 @@ cdef class DatabaseBuilder:
         self.b.db.houses = houses
         self.b.db.max_seeds = max_seeds
         self.b.db.binom = self._binom
-        self.b.db.bits = 4 if packed else 8
+        self.b.db.bits = (8, 4, 3)[packed]
         fill_offsets(&self.b.db)
         self._length = <size_t>self.b.db.offset[max_seeds + 1]
         if <uint64_t>self._length != entry_count(houses, max_seeds):
@@ -501,7 +762,25 @@ cdef class DatabaseBuilder:
         madvise(self._mem, max(self._length, 1), MADV_HUGEPAGE)
         self.b.out = <int8_t*>self._mem
         self.b.db.values = self.b.out
-        if packed:
+        if packed == 2:
+            layout = radix_layout(houses, max_seeds)
+            self._fixed_length = layout["fixed"]
+            self._fixed = mmap(NULL, self._fixed_length, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)   # zero-filled
+            if self._fixed == MAP_FAILED:
+                self._fixed = NULL
+                raise MemoryError(f"cannot map {self._fixed_length} bytes for the database")
+            self.b.packed = 2
+            self.b.fixed = <uint8_t*>self._fixed
+            self.b.rwin = <int8_t*>(self.b.fixed + <size_t>layout["window"])
+            self.b.words = <uint64_t*>(self.b.fixed + <size_t>layout["words"])
+            self.b.block_esc = <uint16_t*>(self.b.fixed + <size_t>layout["blocks"])
+            self.b.super_esc = <uint64_t*>(self.b.fixed + <size_t>layout["supers"])
+            self.b.db.radix_window = self.b.rwin
+            self.b.db.words = self.b.words
+            self.b.db.block_esc = self.b.block_esc
+            self.b.db.super_esc = self.b.super_esc
+        elif packed:
             layout = packed_layout(houses, max_seeds)
             self._fixed_length = layout["fixed"]
             self._fixed = mmap(NULL, self._fixed_length, PROT_READ | PROT_WRITE,
@@ -531,6 +810,9 @@ cdef class DatabaseBuilder:
         if self._fixed != NULL:
             munmap(self._fixed, self._fixed_length)
         free(self.b.esc)
+        free(self.b.codes)
+        free(self.b.code_blocks)
+        free(self.b.far)
         free(self._binom)
 
     @property
@@ -539,12 +821,20 @@ cdef class DatabaseBuilder:
 
     @property
     def escapes(self) -> int:
-        """Boards whose g is an escape byte (packed format)."""
+        """Boards whose g is an escape byte (packed format) or an escape code (radix)."""
         return self.b.esc_count
+
+    @property
+    def far(self) -> int:
+        """The radix format's far escapes (bytes)."""
+        return self.b.far_count
 
     @property
     def body_bytes(self) -> int:
         """Bytes ``write`` writes."""
+        if self.packed == 2:
+            return radix_layout(self.b.db.houses, self.b.db.max_seeds, self.b.esc_count,
+                                self.b.far_count)["total"]
         if self.packed:
             return self._fixed_length + self.b.esc_count
         return self._length
@@ -601,8 +891,11 @@ cdef class DatabaseBuilder:
                     break
                 if bp.packed:
                     clock_gettime(CLOCK_MONOTONIC, &p0)
-                    if pack_level(bw, n, threads, hist, threads) != 0:
-                        failed = 1
+                    if bp.packed == 2:
+                        failed = pack_level_radix(bw, n, threads, hist, threads) != 0
+                    else:
+                        failed = pack_level(bw, n, threads, hist, threads) != 0
+                    if failed:
                         break
                     # Give back the pages of level n (and the end of level n - 1 before it);
                     # the page that level n + 1 starts in stays.
@@ -617,7 +910,20 @@ cdef class DatabaseBuilder:
                 clock_gettime(CLOCK_MONOTONIC, &t1)
                 self._level_seconds[n] = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9
                 t0 = t1
-            if bp.packed and not failed:
+            if bp.packed == 2 and not failed:
+                # Far counts of the 504 codes block past the last code (read by no probe).
+                first = (bw.esc_count + EGDB_CODES * EGDB_CODE_BLOCK - 1) \
+                    // (EGDB_CODES * EGDB_CODE_BLOCK)
+                if grow(<void**>&bw.code_blocks, &bw.code_blocks_cap, first + 2, 8) != 0:
+                    failed = 1
+                else:
+                    bw.code_blocks[first] = bw.far_count
+                    if grow(<void**>&bw.codes, &bw.esc_cap, 8 * (bw.esc_count // EGDB_CODES + 2),
+                            1):
+                        failed = 1
+                    if grow(<void**>&bw.far, &bw.far_cap, 1, 1):
+                        failed = 1
+            elif bp.packed and not failed:
                 # The count before every block past the last board's (read by no probe).
                 first = (bp.db.offset[bp.db.max_seeds + 1] + BLOCK_CONST - 1) >> EGDB_BLOCK_SHIFT
                 last = (<uint64_t>self._length >> EGDB_BLOCK_SHIFT) + 1
@@ -651,6 +957,15 @@ cdef class DatabaseBuilder:
 
     def checksum(self) -> int:
         cdef uint64_t t
+        cdef dict lay
+        if self.b.packed == 2:
+            lay = radix_layout(self.b.db.houses, self.b.db.max_seeds, self.b.esc_count,
+                               self.b.far_count)
+            return radix_checksum(self.b.fixed, self._fixed_length, self.b.codes,
+                                  lay["code_blocks"] - lay["codes"],
+                                  <const uint8_t*>self.b.code_blocks, lay["far"] - lay["code_blocks"],
+                                  <const uint8_t*>self.b.far, self.b.far_count,
+                                  self.b.esc_count)
         with nogil:
             if self.b.packed:
                 t = packed_checksum(self.b.fixed, self._fixed_length,
@@ -670,7 +985,14 @@ cdef class DatabaseBuilder:
 
     def write(self, f, Py_ssize_t block=1 << 26) -> None:
         """Write the entries (packed: every section after the header) to the binary file f."""
-        if self.b.packed:
+        if self.b.packed == 2:
+            lay = radix_layout(self.b.db.houses, self.b.db.max_seeds, self.b.esc_count,
+                               self.b.far_count)
+            write_memory(f, <char*>self._fixed, self._fixed_length, block)
+            write_memory(f, <char*>self.b.codes, lay["code_blocks"] - lay["codes"], block)
+            write_memory(f, <char*>self.b.code_blocks, lay["far"] - lay["code_blocks"], block)
+            write_memory(f, <char*>self.b.far, self.b.far_count, block)
+        elif self.b.packed:
             write_memory(f, <char*>self._fixed, self._fixed_length, block)
             write_memory(f, <char*>self.b.esc, self.b.esc_count, block)
         else:
@@ -694,7 +1016,8 @@ cdef class EndgameTable:
 
     def __cinit__(self, path, int houses, int max_seeds, int header_size,
                   bint capture_always, bint end_mover_empty, bint remaining_empty_side,
-                  unsigned long long checksum=0, int bits=8, unsigned long long escapes=0):
+                  unsigned long long checksum=0, int bits=8, unsigned long long escapes=0,
+                  unsigned long long far=0):
         cdef int fd
         cdef struct_stat st
         cdef bytes cpath = str(path).encode()
@@ -704,8 +1027,10 @@ cdef class EndgameTable:
         self._binom = NULL
         if not 1 <= houses <= MAX_HOUSES or not 0 <= max_seeds <= EGDB_MAX_SEEDS:
             raise ValueError("houses or max_seeds out of range")
-        if bits != 8 and bits != 4:
-            raise ValueError(f"{bits} bits a board: only 8 and 4 exist")
+        if bits != 8 and bits != 4 and bits != 3:
+            raise ValueError(f"{bits} bits a board: only 8, 4 and 3 (radix) exist")
+        if bits == 3 and max_seeds > EGDB_RADIX_MAX_SEEDS:
+            raise ValueError(f"the radix format holds at most {EGDB_RADIX_MAX_SEEDS} seeds")
         self.path = path
         self.capture_always = capture_always
         self.end_mover_empty = end_mover_empty
@@ -722,7 +1047,12 @@ cdef class EndgameTable:
         self.entries = self.db.offset[max_seeds + 1]
         if self.entries != entry_count(houses, max_seeds):
             raise ValueError("database too large to index")
-        layout = packed_layout(houses, max_seeds, escapes) if bits == 4 else None
+        if bits == 4:
+            layout = packed_layout(houses, max_seeds, escapes)
+        elif bits == 3:
+            layout = radix_layout(houses, max_seeds, escapes, far)
+        else:
+            layout = None
         body = self.entries if bits == 8 else layout["total"]
         fd = c_open(cpath, O_RDONLY)
         if fd < 0:
@@ -754,6 +1084,18 @@ cdef class EndgameTable:
             self.db.escapes = <const int8_t*>(base + <size_t>layout["escapes"])
             self.db.escape_count = escapes
             self._fixed_length = layout["fixed"]
+        elif bits == 3:
+            self.db.radix_window = <const int8_t*>(base + <size_t>layout["window"])
+            self.db.words = <const uint64_t*>(base + <size_t>layout["words"])
+            self.db.block_esc = <const uint16_t*>(base + <size_t>layout["blocks"])
+            self.db.super_esc = <const uint64_t*>(base + <size_t>layout["supers"])
+            self.db.esc_codes = base + <size_t>layout["codes"]
+            self.db.code_blocks = <const uint64_t*>(base + <size_t>layout["code_blocks"])
+            self.db.far = <const int8_t*>(base + <size_t>layout["far"])
+            self.db.escape_count = escapes
+            self.db.far_count = far
+            self._fixed_length = layout["fixed"]
+            self._layout = layout
 
     def __dealloc__(self):
         if self._map != NULL:
@@ -836,6 +1178,9 @@ cdef class EndgameTable:
         if self.db.bits == 8:
             return False
         i = self.db.offset[n] + egdb_rank(&self.db, me, opp)
+        if self.db.bits == 3:
+            return egdb_radix_digit(self.db.words[i // EGDB_DIGITS], <int>(i % EGDB_DIGITS)) \
+                == egdb_radix_of(<int>(i % EGDB_DIGITS)) - 1
         return ((self.db.nibbles[i >> 1] >> ((i & 1) << 2)) & 15) == EGDB_ESCAPE
 
     def probe_benchmark(self, Py_ssize_t count, uint64_t seed=1) -> tuple:
@@ -891,6 +1236,13 @@ cdef class EndgameTable:
         """The checksum of the mapped entries (reads the whole file)."""
         cdef uint64_t t
         cdef const uint8_t* base = <const uint8_t*>self.db.values
+        if self.db.bits == 3:
+            lay = self._layout
+            return radix_checksum(base, self._fixed_length, base + <size_t>lay["codes"],
+                                  lay["code_blocks"] - lay["codes"],
+                                  base + <size_t>lay["code_blocks"],
+                                  lay["far"] - lay["code_blocks"], base + <size_t>lay["far"],
+                                  self.db.far_count, self.db.escape_count)
         with nogil:
             if self.db.bits == 4:
                 t = packed_checksum(base, self._fixed_length, <const uint8_t*>self.db.escapes,
@@ -901,8 +1253,13 @@ cdef class EndgameTable:
 
     @property
     def escapes(self) -> int:
-        """Boards whose g is an escape byte (4 bits a board; 0 for 8)."""
+        """Boards whose g is an escape byte (4 bits a board; 0 for 8) or code (radix)."""
         return self.db.escape_count
+
+    @property
+    def far(self) -> int:
+        """The radix format's far escapes (0 for the others)."""
+        return self.db.far_count
 
     @property
     def body_bytes(self) -> int:

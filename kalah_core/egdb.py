@@ -2,8 +2,9 @@
 
 For a number of houses h and a bound N, the database holds, for every board with at most N
 seeds in its 2h houses and for the player to move, the *future gain*
-g = (final store difference for the mover) - (store difference now), exactly, in about 4 bits
-a board (format version 3, packed) or one signed byte (version 2). Outside the ``majority``
+g = (final store difference for the mover) - (store difference now), exactly, in 3.8-3.9 bits
+a board (format version 4, radix), about 4.15 bits (version 3, packed) or one signed byte
+(version 2). Outside the ``majority``
 option the future does not depend on the stores, so one entry serves every store pair: the
 value of a position is ``g + my_store - opp_store``.
 
@@ -23,7 +24,8 @@ File format (little-endian), a 64-byte header and then the entries::
 
     offset  size  field
          0     8  magic b"KALAHEGD"
-         8     4  format version: 2 (one byte a board) or 3 (packed, 4 bits a board)
+         8     4  format version: 2 (one byte a board), 3 (packed, 4 bits a board) or 4
+                  (radix, 17 boards a 64-bit word)
         12     4  header size (64)
         16     1  houses
         17     1  capture: 1 = always, 0 = nonempty
@@ -32,20 +34,28 @@ File format (little-endian), a 64-byte header and then the entries::
         20     4  N, the most seeds in houses
         24     8  number of entries, C(N + 2h, 2h)
         32     8  checksum of the entries (see ``checksum_of``/``packed_checksum``, _egdb.pyx)
-        40     8  version 3: the number of escape bytes (0 in version 2)
-        48     1  version 3: bits a board, 4 (0 in version 2)
-        49    15  zero
+        40     8  version 3: the number of escape bytes; version 4: of escape codes (0 in 2)
+        48     1  version 3: bits a board, 4; version 4: 3, the radix format (0 in 2)
+        49     7  zero
+        56     8  version 4: the number of far escape bytes (0 in 2 and 3)
         64        version 2: the entries, int8 g, level n = 0..N, each level in rank order;
                   version 3: the sections of ``_egdb.packed_layout``: the window table
                   ((N + 1) x 128 int8), the nibbles (4 bits a board, in the same order),
                   the escapes before each block of 512 boards (uint64) and the escape
-                  bytes (int8 g), see ``_egdb.pxd``
+                  bytes (int8 g), see ``_egdb.pxd``;
+                  version 4: the sections of ``_egdb.radix_layout``: the window tables
+                  ((N + 1) x 2 x 5184 int8), the words (17 boards each), the escapes before
+                  each block (uint16) and superblock (uint64), the escape codes (a nibble
+                  each), the far escapes before each 512 codes (uint64), the far bytes (int8 g)
 
 Version 3 is exact for every board, like version 2: with k = (g + n) / 2 (0..n, the seeds
 still in houses that end in the mover's store) a nibble holds k less the first value of a
 window of 15 chosen per level n and seeds s on the mover's side, or 15 for a board outside it,
-whose g is then an escape byte. ``kalah egdb build`` writes version 3 (``--format byte``:
-version 2); both are read.
+whose g is then an escape byte. Version 4 codes each board as a digit of radix 14 or 13 (a
+window of 13 or 12 values of k, or an escape) in words of 17 boards, an escape as a nibble
+beyond the window, and the rare board beyond that as a byte (see ``_egdb.pxd``): under half
+the bytes of version 2. ``kalah egdb build`` writes version 4 (``--format packed``: version 3,
+``--format byte``: version 2); all three are read.
 
 The rank of a board within its level is the combinatorial-number-system (colex, stars and
 bars) rank of its 2h house counts with the two sides interleaved: the mover's house 1, the
@@ -78,18 +88,22 @@ from .rules import Rules
 MAGIC = b"KALAHEGD"
 BYTE_VERSION = 2  # one byte a board, interleaved cell order (83b9e76); files of 1 are refused
 PACKED_VERSION = 3  # 4 bits a board (window and escapes)
-FORMAT_VERSION = PACKED_VERSION
+RADIX_VERSION = 4  # 17 boards a 64-bit word (3.77 bits), escape codes, far bytes
+FORMAT_VERSION = RADIX_VERSION
 """The version ``build`` writes by default."""
-VERSIONS = {BYTE_VERSION: 8, PACKED_VERSION: 4}
-"""The versions this engine reads, with their bits a board."""
-FORMATS = {"packed": PACKED_VERSION, "byte": BYTE_VERSION}
+VERSIONS = {BYTE_VERSION: 8, PACKED_VERSION: 4, RADIX_VERSION: 3}
+"""The versions this engine reads, with the bits-a-board byte of their header (the radix
+format's 3 names the format: it takes 3.77 bits a board and its escapes)."""
+FORMATS = {"radix": RADIX_VERSION, "packed": PACKED_VERSION, "byte": BYTE_VERSION}
 """``kalah egdb build --format``."""
+_CODES = {BYTE_VERSION: 0, PACKED_VERSION: 1, RADIX_VERSION: 2}
+"""The builder's ``packed`` argument of each version."""
 HEADER_SIZE = 64
 MAX_SEEDS = _egdb.MAX_SEEDS
 MAX_HOUSES = _board.BOARD_MAX_HOUSES
 """Databases cover boards of at most this many houses (the one-word board's); bigger boards are
 searched without one."""
-_HEADER = struct.Struct("<8sII4BIQQQB")
+_HEADER = struct.Struct("<8sII4BIQQQB7xQ")
 assert HEADER_SIZE == _egdb.HEADER_SIZE and _HEADER.size <= HEADER_SIZE
 
 
@@ -125,16 +139,26 @@ class Header:
     checksum: int
     version: int = FORMAT_VERSION
     escapes: int = 0
+    far: int = 0
 
     @property
     def bits(self) -> int:
-        """Bits a board: 8 (version 2) or 4 (version 3)."""
+        """The header's bits a board: 8 (version 2), 4 (version 3) or 3 (version 4, the radix
+        format; ``bits_per_board`` is what it takes)."""
         return VERSIONS[self.version]
+
+    @property
+    def bits_per_board(self) -> float:
+        """Bits of the file after the header per board."""
+        return 8 * self.body_bytes() / self.entries if self.entries else 0.0
 
     def body_bytes(self) -> int:
         """Bytes of the file after the header."""
         if self.version == BYTE_VERSION:
             return self.entries
+        if self.version == RADIX_VERSION:
+            layout = _egdb.radix_layout(self.key.houses, self.max_seeds, self.escapes, self.far)
+            return int(layout["total"])
         return int(_egdb.packed_layout(self.key.houses, self.max_seeds, self.escapes)["total"])
 
     def pack(self) -> bytes:
@@ -151,6 +175,7 @@ class Header:
             self.checksum,
             self.escapes,
             0 if self.version == BYTE_VERSION else VERSIONS[self.version],
+            self.far,
         )
         return data.ljust(HEADER_SIZE, b"\0")
 
@@ -161,20 +186,24 @@ class Header:
         (_, version, size, houses, capture, end, remaining, max_seeds, entries, checksum) = (
             _HEADER.unpack_from(data)[:10]
         )
-        escapes, bits = _HEADER.unpack_from(data)[10:]
+        escapes, bits, far = _HEADER.unpack_from(data)[10:]
         if version not in VERSIONS or size != HEADER_SIZE:
             raise EndgameDatabaseError(
                 f"{path}: database format version {version} (header {size} bytes); "
-                f"this engine reads versions {BYTE_VERSION} (one byte a board) and "
-                f"{PACKED_VERSION} (4 bits a board): rebuild it"
+                f"this engine reads versions {BYTE_VERSION} (one byte a board), "
+                f"{PACKED_VERSION} (4 bits a board) and {RADIX_VERSION} (radix): rebuild it"
             )
-        if (version == BYTE_VERSION and (bits or escapes)) or (
-            version == PACKED_VERSION and bits != VERSIONS[PACKED_VERSION]
+        if (
+            (version == BYTE_VERSION and (bits or escapes or far))
+            or (version != BYTE_VERSION and bits != VERSIONS[version])
+            or (version == PACKED_VERSION and far)
         ):
             raise EndgameDatabaseError(
                 f"{path}: damaged database header: version {version} with {bits} bits a "
-                f"board and {escapes} escapes (version {BYTE_VERSION} has 0 and 0, "
-                f"version {PACKED_VERSION} has {VERSIONS[PACKED_VERSION]} bits)"
+                f"board, {escapes} escapes and {far} far escapes (version {BYTE_VERSION} has "
+                f"0, 0 and 0, version {PACKED_VERSION} has {VERSIONS[PACKED_VERSION]} bits "
+                f"and no far escapes, version {RADIX_VERSION} has {VERSIONS[RADIX_VERSION]} "
+                "bits)"
             )
         if not 1 <= houses <= 8 or capture > 1 or end > 1 or remaining > 1:
             raise EndgameDatabaseError(f"{path}: damaged database header")
@@ -186,9 +215,11 @@ class Header:
             "mover-empty" if end else "either-side-empty",
             "empty-side" if remaining else "owner",
         )
-        if escapes > entries:
+        if escapes > entries or far > escapes:
             raise EndgameDatabaseError(f"{path}: damaged database header (escapes)")
-        return cls(key, max_seeds, entries, checksum, version, escapes)
+        if version == RADIX_VERSION and max_seeds > _egdb.RADIX_MAX_SEEDS:
+            raise EndgameDatabaseError(f"{path}: damaged database header (radix sizes)")
+        return cls(key, max_seeds, entries, checksum, version, escapes, far)
 
 
 def rule_key(rules: Rules) -> RuleKey:
@@ -218,25 +249,48 @@ PACKED_ESCAPE_SHARE = 0.03
 """The share of boards a packed database is planned with as escapes (one byte each), for sizes
 known before the build: measured 0.001 % at 16 seeds and 1.3 % at 24 (HISTORY.md, 2026-11-29),
 growing with the seeds; none can escape up to 14."""
+RADIX_ESCAPE_SHARE = 0.10
+"""The share of boards a radix-format database is planned with as escape codes (3 bits each):
+measured 0.15 % at 16 seeds, 1.66 % at 20 and 5.84 % at 24 (empty capture; HISTORY.md,
+2026-11-29), growing with the seeds. Far escapes (a byte each) are planned at 4 % of them
+(3.6 % at 24)."""
 
 
-def file_bytes(houses: int, seeds: int, packed: bool = True) -> int:
-    """The size of a database file: exact for one byte a board; for the packed format with
-    ``PACKED_ESCAPE_SHARE`` of the boards escaped (the escapes are known after the build)."""
+def _format(packed: bool | str) -> str:
+    if packed is True:
+        return "radix"
+    if packed is False:
+        return "byte"
+    if packed not in FORMATS:
+        raise ValueError(f"format {packed!r}: one of {', '.join(FORMATS)}")
+    return packed
+
+
+def file_bytes(houses: int, seeds: int, packed: bool | str = True) -> int:
+    """The size of a database file in the format ``packed`` (a key of ``FORMATS``; True: the
+    default, radix; False: byte): exact for one byte a board; for the dense formats with
+    ``RADIX_ESCAPE_SHARE`` or ``PACKED_ESCAPE_SHARE`` of the boards escaped (the escapes are
+    known after the build)."""
+    fmt = _format(packed)
     count = entry_count(houses, seeds)
-    if not packed:
+    if fmt == "byte":
         return HEADER_SIZE + count
+    if fmt == "radix":
+        escapes = int(count * RADIX_ESCAPE_SHARE)
+        layout = _egdb.radix_layout(houses, seeds, escapes, escapes // 25)
+        return HEADER_SIZE + int(layout["total"])
     escapes = int(count * PACKED_ESCAPE_SHARE)
     return HEADER_SIZE + int(_egdb.packed_layout(houses, seeds, escapes)["total"])
 
 
-def build_memory(houses: int, seeds: int, packed: bool = True) -> int:
-    """Bytes a build holds at its peak: every board's byte for one byte a board; packed, the
-    packed levels below N and the bytes of level N (the largest level, the last), which
-    give way to its nibbles as they are packed."""
-    if not packed:
+def build_memory(houses: int, seeds: int, packed: bool | str = True) -> int:
+    """Bytes a build holds at its peak: every board's byte for one byte a board; in the dense
+    formats, the levels below N packed and the bytes of level N (the largest level, the last),
+    which give way to its words as they are packed."""
+    fmt = _format(packed)
+    if fmt == "byte":
         return entry_count(houses, seeds)
-    below = file_bytes(houses, seeds - 1, True) if seeds else HEADER_SIZE
+    below = file_bytes(houses, seeds - 1, fmt) if seeds else HEADER_SIZE
     return below + _egdb.level_size(houses, seeds)
 
 
@@ -269,6 +323,12 @@ class BuildStats:
     bits: int = 8
     escapes: int = 0
     pack_seconds: float = 0.0
+    far: int = 0
+
+    @property
+    def bits_per_board(self) -> float:
+        """Bits of the file after the header per board."""
+        return 8 * (self.file_bytes - HEADER_SIZE) / self.entries if self.entries else 0.0
 
     @property
     def seconds(self) -> float:
@@ -443,6 +503,7 @@ def build(
     progress_file: bool = False,
     log: Callable[[str], None] | None = None,
     packed: bool = True,
+    format: str | None = None,
 ) -> BuildStats:
     """Build the database of every board with at most ``seeds`` seeds in houses under
     ``rules`` (``seeds`` is the bound N, not the rules' start seeds) and write it to ``path``
@@ -451,15 +512,26 @@ def build(
     With ``progress_file``, the progress is also written to :func:`progress_path` (for the
     server that started the build); ``log`` gets a line as each level is done.
 
-    ``packed`` (the default) writes format version 3, 4 bits a board: half the file and half
-    the memory of version 2 (``packed=False``, one byte a board), and the build holds only the
-    level being solved in bytes (see ``build_memory``); a probe costs the same memory load."""
+    ``format`` (a key of ``FORMATS``) chooses the file format; without it ``packed`` (the
+    default) writes format version 4, the radix format, under half the file and memory of
+    version 2 (``packed=False``, one byte a board); ``format="packed"`` writes version 3, 4
+    bits a board. Both dense formats hold only the level being solved in bytes while building
+    (see ``build_memory``); a probe costs the same memory load."""
+    if format is None:
+        format = "radix" if packed else "byte"
+    if format not in FORMATS:
+        raise ValueError(f"format {format!r}: one of {', '.join(FORMATS)}")
+    version = FORMATS[format]
     key = rule_key(rules)
     if not 0 <= seeds <= MAX_SEEDS:
         raise InvalidRulesError("seeds", seeds, f"a database bound 0..{MAX_SEEDS}")
     if key.houses > MAX_HOUSES:
         raise InvalidRulesError(
             "houses", key.houses, f"1..{MAX_HOUSES} for an endgame database (one byte a house)"
+        )
+    if version == RADIX_VERSION and seeds > _egdb.RADIX_MAX_SEEDS:
+        raise InvalidRulesError(
+            "seeds", seeds, f"a radix-format database bound 0..{_egdb.RADIX_MAX_SEEDS}"
         )
     if threads is None:
         threads = len(os.sched_getaffinity(0))
@@ -471,7 +543,7 @@ def build(
         key.remaining == "empty-side",
         seeds,
         threads,
-        packed,
+        _CODES[version],
     )
     total = builder.entries
     bar = _Progress(total, stream or sys.stderr, progress)
@@ -506,8 +578,7 @@ def build(
     bar.update(done, "writing", force=True)
 
     started = time.perf_counter()
-    version = PACKED_VERSION if packed else BYTE_VERSION
-    header = Header(key, seeds, total, builder.checksum(), version, builder.escapes)
+    header = Header(key, seeds, total, builder.checksum(), version, builder.escapes, builder.far)
     file_bytes = HEADER_SIZE + builder.body_bytes
     path.parent.mkdir(parents=True, exist_ok=True)
     import tempfile  # builds only: not every process that maps a database
@@ -532,6 +603,7 @@ def build(
                 "threads": builder.threads,
                 "max_seeds": seeds,
                 "bits": header.bits,
+                "bits_per_board": round(header.bits_per_board, 4),
                 "file_bytes": file_bytes,
                 "finished": time.time(),
             },
@@ -545,7 +617,8 @@ def build(
         if watch.progress_file is not None:
             watch.progress_file.unlink(missing_ok=True)
     bar.close(
-        f"{path}: {_count(total)} boards, {file_bytes:,} bytes ({header.bits} bits a board), "
+        f"{path}: {_count(total)} boards, {file_bytes:,} bytes "
+        f"({header.bits_per_board:.2f} bits a board), "
         f"{solve_seconds:.1f} s on {builder.threads} thread(s) + {write_seconds:.1f} s writing"
     )
     return BuildStats(
@@ -561,6 +634,7 @@ def build(
         header.bits,
         builder.escapes,
         builder.pack_seconds,
+        builder.far,
     )
 
 
@@ -609,6 +683,7 @@ class EndgameDatabase:
                 header.checksum,
                 header.bits,
                 header.escapes,
+                header.far,
             )
         except (OSError, ValueError) as error:
             raise EndgameDatabaseError(f"cannot map endgame database {path}: {error}") from None

@@ -9,9 +9,9 @@ same without them, only slower; readiness does not wait.
 
 Sizes (``KALAH_EGDB_SEEDS``): a number builds every key at that size (0: build none);
 ``auto`` (the default, :func:`choose_sizes`) gives the most used key, ``kalah``'s, the largest
-of ``SIZES`` the machine affords (28 seeds: 3.0 GB of disk and of page cache in the packed
-format, about 4 bits a board, and 3.8 GB of memory while it builds) and the others 26 seeds
-(1.5 GB each).
+of ``SIZES`` the machine affords (28 seeds: 2.9 GB of disk and of page cache in the radix
+format, planned with 10 % of the boards escaped, and 3.7 GB of memory while it builds) and the
+others 26 seeds (1.4 GB each).
 
 Once per machine: a build holds an exclusive ``flock`` on ``<cache>/egdb-build.lock``; every
 other process waits for it, then finds the file. The build runs in a child process at nice 10
@@ -68,10 +68,10 @@ BUILD_TARGET_S = 300.0
 the machine's idle cores, as ``BUILD_CPU_S_PER_GBOARD`` predicts it (28 seeds on 2 cores, 26
 on 1)."""
 OTHERS = 26
-"""Size of every other key in ``auto`` (at most the first's): 26 seeds packed (1.5 GB) is about
+"""Size of every other key in ``auto`` (at most the first's): 26 seeds radix (1.4 GB) is about
 what 24 seeds took in one byte a board (1.25 GB)."""
 MEMORY_SHARE = 0.5
-"""A build holds its packed levels and its last level's bytes in memory
+"""A build holds its dense levels and its last level's bytes in memory
 (:func:`kalah_core.egdb.build_memory`): at most this share of the physical memory."""
 DISK_SHARE = 0.5
 """Every planned file together: at most this share of the free disk."""
@@ -107,9 +107,10 @@ def choose_sizes(keys: list[RuleKey], memory: int, disk: int, cores: int) -> lis
     build fits in ``MEMORY_SHARE`` of the memory and takes at most ``BUILD_TARGET_S`` on the
     idle cores, with every file in ``DISK_SHARE`` of the disk; the others ``OTHERS`` seeds (or
     the first's size, if smaller); 0 (none) when not even the smallest fits. Sizes are the
-    packed format's (about 4 bits a board, what the background builds write). A machine with
-    8 GB and 2 cores gets 28 seeds for kalah (3.8 GB while it builds; 26 in one byte a board)
-    and 26 for kalaha and piet-hein: 6.0 GB of disk in all; with one core 26 for every key."""
+    radix format's (format 4, under 4 bits a board, what the background builds write). A
+    machine with 8 GB and 2 cores gets 28 seeds for kalah (3.7 GB while it builds; 26 in one
+    byte a board) and 26 for kalaha and piet-hein: 5.7 GB of disk in all; with one core 26 for
+    every key."""
     for first in SIZES:
         sizes = [first] + [min(OTHERS, first)] * (len(keys) - 1)
         pairs = list(zip(keys, sizes, strict=True))

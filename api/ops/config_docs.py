@@ -78,18 +78,18 @@ MEANINGS: dict[str, str] = {
     "KALAH_EGDB_SEEDS": (
         "Size of the background builds of `auto`: every board with at most this many seeds in "
         "houses. `auto`: the most used rule key (`kalah`/`kalah-pie`) gets the largest of 28, 26, "
-        "24, … seeds whose build fits in half the physical memory (a build holds its packed "
+        "24, … seeds whose build fits in half the physical memory (a build holds its dense "
         "levels and its last level's bytes) and takes at most 5 minutes on the idle cores (70 "
         "CPU-seconds per 10⁹ boards), with every file in half the free disk, the others 26 "
-        "seeds: on a machine with 8 GB or more and 2 cores 28 + 26 + 26 seeds, 6.0 GB; with "
-        "one core 26 seeds for every key, 4.4 GB. Files are packed, about 4 bits a board "
-        "(format 3; one byte a board, format 2, is still read). "
-        "`GET /v1/rules` shows each build's `progress` and `eta_s` (see "
-        "[databases.md](databases.md)). 28 seeds is 3.0 GB packed (5.6 GB in bytes), 5–6 minutes "
-        "on 2 idle cores, 3.8 GB of memory while it builds, and proves every move of a position "
-        "6 sowings deep with 5.9 times fewer nodes than 24 seeds (mean of 30 positions: 0.67 M "
-        "against 3.98 M); 26 seeds is 1.5 GB. A number: every key at that size (up to 32). `0`: "
-        "build none."
+        "seeds: on a machine with 8 GB or more and 2 cores 28 + 26 + 26 seeds, 5.7 GB; with "
+        "one core 26 seeds for every key, 4.2 GB. Files are in the radix format, under 4 bits a "
+        "board at 24 seeds (format 4; formats 2, one byte a board, and 3, 4 bits, are still "
+        "read). `GET /v1/rules` shows each build's `progress` and `eta_s` (see "
+        "[databases.md](databases.md)). 28 seeds is 2.9 GB in the radix format (planned with "
+        "10 % of the boards escaped; 5.6 GB in bytes), 5–6 minutes on 2 idle cores, 3.7 GB of "
+        "memory while it builds, and proves every move of a position 6 sowings deep with 5.9 "
+        "times fewer nodes than 24 seeds (mean of 30 positions: 0.67 M against 3.98 M); 26 "
+        "seeds is 1.4 GB. A number: every key at that size (up to 32). `0`: build none."
     ),
     "KALAH_WORKERS": ("gunicorn worker processes (`kalah serve --workers` overrides)."),
     "KALAH_THREADS": (

@@ -185,7 +185,7 @@ def test_file_round_trip(tmp_path: Path) -> None:
     assert stats.path == path and stats.entries == comb(14, 8)
     header = read_header(path)
     assert path.stat().st_size == stats.file_bytes == HEADER_SIZE + header.body_bytes()
-    assert (header.version, header.bits, stats.bits) == (3, 4, 4)
+    assert (header.version, header.bits, stats.bits) == (4, 3, 3)
     # no temporary file left; the build's record beside the file
     assert sorted(p.name for p in path.parent.iterdir()) == ["db.egdb", "db.egdb.build.json"]
     assert read_build_seconds(path) == round(stats.seconds, 1)

@@ -68,17 +68,17 @@ KEYS = [p.key for p in plan(24)]
 @pytest.mark.parametrize(
     ("memory", "disk", "cores", "sizes"),
     [
-        # packed sizes (4 bits a board): 28 seeds is a 3.0 GB file, 3.8 GB while it builds
-        (24 * 2**30, 76 * GB, 2, [28, 26, 26]),  # this machine: 6.0 GB of disk, 196 s
+        # radix sizes (10 % escapes planned): 28 seeds is a 2.9 GB file, 3.7 GB while it builds
+        (24 * 2**30, 76 * GB, 2, [28, 26, 26]),  # this machine: 5.7 GB of disk, 196 s
         (256 * 2**30, 10_000 * GB, 64, [28, 26, 26]),  # 30 seeds would take ~10 min: not "auto"
         (24 * 2**30, 76 * GB, 1, [26, 26, 26]),  # 28 seeds: 391 s on one core, 26: 190 s
         (8 * 2**30, 76 * GB, 1, [26, 26, 26]),
-        (8 * 2**30, 76 * GB, 2, [28, 26, 26]),  # 28 seeds' build (3.8 GB) in half of 8 GiB
+        (8 * 2**30, 76 * GB, 2, [28, 26, 26]),  # 28 seeds' build (3.7 GB) in half of 8 GiB
         (8 * 2**30, 76 * GB, 8, [28, 26, 26]),
-        (4 * 2**30, 76 * GB, 2, [26, 26, 26]),  # 26 seeds' build: 1.9 GB of 2.1
-        (2 * 2**30, 76 * GB, 2, [24, 24, 24]),  # 24 seeds' build: 0.9 GB of 1.07
+        (4 * 2**30, 76 * GB, 2, [26, 26, 26]),  # 26 seeds' build: 1.8 GB of 2.1
+        (2 * 2**30, 76 * GB, 2, [24, 24, 24]),  # 24 seeds' build: 0.85 GB of 1.07
         (1 * 2**30, 76 * GB, 2, [22, 22, 22]),
-        (24 * 2**30, 10 * GB, 2, [26, 26, 26]),  # 28+26+26 (6.0 GB) > 5 GB, 26 x 3 (4.4) fits
+        (24 * 2**30, 10 * GB, 2, [26, 26, 26]),  # 28+26+26 (5.7 GB) > 5 GB, 26 x 3 (4.2) fits
         (2**20, 76 * GB, 2, [0, 0, 0]),  # not even 16 seeds: none
     ],
 )
@@ -95,7 +95,7 @@ def test_a_number_sizes_every_database_and_0_builds_none() -> None:
     assert load_settings(environ={}).egdb_seeds is None  # auto is the default
     assert load_settings(environ={"KALAH_EGDB_SEEDS": "auto"}).egdb_seeds is None
     assert load_settings(environ={"KALAH_EGDB_SEEDS": "20"}).egdb_seeds == 20
-    assert load_settings(environ={"KALAH_EGDB_SEEDS": "32"}).egdb_seeds == 32  # packed: 10 GB
+    assert load_settings(environ={"KALAH_EGDB_SEEDS": "32"}).egdb_seeds == 32  # radix: 11 GB
     for bad in ("big", "33", "-1"):
         with pytest.raises(ValueError, match="KALAH_EGDB_SEEDS"):
             load_settings(environ={"KALAH_EGDB_SEEDS": bad})
