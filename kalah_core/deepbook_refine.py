@@ -346,7 +346,13 @@ class Refiner:
             return self.record_test(key, t, cap)
         unknown = 0
         for edge in edges:
-            got = self.move_holds(key, edge, side, t, cap)
+            # Warm, the likeliest to fail gets the round's cap and the others an eighth (none
+            # below the first cap): a claim that fails (MTD(f)'s, until the value) fails on
+            # that move, as a search of the record would, and the others' tests, shown later
+            # on their warm tables, cost little at the last rounds.
+            shift = ALTERNATIVE_SHIFT if self.warm is not None and unknown else 0
+            child_cap = max(cap >> shift, min(cap, self.budget.first_nodes))
+            got = self.move_holds(key, edge, side, t, child_cap)
             if got is False:
                 return False
             unknown += got is None
