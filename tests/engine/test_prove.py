@@ -98,7 +98,9 @@ def test_a_checkpoint_replays_without_a_search(tmp_path: Path, warm: bool) -> No
     path = tmp_path / "prove.jsonl"
     first = prove_position(rules, start, BUDGET, checkpoint=path, stream=quiet(), warm=warm)
     lines = path.read_text().splitlines()
-    assert len(lines) >= first.tests > 0
+    # Cold, every test read is a line; warm, an AND node's other moves keep the first cap for
+    # three rounds, so their lines are read again.
+    assert len(lines) >= (1 if warm else first.tests) and first.tests > 0
     assert all(json.loads(line)["rules"] == rules.key for line in lines)
     again = prove_position(rules, start, BUDGET, checkpoint=path, stream=quiet(), warm=warm)
     assert (again.lower, again.upper, again.tests, again.nodes) == (
