@@ -5,11 +5,13 @@ Each run is a fresh ``kalah prove POSITION --json --checkpoint F`` process (no d
 on W ``kalah worker`` processes of a throwaway redis-server started here (the workers started
 for the run and stopped after it). The runs go round robin over the worker counts
 ``--repeat`` times; the figures printed are each run's, then the medians and their ratio to
-the first worker count. Every run must prove the same value with the same tests and nodes,
-write the same checkpoint once sorted and its tests ahead set aside (the same batches), and
-agree with the others on every test they share, those ahead included: else the script fails.
-``--kill-after S`` kills one kalah worker (SIGKILL) S seconds into each Redis run of 2 or
-more workers: the proof must come out the same, only later.
+the first worker count. Every run must prove the same bounds (the value), and give every test
+it shares with another run and both decided the same verdict: else the script fails. With
+``--cold`` (each test on an emptied table) they must also run the same tests and nodes, write
+the same checkpoint once sorted and its tests ahead set aside (the same batches), and agree on
+every outcome. ``--kill-after S`` kills one kalah worker (SIGKILL) S seconds into each Redis
+run of 2 or more workers: the proof must come out the same, only later. ``--solve`` times the
+one-process ``kalah solve --threads 1`` of the position first, for the comparison.
 
 CPU is the prove process's own and its pool's (local runs; a kalah worker's is not counted).
 Run it with ``nice -n 5`` on a shared machine, and read ``uptime`` before and after.
@@ -138,6 +140,8 @@ def main() -> int:
     parser.add_argument("--egdb", default=None, help="an endgame database for the tests")
     parser.add_argument("--keep", default=None, help="keep checkpoints and logs in this folder")
     parser.add_argument("--kill-after", type=float, default=None, metavar="S")
+    parser.add_argument("--cold", action="store_true", help="kalah prove --cold")
+    parser.add_argument("--solve", action="store_true", help="time kalah solve first")
     parser.add_argument(
         "--minutes", default=None, help="each run's --minutes (then it may end open)"
     )
@@ -150,8 +154,27 @@ def main() -> int:
     board += ["--capture", args.capture, "--first-mnodes", args.first_mnodes]
     board += ["--tt-mb", args.tt_mb] + (["--egdb", args.egdb] if args.egdb else [])
     board += ["--minutes", args.minutes] if args.minutes else []
+    board += ["--cold"] if args.cold else []
     print(f"uptime before: {os.popen('uptime').read().strip()}")
     print(f"kalah prove {' '.join(board)}, {'redis' if args.redis else 'local'} workers {counts}")
+    if args.solve:
+        solve = ["start", "--houses", str(args.houses), "--seeds", str(args.seeds)]
+        solve += ["--capture", args.capture, "--tt-mb", args.tt_mb, "--threads", "1"]
+        solve += ["--no-book", "--prove", "value", "--json"]
+        solve += ["--egdb", args.egdb] if args.egdb else []
+        started = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "kalah_core.cli", "solve", *solve],
+            env=env,
+            stdout=subprocess.PIPE,
+            check=True,
+        )
+        solved = json.loads(done.stdout)
+        print(
+            f"kalah solve: value {solved['value']} ({'exact' if solved['exact'] else 'open'}), "
+            f"{solved['nodes']:,} nodes, {time.perf_counter() - started:.1f} s wall",
+            flush=True,
+        )
     server, url = start_redis(folder) if args.redis else (None, "")
     runs: dict[int, list[dict[str, float]]] = {w: [] for w in counts}
     proofs: list[dict[str, object]] = []
@@ -214,15 +237,24 @@ def main() -> int:
         if server is not None:
             server.terminate()
             server.wait()
-    keep = ("value", "exact", "lower", "upper", "tests", "nodes")
+    keep = ("value", "exact", "lower", "upper") + (("tests", "nodes") if args.cold else ())
     first = {k: proofs[0].get(k) for k in keep}
     same = all({k: p.get(k) for k in keep} == first for p in proofs)
     found = [outcomes(c) for c in checkpoints]
-    agree = all(a[slot] == b[slot] for a in found for b in found for slot in a.keys() & b.keys())
-    alike = all(batches(c) == batches(checkpoints[0]) for c in checkpoints)
+    verdicts = all(
+        (a[slot][0] >= slot[2]) == (b[slot][0] >= slot[2])
+        for a in found
+        for b in found
+        for slot in a.keys() & b.keys()
+        if a[slot][0] is not None and b[slot][0] is not None
+    )
+    agree = not args.cold or all(
+        a[slot] == b[slot] for a in found for b in found for slot in a.keys() & b.keys()
+    )
+    alike = not args.cold or all(batches(c) == batches(checkpoints[0]) for c in checkpoints)
     print(
-        f"the same proof in every run: {same}; the same batches: {alike}; "
-        f"checkpoints agree on shared tests: {agree}"
+        f"the same proof in every run: {same}; the same verdicts on shared tests: {verdicts}"
+        + (f"; the same batches: {alike}; the same outcomes: {agree}" if args.cold else "")
     )
     base = statistics.median(r["wall"] for r in runs[counts[0]])
     for w in counts:
@@ -232,7 +264,7 @@ def main() -> int:
     print(f"uptime after: {os.popen('uptime').read().strip()}")
     if not args.keep:
         shutil.rmtree(folder, ignore_errors=True)
-    return 0 if same and agree and alike else 1
+    return 0 if same and verdicts and agree and alike else 1
 
 
 if __name__ == "__main__":

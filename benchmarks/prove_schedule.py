@@ -9,7 +9,9 @@ once, in this process (a test's outcome is a pure function of it, so the runs of
 them), and the proof's deciding tests are the real one-process ones. The figure is the last
 tick (the makespan in nodes): W=1's is the one-process run's nodes; the ratio to it is the
 speed-up the schedule allows with W cores to itself. It leaves out what costs no nodes (spawning,
-pipes, Redis: milliseconds a test; see bench_prove.py for wall times).
+pipes, Redis: milliseconds a test; see bench_prove.py for wall times). It times the cold proof
+(``kalah prove --cold``: each test on an emptied table): the clock's workers share this
+process, so they could not keep a table each.
 
     nice -n 5 python benchmarks/prove_schedule.py --houses 6 --seeds 4 --workers 1,2,3,4
 """
@@ -57,7 +59,7 @@ def main() -> int:
         executor = ClockExecutor(w, lambda result: int(result[1]), known)
         started = time.process_time()
         proof = prove_position(
-            rules, Position.start(rules), budget, stream=Quiet(), executor=executor
+            rules, Position.start(rules), budget, stream=Quiet(), executor=executor, warm=False
         )
         session = executor.last
         assert session is not None

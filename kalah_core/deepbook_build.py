@@ -69,20 +69,35 @@ class DeepBudget:
 
 
 _ENGINES: dict[tuple[int, tuple[str, ...], str], Engine] = {}
+_WARM: dict[tuple[int, tuple[str, ...], str], str] = {}
+"""The engines whose table holds nothing but the exact searches of one warm run (its token)."""
 
 
-def _engine(rules: Rules, budget: DeepBudget) -> Engine:
-    """This process's engine for the budget's table and databases, emptied."""
+def _engine(rules: Rules, budget: DeepBudget, warm: str | None = None) -> Engine:
+    """This process's engine for the budget's table and databases, emptied; with ``warm`` (a
+    run's token), its table kept as the last use left it when that was the same run's (whose
+    searches are all exact: every entry a proven bound, sound for any later search)."""
     slot = (budget.tt_mb, budget.databases, rules.key)
     engine = _ENGINES.get(slot)
     if engine is None:
         _ENGINES.clear()  # one table at a time
+        _WARM.clear()
         engine = Engine(tt_mb=budget.tt_mb)
         for path in budget.databases:
             engine.attach(EndgameDatabase.open(path, rules))
         _ENGINES[slot] = engine
-    engine.clear()
+    if warm is None or _WARM.get(slot) != warm:
+        engine.clear()
+    if warm is None:
+        _WARM.pop(slot, None)
+    else:
+        _WARM[slot] = warm
     return engine
+
+
+def _release() -> None:
+    _ENGINES.clear()
+    _WARM.clear()
 
 
 def deep_record(rules: Rules, key: bytes, budget: DeepBudget) -> DeepRecord:
@@ -104,7 +119,7 @@ def deep_record(rules: Rules, key: bytes, budget: DeepBudget) -> DeepRecord:
     return _record(key, estimate.depth, bounds, pv)
 
 
-@task("deepbook.record", release=_ENGINES.clear)
+@task("deepbook.record", release=_release)
 def record_task(params: dict[str, Json], items: Sequence[Json]) -> Iterator[Json]:
     """The records (JSON) of positions (hex keys) under ``params``: rules and budget."""
     rules = Rules.from_json(params["rules"])

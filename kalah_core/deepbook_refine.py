@@ -22,10 +22,10 @@ processes through the service's Redis queue). A pass through the tree takes the 
 knows and collects the tests it lacks as if they ran out of their caps; the pass is then
 undone, the collected tests run as one batch, and the pass is made again, until it lacks none.
 That last pass is the one-process pass, test for test; the batches depend on nothing but the
-outcomes, so any executor and any number of workers run the same batches and write the same
-checkpoint (but for the tests ahead, below). A batch goes out cheapest disproof first, as
-proof-number search would pick: the smallest cap first, then the threshold furthest from its
-move's estimate (a test far from the value is cheap).
+outcomes, so with cold tables (below) any executor and any number of workers run the same
+batches and write the same checkpoint (but for the tests ahead, below). A batch goes out
+cheapest disproof first, as proof-number search would pick: the smallest cap first, then the
+threshold furthest from its move's estimate (a test far from the value is cheap).
 
 Workers a batch leaves idle run tests ahead (:data:`AHEAD_CAPS`): a test of the batch at its
 next caps (twice, four times, eight times its cap), the tests the next rounds need if it runs
@@ -43,11 +43,30 @@ true``) and repeats it unmarked when a batch takes it: a resumed run sees the ou
 batches saw, and a checkpoint without the mark (of earlier runs) resumes as it always did.
 The one-process run runs no test ahead.
 
-Tables are not kept warm across tests: a warm table changes a search's node count, so a
-capped test's outcome would depend on the tests its worker ran before (and on the worker it
-went to), and a run on W workers would no longer be the one-process run. A warm table could
-only serve tests without a cap (their outcome is the value's bound whatever the table), and
-every test here has one.
+Cold and warm tables. A refinement, and ``kalah prove --cold``, runs every test on an emptied
+table, so that each outcome is a pure function of its test: the batches, the checkpoint and the
+book are the one-process run's, test for test, on any executor (above). ``kalah prove`` by
+default keeps each worker's table warm across the tests of its run (the task's ``warm`` token:
+a process's table is emptied when a test of another run, or other work, comes): its entries
+are all exact searches' proven bounds, sound for any later test of the same rules and
+databases, so a test re-run at twice its cap on the same worker goes on from where the last
+one stopped, and later MTD(f) claims reuse the earlier claims' trees, as the one-process
+solve's table does. A local session sends a move's tests to the process that ran that move
+last (``group`` of :func:`kalah_core.tasks.task`); ``kalah worker``s take them as they come.
+And, as a long proof of the solver pauses for a deep estimate (``Engine._mtdf``), a warm
+process deepens a heuristic estimate of a move's position on a side table once the move's
+tests have cost it :data:`DEEPEN_AFTER` nodes (and again at eight times as many): the
+estimate's deep entries order the exact searches that follow (heuristic entries order moves,
+they never cut an exact search). Kalah(6,5)'s first claim's test (20-seed database) took 768 M
+nodes on an emptied table; after an 8 M try and its estimate, 17.5 M in all (HISTORY.md).
+
+What stays determined, warm: every decided verdict ("value >= t" true or false, the bound it
+gives) is a proven fact whatever table it ran on, so the proven bounds, and a finished proof's
+value or claim, equal the one-process run's. What no longer does: whether a test ran out of
+its cap, and so the batches, the checkpoint's lines and the node counts, depend on what its
+worker ran before (one local process is still deterministic: one order of tests). A resumed
+warm run replays its checkpoint's outcomes (facts, and the caps that ran out) and goes on with
+tables that start empty.
 """
 
 from __future__ import annotations
@@ -56,7 +75,8 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -67,6 +87,7 @@ from .deepbook_build import _ENGINES, DeepBudget, _engine, back_up, move_test
 from .game import legal_moves, play
 from .moves import MoveResult
 from .position import Position
+from .proofs import SIDE_TABLE_SHARE
 from .rules import Rules
 from .tasks import Executor, Interrupted, Json, LocalExecutor, Session, Task, task
 
@@ -117,25 +138,70 @@ Outcome = tuple[int | None, int]
 """A test's bound (future gains; None: it ran out of its cap) and its nodes."""
 
 
-def leaf_test(rules: Rules, slot: Slot, tt_mb: int, databases: tuple[str, ...]) -> Outcome:
+def leaf_test(
+    rules: Rules, slot: Slot, tt_mb: int, databases: tuple[str, ...], warm: str | None = None
+) -> Outcome:
     """One test on an emptied table (this process's engine for the table and databases), so
-    its outcome is a function of its inputs."""
+    its outcome is a function of its inputs; with ``warm`` (a run's token), on the table the
+    run's last test in this process left, and after a deep estimate of the searched position
+    once its tests have cost this process :data:`DEEPEN_AFTER` nodes (see the module
+    docstring)."""
     key_hex, house, beta, cap = slot
-    engine = _engine(rules, DeepBudget(0, 0, tt_mb, databases))
+    engine = _engine(rules, DeepBudget(0, 0, tt_mb, databases), warm)
     if _STOPPED[0]:  # interrupted before its engine was there to interrupt
         raise Interrupted
+    s = engine.searcher
     position = key_position(bytes.fromhex(key_hex), rules)
     diff = lead(position)
-    if house == 0:
-        engine.searcher.begin(position, rules, 0.0, cap)
-        bound = engine.searcher.probe(position, rules, beta + diff - 1, beta + diff)
-    else:
-        result = play(position, rules, house)
-        engine.searcher.begin(result.after, rules, 0.0, cap)
-        bound = move_test(engine, rules, result, beta + diff)
-    if engine.searcher.interrupted:  # cancelled (a test ahead no longer wanted): no outcome
+    result = None if house == 0 else play(position, rules, house)
+    searched = position if result is None else result.after
+    s.begin(searched, rules, 0.0, cap)
+    move_depth = s.heuristic_move_depth
+    try:
+        if warm is not None and _deepen(engine, rules, warm, (key_hex, house), searched):
+            s.heuristic_move_depth = min(move_depth, engine.deep_move_depth)
+        if result is None:
+            bound = s.probe(position, rules, beta + diff - 1, beta + diff)
+        else:
+            bound = move_test(engine, rules, result, beta + diff)
+    finally:
+        s.heuristic_move_depth = move_depth
+    if warm is not None:
+        _SPENT[1][(key_hex, house)][0] += s.nodes
+    if s.interrupted:  # cancelled (a test ahead no longer wanted): no outcome
         raise Interrupted
-    return (None if bound is None else bound - diff), engine.searcher.nodes
+    return (None if bound is None else bound - diff), s.nodes
+
+
+DEEPEN_AFTER = 8_000_000
+"""A warm run's tests of one move that cost this process this many nodes make a long proof:
+the next one first deepens an estimate of the move's position (see :func:`_deepen`)."""
+_SPENT: tuple[list[str | None], dict[tuple[str, int], list[int]]] = ([None], {})
+"""The warm run (its token) and, by move (key hex, house), the nodes its tests cost this
+process and the nodes they had cost at the last deep estimate (0: none yet)."""
+
+
+def _deepen(engine: Any, rules: Rules, warm: str, move: tuple[str, int], position: Any) -> bool:
+    """As a long proof of the solver pauses for a deep estimate (``Engine._mtdf``): once the
+    tests of ``move`` have cost this process DEEPEN_AFTER nodes, and again each time they
+    have cost eight times as much as at the last one, a depth-limited search of ``position``
+    on a side table (at most ``DEEP_SHARE`` times those nodes), whose entries
+    ``deep_move_depth`` sowings deep order the exact searches that follow (heuristic entries
+    order moves, never cut an exact search: every verdict stays proven). Whether the move's
+    position has an estimate (the test then lets its moves order the search)."""
+    if _SPENT[0][0] != warm:
+        _SPENT[0][0] = warm
+        _SPENT[1].clear()
+    spent = _SPENT[1].setdefault(move, [0, 0])
+    if spent[0] >= max(DEEPEN_AFTER, 8 * spent[1]):
+        s = engine.searcher
+        s.side_table(max(1, engine.tt_mb // SIDE_TABLE_SHARE))
+        try:
+            engine._deep_estimate(position, rules, spent[0])
+        finally:
+            s.main_table(engine.deep_move_depth)
+        spent[1] = spent[0]
+    return bool(spent[1] > 0)
 
 
 _STOPPED = [False]
@@ -152,14 +218,23 @@ def _interrupt(on: bool) -> None:
             engine.searcher.clear_interrupt()
 
 
-@task("deepbook.test", interrupt=_interrupt)
+def _group(item: Json) -> Json:
+    """A test's move (key hex, house): a warm table's tests of it go to one process where they
+    can (its table holds the move's tree)."""
+    return [item[0], item[1]]
+
+
+@task("deepbook.test", interrupt=_interrupt, group=_group)
 def test_task(params: dict[str, Json], items: Sequence[Json]) -> Iterator[Json]:
     """The outcomes ``[bound, nodes]`` of tests (``[key hex, house, beta, cap]``) under
-    ``params``: rules, table and databases."""
+    ``params``: rules, table, databases, and ``warm`` (a run's token: the table kept from
+    one of its tests to the next; absent or null: emptied for each)."""
     rules = Rules.from_json(params["rules"])
     databases = tuple(params["databases"])
+    warm = params.get("warm")
     for key_hex, house, beta, cap in items:
-        yield list(leaf_test(rules, (key_hex, house, beta, cap), params["tt_mb"], databases))
+        slot = (key_hex, house, beta, cap)
+        yield list(leaf_test(rules, slot, params["tt_mb"], databases, warm))
 
 
 def _decided(lower: int, upper: int, side: str, t: int) -> bool | None:
@@ -186,8 +261,11 @@ class Refiner:
         stream: TextIO | None = None,
         executor: Executor | None = None,
         root: bytes | None = None,
+        warm: bool = False,
     ) -> None:
         self.rules = section.rules
+        # A warm run's token: its tests keep their process's table (see the module docstring).
+        self.warm = uuid.uuid4().hex if warm else None
         self.section = section
         self.budget = budget
         self.records = back_up(self.rules, section.records)
@@ -268,7 +346,13 @@ class Refiner:
             return self.record_test(key, t, cap)
         unknown = 0
         for edge in edges:
-            got = self.move_holds(key, edge, side, t, cap)
+            # Warm, the likeliest to fail gets the round's cap and the others an eighth (none
+            # below the first cap): a claim that fails (MTD(f)'s, until the value) fails on
+            # that move, as a search of the record would, and the others' tests, shown later
+            # on their warm tables, cost little at the last rounds.
+            shift = ALTERNATIVE_SHIFT if self.warm is not None and unknown else 0
+            child_cap = max(cap >> shift, min(cap, self.budget.first_nodes))
+            got = self.move_holds(key, edge, side, t, child_cap)
             if got is False:
                 return False
             unknown += got is None
@@ -359,7 +443,22 @@ class Refiner:
                 return got
             batch, self.pending = self.pending, []
             self.records, self.spent, self.tests = saved
-            self._run(sorted(dict.fromkeys(batch), key=self._cost))
+            if self.warm is None:
+                self._run(sorted(dict.fromkeys(batch), key=self._cost))
+            else:  # the pass's order (the likeliest to decide first), smallest caps first
+                ordered = sorted(dict.fromkeys(batch), key=lambda slot: slot[3])
+                self._run(ordered, lambda: self._lacking(side, t, cap))
+
+    def _lacking(self, side: str, t: int, cap: int) -> set[Slot]:
+        """The tests a pass of ``holds`` at the root lacks now (the pass undone)."""
+        saved = (dict(self.records), self.spent, self.tests)
+        self.pending = []
+        try:
+            self.holds(self.root, side, t, cap)
+            return set(self.pending)
+        finally:
+            self.pending = []
+            self.records, self.spent, self.tests = saved
 
     def _cost(self, slot: Slot) -> tuple[int, int]:
         """A test's place in its batch: the smallest cap, then the threshold furthest from its
@@ -377,6 +476,7 @@ class Refiner:
                     "rules": self.rules.to_json(),
                     "tt_mb": self.budget.tt_mb,
                     "databases": list(self.budget.databases),
+                    **({"warm": self.warm} if self.warm else {}),
                 },
             )
             self._session = self._stack.enter_context(self.executor.session(work))
@@ -410,10 +510,13 @@ class Refiner:
         session.submit(len(self._slots), list(slot))
         self._slots.append(slot)
 
-    def _run(self, batch: list[Slot]) -> None:
+    def _run(self, batch: list[Slot], lacking: Callable[[], set[Slot]] | None = None) -> None:
         """Run ``batch`` in the executor's session, keeping (and checkpointing) each outcome as
         it comes, with tests ahead on the workers it leaves idle; the time running out stops
-        it (the outcomes in hand are kept)."""
+        it (the outcomes in hand are kept). With ``lacking`` (a warm run: its batches are not
+        the one-process run's anyway), the pass is made again as outcomes come: the batch's
+        tests it no longer lacks are dropped (cancelled if running: a claim one outcome
+        decides stops there), and the batch ends once the pass lacks none of it or others."""
         if self.until is not None and time.time() >= self.until:
             raise _Stop
         session = self._open()
@@ -435,10 +538,17 @@ class Refiner:
                     self._submit(session, slot)
             if all(slot in self.outcomes for slot in batch):
                 return
-            for index, (bound, nodes) in session.wait(1.0):
+            answered = session.wait(1.0)
+            for index, (bound, nodes) in answered:
                 self._keep(self._slots[index], bound, nodes)
             if self.until is not None and time.time() >= self.until:
                 raise _Stop
+            if lacking is not None and answered:
+                needed = lacking()
+                if not needed or not needed <= self._batch:
+                    return  # decided, or the pass lacks other tests now: a new batch
+                batch = [slot for slot in batch if slot in needed]
+                self._batch = set(batch)
 
     def _keep(self, slot: Slot, bound: int | None, nodes: int, ran: bool = True) -> None:
         """A test's outcome (``ran``: answered now, else taken from those ahead), for the

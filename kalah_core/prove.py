@@ -2,13 +2,17 @@
 
 The proof is the AND/OR tree of :mod:`kalah_core.deepbook_refine` rooted at the position: its
 moves are the leaves (one ply), or, where the deep book holds the position, the book's records
-below it. The tests go to an executor in batches, each test a pure function of (position,
-threshold, cap), with caps doubling round by round; a checkpoint of their outcomes resumes a
-proof. Unlike a refinement, "value <= t" of a record tests each move apart (so they run in
-parallel), and the thresholds follow MTD(f): the first at the position's estimate (a
-depth-limited search within the first cap), each next one at the bound the last test moved,
-until the bounds meet (the exact value) or the asked bound is decided.
-"""
+below it. The tests go to an executor in batches, with caps doubling round by round; a
+checkpoint of their outcomes resumes a proof. Each worker keeps its table warm across the
+proof's tests and deepens an estimate of a move's position once its tests grow long (the
+one-process solve's cost; ``warm=False``, ``--cold``: each test on an emptied table, a pure
+function of (position, threshold, cap)). Every verdict is a proven fact either way, so the
+proven bounds and a finished proof's value are the one-process run's; warm, the batches (which
+tests ran out of their caps) may differ from run to run (the deepbook_refine docstring). Unlike
+a refinement, "value <= t" of a record tests each move apart (so they run in parallel), and the
+thresholds follow MTD(f): the first at the position's estimate (a depth-limited search within
+the first cap), each next one at the bound the last test moved, until the bounds meet (the
+exact value) or the asked bound is decided."""
 
 from __future__ import annotations
 
@@ -110,10 +114,13 @@ def prove_position(
     until: float | None = None,
     stream: TextIO | None = None,
     executor: Executor | None = None,
+    warm: bool = True,
 ) -> Proof:
     """Prove ``position``'s value, or "value >= at_least" / "value <= at_most" (values for the
     player to move), with the records of the deep book ``section`` (if it has the rules')
-    below it; the tests on ``executor`` (default: this process)."""
+    below it; the tests on ``executor`` (default: this process), each process's table kept
+    warm from one test to the next (``warm``; else emptied for each: see the module
+    docstring)."""
     if position.swap_available:
         raise KalahError("kalah prove: not where the pie rule's swap is open")
     if not legal_moves(position, rules):
@@ -136,6 +143,7 @@ def prove_position(
         stream=stream,
         executor=executor,
         root=key,
+        warm=warm,
     )
     holds = prover.prove(
         None if at_least is None else at_least - diff, None if at_most is None else at_most - diff

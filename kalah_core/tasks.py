@@ -56,6 +56,7 @@ EXECUTORS_GROUP = "kalah.executors"
 _REGISTRY: dict[str, TaskFunction] = {}
 _RELEASE: dict[str, Callable[[], None]] = {}
 _INTERRUPT: dict[str, Callable[[bool], None]] = {}
+_GROUP: dict[str, Callable[[Json], Json]] = {}
 
 
 class Interrupted(Exception):
@@ -81,11 +82,14 @@ def task(
     kind: str,
     release: Callable[[], None] | None = None,
     interrupt: Callable[[bool], None] | None = None,
+    group: Callable[[Json], Json] | None = None,
 ) -> Callable[[TaskFunction], TaskFunction]:
     """Register a function under ``kind`` (a decorator); ``release`` drops the state it keeps
     between chunks in this process (a warm engine's table), called by :func:`release`;
     ``interrupt(on)`` stops (True) the item running in this process from another thread, the
-    item then raising :class:`Interrupted`, or lets the next items run (False)."""
+    item then raising :class:`Interrupted`, or lets the next items run (False); ``group(item)``
+    names the items that share state (a warm table's tree): a local session gives an idle
+    process the items of the group it ran last first (a hint: the results are the same)."""
 
     def register(function: TaskFunction) -> TaskFunction:
         if _REGISTRY.get(kind, function) is not function:
@@ -95,6 +99,8 @@ def task(
             _RELEASE[kind] = release
         if interrupt is not None:
             _INTERRUPT[kind] = interrupt
+        if group is not None:
+            _GROUP[kind] = group
         return function
 
     return register
@@ -272,6 +278,7 @@ class _Worker:
     index: int | None = None
     item: Json = None
     cancelled: bool = False
+    group: Json = None  # the group of the last item it took (see :func:`task`)
 
 
 ATTEMPTS = 3
@@ -291,6 +298,7 @@ class _PoolSession:
         self.capacity = workers
         self.todo: deque[tuple[int, Json]] = deque()
         self.deaths: dict[int, int] = {}
+        self.group = _GROUP.get(work.kind)
         self.workers = [self._spawn() for _ in range(workers)]
 
     def _spawn(self) -> _Worker:
@@ -313,10 +321,25 @@ class _PoolSession:
         self.todo.append((index, item))
         self._dispatch()
 
+    def _take(self, worker: _Worker) -> tuple[int, Json]:
+        """The next item for the idle ``worker``: the first of the group it ran last, else the
+        first of no group another process ran last, else the first (see :func:`task`)."""
+        if self.group is not None:
+            groups = [self.group(item) for _, item in self.todo]
+            others = [w.group for w in self.workers if w is not worker and w.group is not None]
+            pick = next((n for n, g in enumerate(groups) if g == worker.group), None)
+            if pick is None:
+                pick = next((n for n, g in enumerate(groups) if g not in others), 0)
+            taken = self.todo[pick]
+            del self.todo[pick]
+            worker.group = groups[pick]
+            return taken
+        return self.todo.popleft()
+
     def _dispatch(self) -> None:
         for n, worker in enumerate(self.workers):
             if worker.index is None and self.todo:
-                worker.index, worker.item = self.todo.popleft()
+                worker.index, worker.item = self._take(worker)
                 worker.cancelled = False
                 try:
                     worker.commands.send(("run", worker.index, worker.item))

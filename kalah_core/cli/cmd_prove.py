@@ -29,6 +29,12 @@ def add_commands(commands: Commands) -> None:
         help="millions of nodes of a test's first cap (it doubles each round)",
     )
     prove.add_argument(
+        "--cold",
+        action="store_true",
+        help="each test on an emptied table (slower; every run then runs the same tests and "
+        "writes the same checkpoint), not on the table its worker's last test left",
+    )
+    prove.add_argument(
         "--no-book", action="store_true", help="start from the position's moves, not the deep book"
     )
     add_book_search_options(
@@ -60,6 +66,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
         section=section,
         at_least=args.at_least,
         at_most=args.at_most,
+        warm=not args.cold,
         **test_run(args),
     )
     if args.at_least is not None:

@@ -12,6 +12,8 @@ import io
 import json
 import os
 import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -22,7 +24,7 @@ from kalah_core.deepbook_refine import RefineBudget, leaf_test
 from kalah_core.position import Position
 from kalah_core.prove import prove_position
 from kalah_core.rules import Rules
-from kalah_core.tasks import ClockExecutor, LocalExecutor, Task, _PoolSession
+from kalah_core.tasks import ClockExecutor, LocalExecutor, Session, Task, _PoolSession
 
 RULES = Rules(houses=4, seeds=4)
 BUDGET = RefineBudget(first_nodes=2_000, tt_mb=8)
@@ -56,6 +58,7 @@ def clock_proof(workers: int, checkpoint: Path) -> tuple[tuple[int, int, int, in
         checkpoint=checkpoint,
         stream=io.StringIO(),
         executor=executor,
+        warm=False,  # the clock's workers are this one process: one table for all of them
     )
     assert executor.last is not None
     return (proof.lower, proof.upper, proof.tests, proof.nodes), executor.last.now
@@ -153,3 +156,74 @@ def test_a_checkpoint_with_tests_ahead_resumes_on_one_worker_without_a_search(
     proof = prove_position(RULES, Position.start(RULES), BUDGET, checkpoint=path, stream=out)
     assert (proof.lower, proof.upper, proof.tests, proof.nodes) == two
     assert proof.searched == 0 and not out.getvalue()  # no test run again
+
+
+def test_an_idle_process_takes_a_test_of_the_move_it_ran_last_first() -> None:
+    """A warm table holds the tree of the moves its process tested: their next tests go there
+    (a hint only: any process answers any test alike in what it proves)."""
+    rules = Rules(houses=4, seeds=3)
+    key = start_hex(rules)
+    session = _PoolSession(work(rules), 2)
+    try:
+        first, second = session.workers
+        first.group, second.group = [key, 3], [key, 1]
+        session.todo.extend([(0, [key, 1, 0, 10]), (1, [key, 2, 0, 10]), (2, [key, 3, 0, 10])])
+        assert session._take(first) == (2, [key, 3, 0, 10])  # its own move's
+        assert session._take(first) == (1, [key, 2, 0, 10])  # not the other process's move
+        assert session._take(first) == (0, [key, 1, 0, 10])  # else the first
+        assert first.group == [key, 1]
+    finally:
+        session.close()
+
+
+def test_a_warm_proof_on_two_processes_one_killed_proves_the_value_by_facts(
+    tmp_path: Path,
+) -> None:
+    """Two local processes keeping their tables, one SIGKILLed in the middle of the proof (its
+    replacement starts on an empty table): the value is the one-process solve's, and every
+    test decided in the checkpoint has the verdict a test without a cap on an emptied table
+    gives (a warm table's outcome within a cap depends on what the process ran before; what
+    it proves does not)."""
+    from kalah_core.solver import Engine
+
+    killed: list[int] = []
+
+    class Killing(LocalExecutor):
+        @contextmanager
+        def _session(self, work: Task) -> Iterator[Session]:
+            with super()._session(work) as session:
+                assert isinstance(session, _PoolSession)
+                wait = session.wait
+
+                def wait_and_kill(timeout: float) -> list[tuple[int, object]]:
+                    done = wait(timeout)
+                    busy = [w for w in session.workers if w.index is not None]
+                    if done and busy and not killed and len(outcomes_so_far) >= 4:
+                        pid = busy[0].process.pid
+                        assert pid is not None
+                        os.kill(pid, signal.SIGKILL)
+                        killed.append(pid)
+                    outcomes_so_far.extend(done)
+                    return done
+
+                session.wait = wait_and_kill  # type: ignore[method-assign]
+                yield session
+
+    outcomes_so_far: list[object] = []
+    rules = Rules(houses=5, seeds=4)
+    start = Position.start(rules)
+    path = tmp_path / "warm.jsonl"
+    budget = RefineBudget(first_nodes=2_000, tt_mb=8)
+    proof = prove_position(
+        rules, start, budget, checkpoint=path, stream=io.StringIO(), executor=Killing(2)
+    )
+    assert killed, "no process was busy to be killed"
+    assert proof.exact and proof.lower == Engine(tt_mb=8).analyse(start, rules).value == 10
+    decided = 0
+    for (key_hex, house, beta, _), (bound, _) in outcomes(path, False).items():
+        if bound is None:
+            continue
+        truth, _ = leaf_test(rules, (key_hex, house, beta, 10**12), 8, ())
+        assert truth is not None and (bound >= beta) == (truth >= beta)
+        decided += 1
+    assert decided > 5
