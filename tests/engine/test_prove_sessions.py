@@ -218,6 +218,7 @@ def test_a_warm_proof_on_two_processes_one_killed_proves_the_value_by_facts(
         rules, start, budget, checkpoint=path, stream=io.StringIO(), executor=Killing(2)
     )
     assert killed, "no process was busy to be killed"
+    assert not outcomes(path, True)  # warm: no test ahead (it would search a tree again)
     assert proof.exact and proof.lower == Engine(tt_mb=8).analyse(start, rules).value == 10
     decided = 0
     for (key_hex, house, beta, _), (bound, _) in outcomes(path, False).items():
