@@ -297,14 +297,7 @@ def build_deep_section(
     stream = stream or sys.stderr
     found = levels(rules, sowings)
     path = Path(checkpoint) if checkpoint else None
-    records: dict[bytes, DeepRecord] = {}
-    if path is not None and path.exists():
-        for line in path.read_text().splitlines():
-            try:
-                record = DeepRecord.from_json(json.loads(line))
-            except (ValueError, TypeError):
-                continue  # a torn last line
-            records[record.key] = record
+    records = _checkpointed(path)
     started = time.perf_counter()
     whole = -1
     for depth, keys in enumerate(found):
@@ -313,23 +306,9 @@ def build_deep_section(
             stream.write(f"deep book {rules.key}: stopped before sowing {depth}\n")
             break
         budget = budgets[min(depth, len(budgets) - 1)]
-        work = Task("deepbook.record", {"rules": rules.to_json(), "budget": asdict(budget)})
-        results = (executor or LocalExecutor(1)).map(work, [k.hex() for k in todo], 1)
-        done = 0
-        with open(path if path is not None else os.devnull, "a") as out, closing(results):
-            for batch in results:
-                for _, raw in batch:
-                    record = DeepRecord.from_json(raw)
-                    records[record.key] = record
-                    out.write(json.dumps(record.to_json()) + "\n")
-                    out.flush()
-                    done += 1
-                    stream.write(
-                        f"  sowing {depth}: {done}/{len(todo)}, depth {record.depth}, "
-                        f"[{record.lower}, {record.upper}], "
-                        f"{time.perf_counter() - started:.0f} s\n"
-                    )
-                    stream.flush()
+        _run_records(
+            rules, budget, todo, records, executor, path, stream, f"sowing {depth}", started
+        )
         whole = depth
     held = {k: records[k] for level in found[: whole + 1] for k in level}
     elapsed = round(time.perf_counter() - started, 1)
@@ -363,17 +342,50 @@ def extend_deep_section(
         if key not in records and key not in todo:
             todo.append(key)
     path = Path(checkpoint) if checkpoint else None
+    records.update((k, r) for k, r in _checkpointed(path).items() if k in todo)
+    added = bool(todo)
+    todo = [k for k in todo if k not in records]
+    started = time.perf_counter()
+    _run_records(rules, budget, todo, records, executor, path, stream, "after", started)
+    build = dict(section.build)
+    if added:  # a run that added nothing leaves the notes as they were
+        build["after"] = [
+            *build.get("after", []),
+            {
+                "games": list(label),
+                "budget": asdict(budget) | {"databases": _names(budget)},
+                "seconds": round(time.perf_counter() - started, 1),
+            },
+        ]
+    return DeepSection(rules, section.sowings, back_up(rules, records), build)
+
+
+def _checkpointed(path: Path | None) -> dict[bytes, DeepRecord]:
+    """The records a checkpoint (JSON lines) holds, by key; none without one."""
+    records: dict[bytes, DeepRecord] = {}
     if path is not None and path.exists():
         for line in path.read_text().splitlines():
             try:
                 record = DeepRecord.from_json(json.loads(line))
             except (ValueError, TypeError):
                 continue  # a torn last line
-            if record.key in todo:
-                records[record.key] = record
-    added = bool(todo)
-    todo = [k for k in todo if k not in records]
-    started = time.perf_counter()
+            records[record.key] = record
+    return records
+
+
+def _run_records(
+    rules: Rules,
+    budget: DeepBudget,
+    todo: Sequence[bytes],
+    records: dict[bytes, DeepRecord],
+    executor: Executor | None,
+    path: Path | None,
+    stream: TextIO,
+    stage: str,
+    started: float,
+) -> None:
+    """The records of ``todo`` on ``executor`` (default: this process), one position a chunk,
+    into ``records`` and appended to the checkpoint at ``path`` as they come."""
     work = Task("deepbook.record", {"rules": rules.to_json(), "budget": asdict(budget)})
     results = (executor or LocalExecutor(1)).map(work, [k.hex() for k in todo], 1)
     done = 0
@@ -386,21 +398,10 @@ def extend_deep_section(
                 out.flush()
                 done += 1
                 stream.write(
-                    f"  after: {done}/{len(todo)}, depth {record.depth}, "
+                    f"  {stage}: {done}/{len(todo)}, depth {record.depth}, "
                     f"[{record.lower}, {record.upper}], {time.perf_counter() - started:.0f} s\n"
                 )
                 stream.flush()
-    build = dict(section.build)
-    if added:  # a run that added nothing leaves the notes as they were
-        build["after"] = [
-            *build.get("after", []),
-            {
-                "games": list(label),
-                "budget": asdict(budget) | {"databases": _names(budget)},
-                "seconds": round(time.perf_counter() - started, 1),
-            },
-        ]
-    return DeepSection(rules, section.sowings, back_up(rules, records), build)
 
 
 def _names(budget: DeepBudget) -> list[str]:
