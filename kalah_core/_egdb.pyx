@@ -762,16 +762,17 @@ cdef class DatabaseBuilder:
         madvise(self._mem, max(self._length, 1), MADV_HUGEPAGE)
         self.b.out = <int8_t*>self._mem
         self.b.db.values = self.b.out
-        if packed == 2:
-            layout = radix_layout(houses, max_seeds)
+        if packed:
+            layout = (radix_layout if packed == 2 else packed_layout)(houses, max_seeds)
             self._fixed_length = layout["fixed"]
             self._fixed = mmap(NULL, self._fixed_length, PROT_READ | PROT_WRITE,
                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)   # zero-filled
             if self._fixed == MAP_FAILED:
                 self._fixed = NULL
                 raise MemoryError(f"cannot map {self._fixed_length} bytes for the database")
-            self.b.packed = 2
+            self.b.packed = packed
             self.b.fixed = <uint8_t*>self._fixed
+        if packed == 2:
             self.b.rwin = <int8_t*>(self.b.fixed + <size_t>layout["window"])
             self.b.words = <uint64_t*>(self.b.fixed + <size_t>layout["words"])
             self.b.block_esc = <uint16_t*>(self.b.fixed + <size_t>layout["blocks"])
@@ -781,15 +782,6 @@ cdef class DatabaseBuilder:
             self.b.db.block_esc = self.b.block_esc
             self.b.db.super_esc = self.b.super_esc
         elif packed:
-            layout = packed_layout(houses, max_seeds)
-            self._fixed_length = layout["fixed"]
-            self._fixed = mmap(NULL, self._fixed_length, PROT_READ | PROT_WRITE,
-                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)   # zero-filled
-            if self._fixed == MAP_FAILED:
-                self._fixed = NULL
-                raise MemoryError(f"cannot map {self._fixed_length} bytes for the database")
-            self.b.packed = 1
-            self.b.fixed = <uint8_t*>self._fixed
             self.b.win = <int8_t*>(self.b.fixed + <size_t>layout["window"])
             self.b.nib = self.b.fixed + <size_t>layout["nibbles"]
             self.b.blocks = <uint64_t*>(self.b.fixed + <size_t>layout["blocks"])
