@@ -90,7 +90,6 @@ from .deepbook_build import _ENGINES, DeepBudget, _engine, back_up, move_test
 from .game import legal_moves, play
 from .moves import MoveResult
 from .position import Position
-from .proofs import SIDE_TABLE_SHARE
 from .rules import Rules
 from .tasks import Executor, Interrupted, Json, LocalExecutor, Session, Task, task
 
@@ -197,12 +196,7 @@ def _deepen(engine: Any, rules: Rules, warm: str, move: tuple[str, int], positio
         _SPENT[1].clear()
     spent = _SPENT[1].setdefault(move, [0, 0])
     if spent[0] >= max(DEEPEN_AFTER, 8 * spent[1]):
-        s = engine.searcher
-        s.side_table(max(1, engine.tt_mb // SIDE_TABLE_SHARE))
-        try:
-            engine._deep_estimate(position, rules, spent[0])
-        finally:
-            s.main_table(engine.deep_move_depth)
+        engine.deep_estimate_aside(position, rules, spent[0])
         spent[1] = spent[0]
     return bool(spent[1] > 0)
 

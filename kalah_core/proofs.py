@@ -301,11 +301,7 @@ class Proofs:
             self._last_cut = (s.cut_move, low)
         if low == high or aborted:
             return low, high
-        s.side_table(max(1, self.tt_mb // SIDE_TABLE_SHARE))
-        try:
-            estimate = self._deep_estimate(position, rules, spent)
-        finally:
-            s.main_table(self.deep_move_depth)
+        estimate = self.deep_estimate_aside(position, rules, spent)
         if estimate is None:  # the budget ran out
             return low, high
         move_depth = s.heuristic_move_depth
@@ -317,6 +313,17 @@ class Proofs:
         if s.cut_move is not None:
             self._last_cut = (s.cut_move, low)
         return low, high
+
+    def deep_estimate_aside(self, position: Position, rules: Rules, spent: int) -> int | None:
+        """:meth:`_deep_estimate` on a transient side table (SIDE_TABLE_SHARE of the table),
+        so the proof's table survives it; its entries at least ``deep_move_depth`` deep then
+        go into the proof's table, where they order the exact searches that follow."""
+        s = self.searcher
+        s.side_table(max(1, self.tt_mb // SIDE_TABLE_SHARE))
+        try:
+            return self._deep_estimate(position, rules, spent)
+        finally:
+            s.main_table(self.deep_move_depth)
 
     def _deep_estimate(self, position: Position, rules: Rules, spent: int) -> int | None:
         """The value of a depth-limited search of ``position``, deepened in steps of DEEP_STEP
