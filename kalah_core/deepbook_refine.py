@@ -160,7 +160,7 @@ def leaf_test(
     s.begin(searched, rules, 0.0, cap)
     move_depth = s.heuristic_move_depth
     try:
-        if warm is not None and _deepen(engine, rules, warm, (key_hex, house), searched):
+        if warm is not None and _deepen(engine, rules, warm, (key_hex, house), searched, cap):
             s.heuristic_move_depth = min(move_depth, engine.deep_move_depth)
         if result is None:
             bound = s.probe(position, rules, beta + diff - 1, beta + diff)
@@ -183,21 +183,28 @@ _SPENT: tuple[list[str | None], dict[tuple[str, int], list[int]]] = ([None], {})
 process and the nodes they had cost at the last deep estimate (0: none yet)."""
 
 
-def _deepen(engine: Any, rules: Rules, warm: str, move: tuple[str, int], position: Any) -> bool:
+def _deepen(
+    engine: Any, rules: Rules, warm: str, move: tuple[str, int], position: Any, cap: int
+) -> bool:
     """As a long proof of the solver pauses for a deep estimate (``Engine._mtdf``): once the
     tests of ``move`` have cost this process DEEPEN_AFTER nodes, and again each time they
     have cost eight times as much as at the last one, a depth-limited search of ``position``
     on a side table (at most ``DEEP_SHARE`` times those nodes), whose entries
     ``deep_move_depth`` sowings deep order the exact searches that follow (heuristic entries
-    order moves, never cut an exact search: every verdict stays proven). Whether the move's
-    position has an estimate (the test then lets its moves order the search)."""
+    order moves, never cut an exact search: every verdict stays proven). A move new to this
+    process (a resumed run, or a move another worker ran so far) counts half its test's cap
+    as spent: a cap past the first is there because the move's tests ran out before, and
+    its first test here would otherwise search the whole cap cold before any estimate.
+    Whether the move's position has an estimate (the test then lets its moves order the
+    search)."""
     if _SPENT[0][0] != warm:
         _SPENT[0][0] = warm
         _SPENT[1].clear()
     spent = _SPENT[1].setdefault(move, [0, 0])
-    if spent[0] >= max(DEEPEN_AFTER, 8 * spent[1]):
-        engine.deep_estimate_aside(position, rules, spent[0])
-        spent[1] = spent[0]
+    done = spent[0] if spent[0] else cap // 2
+    if done >= max(DEEPEN_AFTER, 8 * spent[1]):
+        engine.deep_estimate_aside(position, rules, done)
+        spent[1] = done
     return bool(spent[1] > 0)
 
 

@@ -159,3 +159,34 @@ def test_a_run_on_the_workers_can_start_from_a_thread_that_is_not_main() -> None
     thread.join()
     assert "error" not in found, found
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_move_new_to_a_warm_process_is_estimated_before_a_test_at_a_grown_cap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A resumed run, or a move another worker ran so far: its first test in this process at a
+    cap past the first counts half that cap as spent, so the deep estimate comes before the
+    test instead of after a whole cap searched cold. At the first cap nothing changes."""
+    from kalah_core import deepbook_refine
+    from kalah_core.deepbook import deep_key
+    from kalah_core.deepbook_refine import leaf_test
+
+    monkeypatch.setattr(deepbook_refine, "DEEPEN_AFTER", 1_000)
+    estimated: list[int] = []
+    aside = Engine.deep_estimate_aside
+
+    def spy(self: Engine, position: Position, rules: Rules, spent: int) -> int | None:
+        estimated.append(spent)
+        return aside(self, position, rules, spent)
+
+    monkeypatch.setattr(Engine, "deep_estimate_aside", spy)
+    rules = Rules(houses=4, seeds=4)
+    key = deep_key(Position.start(rules), rules).hex()
+    first, second = legal_moves(Position.start(rules), rules)[:2]
+    leaf_test(rules, (key, int(first), 0, 1_000), 4, (), warm="run-a")
+    assert estimated == []
+    leaf_test(rules, (key, int(second), 0, 8_000), 4, (), warm="run-a")
+    assert estimated == [4_000]
+    # Another run's token starts afresh: the same move at the first cap is not estimated.
+    leaf_test(rules, (key, int(second), 0, 1_000), 4, (), warm="run-b")
+    assert estimated == [4_000]
