@@ -62,6 +62,9 @@ tests have cost it :data:`DEEPEN_AFTER` nodes (and again at eight times as many)
 estimate's deep entries order the exact searches that follow (heuristic entries order moves,
 they never cut an exact search). Kalah(6,5)'s first claim's test (20-seed database) took 768 M
 nodes on an emptied table; after an 8 M try and its estimate, 17.5 M in all (HISTORY.md).
+A warm pass takes a decided verdict at any cap (a move's cap changes from pass to pass as an
+AND node's first undecided move changes), and a running test of a move and threshold the
+batch asks at another cap goes on rather than start again.
 
 What stays determined, warm: every decided verdict ("value >= t" true or false, the bound it
 gives) is a proven fact whatever table it ran on, so the proven bounds, and a finished proof's
@@ -283,6 +286,8 @@ class Refiner:
         self.tests = 0
         self.pending: list[Slot] = []  # the tests the current pass lacks
         self.ahead: dict[Slot, Outcome] = {}  # run ahead, not asked for by a batch yet
+        # Decided outcomes by (key hex, house, beta), whatever their cap: a warm pass takes them.
+        self.verdicts: dict[tuple[str, int, int], Outcome] = {}
         self._stack = ExitStack()
         self._session: Session | None = None
         self._slots: list[Slot] = []  # the tests submitted, by their index in the session
@@ -298,6 +303,8 @@ class Refiner:
                         slot = (raw["key"], raw["house"], raw["beta"], raw["cap"])
                         found = self.ahead if raw.get("ahead") else self.outcomes
                         found[slot] = (raw["bound"], raw["nodes"])
+                        if raw["bound"] is not None:
+                            self.verdicts[slot[:3]] = (raw["bound"], raw["nodes"])
                 except (ValueError, TypeError, KeyError):
                     continue  # a torn last line
 
@@ -428,6 +435,11 @@ class Refiner:
         if not self.pending and total is not None and self.spent >= total:
             raise _Stop
         outcome = self.outcomes.get(slot)
+        if outcome is None and self.warm is not None:
+            # A verdict is a fact at any cap: warm, a move's cap changes from pass to pass (an
+            # AND's likeliest-to-fail is its first undecided move), so a test decided at one
+            # cap is not searched again at another.
+            outcome = self.verdicts.get(slot[:3])
         if outcome is None:
             self.pending.append(slot)
             return None
@@ -530,13 +542,18 @@ class Refiner:
         for slot in batch:
             if slot in self.ahead:  # run ahead: its outcome counts now
                 self._keep(slot, *self.ahead.pop(slot), ran=False)
-            elif slot not in self._running:
-                self._submit(session, slot)
         while True:
             ahead = self._ahead(batch)
             wanted = self._batch.union(ahead)
-            for slot in [s for s in self._running if s not in wanted]:
+            # Warm, a running test of a wanted move and threshold at another cap goes on: its
+            # verdict is the batch's (self.verdicts), and starting it again loses its search.
+            tests = {slot[:3] for slot in self._batch} if self.warm is not None else set()
+            for slot in [s for s in self._running if s not in wanted and s[:3] not in tests]:
                 session.cancel(self._running.pop(slot))
+            busy = {slot[:3] for slot in self._running} if self.warm is not None else set()
+            for slot in batch:
+                if slot not in self.outcomes and slot not in self._running and slot[:3] not in busy:
+                    self._submit(session, slot)
             for slot in ahead:
                 if session.running() >= session.capacity:
                     break
@@ -567,6 +584,8 @@ class Refiner:
         if slot in self.outcomes or (not asked and slot in self.ahead):
             return  # pragma: no cover - a test cancelled, submitted again, answered twice
         (self.outcomes if asked else self.ahead)[slot] = (bound, nodes)
+        if bound is not None:
+            self.verdicts.setdefault(slot[:3], (bound, nodes))
         if self.path is not None:
             line = dict(zip(("key", "house", "beta", "cap"), slot, strict=True))
             record = {"rules": self.rules.key, **line, "bound": bound, "nodes": nodes}

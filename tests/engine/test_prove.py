@@ -190,3 +190,25 @@ def test_a_move_new_to_a_warm_process_is_estimated_before_a_test_at_a_grown_cap(
     # Another run's token starts afresh: the same move at the first cap is not estimated.
     leaf_test(rules, (key, int(second), 0, 1_000), 4, (), warm="run-b")
     assert estimated == [4_000]
+
+
+def test_a_warm_proof_takes_a_verdict_decided_at_another_cap(tmp_path: Path) -> None:
+    """Warm, a move's cap changes from pass to pass (an AND node's likeliest-to-fail is its
+    first undecided move), and a test decided at one cap is a fact at any: a checkpoint whose
+    decided tests all carry other caps replays without a search. Cold, where each test is a
+    function of its cap, the same checkpoint is searched again."""
+    rules = Rules(houses=4, seeds=3)
+    start = Position.start(rules)
+    path = tmp_path / "prove.jsonl"
+    first = prove_position(rules, start, BUDGET, checkpoint=path, stream=quiet())
+    moved = []
+    for line in path.read_text().splitlines():
+        raw = json.loads(line)
+        if raw["bound"] is not None:
+            raw["cap"] *= 4
+        moved.append(json.dumps(raw))
+    for warm in (True, False):
+        path.write_text("\n".join(moved) + "\n")
+        again = prove_position(rules, start, BUDGET, checkpoint=path, stream=quiet(), warm=warm)
+        assert (again.lower, again.upper) == (first.lower, first.upper)
+        assert (again.searched == 0) is warm
