@@ -225,10 +225,10 @@ def _interrupt(on: bool) -> None:
             engine.searcher.clear_interrupt()
 
 
-def _group(item: Json) -> Json:
-    """A test's move (key hex, house): a warm table's tests of it go to one process where they
-    can (its table holds the move's tree)."""
-    return [item[0], item[1]]
+def _group(params: dict[str, Json], item: Json) -> Json:
+    """A warm test's move (key hex, house): its tests go to the process whose table holds the
+    move's tree (none for a cold test: any process is as good)."""
+    return [item[0], item[1]] if params.get("warm") else None
 
 
 @task("deepbook.test", interrupt=_interrupt, group=_group)
@@ -580,7 +580,9 @@ class Refiner:
         self._running.pop(slot, None)
         if ran:
             self.searched += nodes
-        asked = slot in self._batch
+        # Warm, no test runs ahead: one that answers unasked is a running test of a move and
+        # threshold the batch asked at another cap (see _run), an outcome like any other.
+        asked = slot in self._batch or self.warm is not None
         if slot in self.outcomes or (not asked and slot in self.ahead):
             return  # pragma: no cover - a test cancelled, submitted again, answered twice
         (self.outcomes if asked else self.ahead)[slot] = (bound, nodes)
@@ -600,7 +602,7 @@ class Refiner:
         self.stream.write(
             f"  {key_hex} {what} >= {beta:+d}, cap {cap:,}: "
             f"{'out of budget' if bound is None else f'{bound:+d}'}, {nodes:,} nodes"
-            f"{'' if slot in self._batch else ' (ahead)'}\n"
+            f"{'' if asked else ' (ahead)'}\n"
         )
         self.stream.flush()
 

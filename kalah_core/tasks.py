@@ -32,9 +32,11 @@ runs its item to the end, and its result counts like any other.
 from __future__ import annotations
 
 import heapq
+import json
 import queue
 import signal
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
@@ -56,7 +58,7 @@ EXECUTORS_GROUP = "kalah.executors"
 _REGISTRY: dict[str, TaskFunction] = {}
 _RELEASE: dict[str, Callable[[], None]] = {}
 _INTERRUPT: dict[str, Callable[[bool], None]] = {}
-_GROUP: dict[str, Callable[[Json], Json]] = {}
+_GROUP: dict[str, Callable[[dict[str, Json], Json], Json]] = {}
 
 
 class Interrupted(Exception):
@@ -82,14 +84,15 @@ def task(
     kind: str,
     release: Callable[[], None] | None = None,
     interrupt: Callable[[bool], None] | None = None,
-    group: Callable[[Json], Json] | None = None,
+    group: Callable[[dict[str, Json], Json], Json] | None = None,
 ) -> Callable[[TaskFunction], TaskFunction]:
     """Register a function under ``kind`` (a decorator); ``release`` drops the state it keeps
     between chunks in this process (a warm engine's table), called by :func:`release`;
     ``interrupt(on)`` stops (True) the item running in this process from another thread, the
-    item then raising :class:`Interrupted`, or lets the next items run (False); ``group(item)``
-    names the items that share state (a warm table's tree): a local session gives an idle
-    process the items of the group it ran last first (a hint: the results are the same)."""
+    item then raising :class:`Interrupted`, or lets the next items run (False); ``group(params,
+    item)`` names the items that share state (a warm table's tree; None: no state shared): a
+    local session keeps a group's items on the process that ran them (a hint: the results are
+    the same; see :meth:`_PoolSession._take`)."""
 
     def register(function: TaskFunction) -> TaskFunction:
         if _REGISTRY.get(kind, function) is not function:
@@ -278,9 +281,13 @@ class _Worker:
     index: int | None = None
     item: Json = None
     cancelled: bool = False
-    group: Json = None  # the group of the last item it took (see :func:`task`)
+    group: str | None = None  # the group of the item it runs (see :func:`task`), as JSON
+    started: float = 0.0  # when it took that item (time.monotonic)
 
 
+STEAL_BELOW_S = 5.0
+"""A group's items whose process has run them this long stay with it while it is busy: its
+table holds their tree, which another process would search again from nothing."""
 ATTEMPTS = 3
 """A local session's item whose process dies this many times (not killed from outside once,
 but the item killing it) fails the session."""
@@ -299,6 +306,8 @@ class _PoolSession:
         self.todo: deque[tuple[int, Json]] = deque()
         self.deaths: dict[int, int] = {}
         self.group = _GROUP.get(work.kind)
+        self.home: dict[str, int] = {}  # group -> the process (its place) that runs its items
+        self.weight: dict[str, float] = {}  # group -> seconds its home has run its items
         self.workers = [self._spawn() for _ in range(workers)]
 
     def _spawn(self) -> _Worker:
@@ -321,25 +330,47 @@ class _PoolSession:
         self.todo.append((index, item))
         self._dispatch()
 
-    def _take(self, worker: _Worker) -> tuple[int, Json]:
-        """The next item for the idle ``worker``: the first of the group it ran last, else the
-        first of no group another process ran last, else the first (see :func:`task`)."""
-        if self.group is not None:
-            groups = [self.group(item) for _, item in self.todo]
-            others = [w.group for w in self.workers if w is not worker and w.group is not None]
-            pick = next((n for n, g in enumerate(groups) if g == worker.group), None)
-            if pick is None:
-                pick = next((n for n, g in enumerate(groups) if g not in others), 0)
-            taken = self.todo[pick]
-            del self.todo[pick]
-            worker.group = groups[pick]
-            return taken
-        return self.todo.popleft()
+    def _key(self, item: Json) -> str | None:
+        if self.group is None:
+            return None
+        found = self.group(self.work.params, item)
+        return None if found is None else json.dumps(found)
+
+    def _take(self, n: int) -> tuple[int, Json] | None:
+        """The next item for the idle process ``n``: the first of a group it runs (its home),
+        else of no group or a new one, else of a light group (run for under STEAL_BELOW_S)
+        whose home is busy, which moves here; None (it waits) when only the groups of idle
+        processes, or heavy ones of busy processes, are left (see :func:`task`)."""
+        keys = [self._key(item) for _, item in self.todo]
+        home, weight = self.home, self.weight
+
+        def light(k: str) -> bool:
+            busy = self.workers[home[k]].index is not None
+            return busy and weight.get(k, 0.0) < STEAL_BELOW_S
+
+        pick = next((i for i, k in enumerate(keys) if k is not None and home.get(k) == n), None)
+        if pick is None:
+            pick = next((i for i, k in enumerate(keys) if k is None or k not in home), None)
+        if pick is None:
+            pick = next((i for i, k in enumerate(keys) if k is not None and light(k)), None)
+        if pick is None:
+            return None
+        key = keys[pick]
+        if key is not None and home.get(key) != n:
+            home[key], weight[key] = n, 0.0
+        taken = self.todo[pick]
+        del self.todo[pick]
+        self.workers[n].group = key
+        self.workers[n].started = time.monotonic()
+        return taken
 
     def _dispatch(self) -> None:
         for n, worker in enumerate(self.workers):
             if worker.index is None and self.todo:
-                worker.index, worker.item = self._take(worker)
+                taken = self._take(n)
+                if taken is None:
+                    continue
+                worker.index, worker.item = taken
                 worker.cancelled = False
                 try:
                     worker.commands.send(("run", worker.index, worker.item))
@@ -361,6 +392,8 @@ class _PoolSession:
         worker.results.close()
         worker.commands.close()
         worker.process.join(1)
+        for key in [k for k, m in self.home.items() if m == n]:  # its table is gone
+            del self.home[key]
         self.workers[n] = self._spawn()
 
     def cancel(self, index: int) -> None:
@@ -393,6 +426,9 @@ class _PoolSession:
                 continue
             item, cancelled = worker.item, worker.cancelled
             worker.index = worker.item = None
+            if worker.group is not None and self.home.get(worker.group) == n:
+                elapsed = time.monotonic() - worker.started
+                self.weight[worker.group] = self.weight.get(worker.group, 0.0) + elapsed
             if what == "done":
                 done.append((index, result))
             elif what == "failed":

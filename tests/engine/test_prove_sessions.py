@@ -158,22 +158,39 @@ def test_a_checkpoint_with_tests_ahead_resumes_on_one_worker_without_a_search(
     assert proof.searched == 0 and not out.getvalue()  # no test run again
 
 
-def test_an_idle_process_takes_a_test_of_the_move_it_ran_last_first() -> None:
-    """A warm table holds the tree of the moves its process tested: their next tests go there
-    (a hint only: any process answers any test alike in what it proves)."""
+def test_a_warm_tests_move_stays_with_the_process_whose_table_holds_its_tree() -> None:
+    """A warm table holds the tree of the moves its process tested: their next tests go there,
+    and an idle process waits rather than take a busy one's heavy move, whose tree it would
+    search again from nothing; a light move moves (a hint only: any process answers any
+    test alike in what it proves). Cold tests have no group: any process takes any."""
     rules = Rules(houses=4, seeds=3)
     key = start_hex(rules)
-    session = _PoolSession(work(rules), 2)
+    warm = Task("deepbook.test", {**work(rules).params, "warm": "run"})
+    session = _PoolSession(warm, 2)
     try:
-        first, second = session.workers
-        first.group, second.group = [key, 3], [key, 1]
+
+        def group(house: int) -> str:
+            return json.dumps([key, house])
+
+        session.home = {group(3): 0, group(1): 1}
+        session.weight = {group(3): 60.0, group(1): 60.0}
+        session.workers[1].index = 99  # busy
         session.todo.extend([(0, [key, 1, 0, 10]), (1, [key, 2, 0, 10]), (2, [key, 3, 0, 10])])
-        assert session._take(first) == (2, [key, 3, 0, 10])  # its own move's
-        assert session._take(first) == (1, [key, 2, 0, 10])  # not the other process's move
-        assert session._take(first) == (0, [key, 1, 0, 10])  # else the first
-        assert first.group == [key, 1]
+        assert session._take(0) == (2, [key, 3, 0, 10])  # its own move's
+        assert session._take(0) == (1, [key, 2, 0, 10])  # then a move no process ran
+        assert session.home[group(2)] == 0
+        assert session._take(0) is None  # not the busy process's heavy move: it waits
+        session.weight[group(1)] = 1.0
+        assert session._take(0) == (0, [key, 1, 0, 10])  # a light one moves here
+        assert session.home[group(1)] == 0
     finally:
+        session.workers[1].index = None
         session.close()
+    cold = _PoolSession(work(rules), 1)
+    try:
+        assert cold._key([key, 1, 0, 10]) is None
+    finally:
+        cold.close()
 
 
 def test_a_warm_proof_on_two_processes_one_killed_proves_the_value_by_facts(
