@@ -132,7 +132,11 @@ def main() -> int:
     parser.add_argument("--houses", type=int, default=6)
     parser.add_argument("--seeds", type=int, default=4)
     parser.add_argument("--capture", default="nonempty")
-    parser.add_argument("--workers", default="1,2", help="worker counts, comma-separated")
+    parser.add_argument(
+        "--workers",
+        default="1,2",
+        help="worker counts, comma-separated; WxT: W workers whose tests run on T threads",
+    )
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--redis", action="store_true", help="kalah workers through Redis")
     parser.add_argument("--first-mnodes", default="1")
@@ -146,7 +150,8 @@ def main() -> int:
         "--minutes", default=None, help="each run's --minutes (then it may end open)"
     )
     args = parser.parse_args()
-    counts = [int(w) for w in args.workers.split(",")]
+    counts = args.workers.split(",")
+    shape = {w: tuple(int(n) for n in [*w.split("x"), "1"][:2]) for w in counts}
     folder = Path(args.keep or tempfile.mkdtemp(prefix="bench-prove-"))
     folder.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "KALAH_EGDB_PATH": "off", "KALAH_TT_MB": args.tt_mb}
@@ -176,7 +181,7 @@ def main() -> int:
             flush=True,
         )
     server, url = start_redis(folder) if args.redis else (None, "")
-    runs: dict[int, list[dict[str, float]]] = {w: [] for w in counts}
+    runs: dict[str, list[dict[str, float]]] = {w: [] for w in counts}
     proofs: list[dict[str, object]] = []
     checkpoints: list[Path] = []
     try:
@@ -184,12 +189,13 @@ def main() -> int:
             for w in counts:
                 ckpt = folder / f"w{w}-r{repeat}.jsonl"
                 ckpt.unlink(missing_ok=True)
-                where = ["--workers", str(w)]
+                processes, threads = shape[w]
+                where = ["--workers", str(processes), "--threads", str(threads)]
                 workers = []
                 if server is not None:
                     redis.Redis.from_url(url).flushdb()
-                    workers = start_workers(url, w, env, folder)
-                    where = ["--redis-url", url]
+                    workers = start_workers(url, processes, env, folder)
+                    where = ["--redis-url", url, "--threads", str(threads)]
                 killer = None
                 if workers and len(workers) > 1 and args.kill_after is not None:
                     killer = threading.Timer(args.kill_after, workers[0].kill)

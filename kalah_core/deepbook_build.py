@@ -73,10 +73,11 @@ _WARM: dict[tuple[int, tuple[str, ...], str], str] = {}
 """The engines whose table holds nothing but the exact searches of one warm run (its token)."""
 
 
-def _engine(rules: Rules, budget: DeepBudget, warm: str | None = None) -> Engine:
-    """This process's engine for the budget's table and databases, emptied; with ``warm`` (a
-    run's token), its table kept as the last use left it when that was the same run's (whose
-    searches are all exact: every entry a proven bound, sound for any later search)."""
+def _engine(rules: Rules, budget: DeepBudget, warm: str | None = None, threads: int = 1) -> Engine:
+    """This process's engine for the budget's table and databases, emptied, its exact searches
+    on ``threads`` threads; with ``warm`` (a run's token), its table kept as the last use left
+    it when that was the same run's (whose searches are all exact: every entry a proven bound,
+    sound for any later search)."""
     slot = (budget.tt_mb, budget.databases, rules.key)
     engine = _ENGINES.get(slot)
     if engine is None:
@@ -86,6 +87,8 @@ def _engine(rules: Rules, budget: DeepBudget, warm: str | None = None) -> Engine
         for path in budget.databases:
             engine.attach(EndgameDatabase.open(path, rules))
         _ENGINES[slot] = engine
+    if engine.threads != threads:
+        engine.threads = threads
     if warm is None or _WARM.get(slot) != warm:
         engine.clear()
     if warm is None:

@@ -90,10 +90,12 @@ from typing import Any, TextIO, TypedDict, Unpack
 
 from .deepbook import DeepRecord, DeepSection, deep_key, find_deep_key, key_position, lead
 from .deepbook_build import _ENGINES, DeepBudget, _engine, back_up, move_test
+from .errors import KalahError
 from .game import legal_moves, play
 from .moves import MoveResult
 from .position import Position
 from .rules import Rules
+from .solver import MAX_THREADS
 from .tasks import Executor, Interrupted, Json, LocalExecutor, Session, Task, task
 
 DISTANCES = (40, 30, 24, 20, 16, 12, 10, 8, 6, 4, 2)
@@ -113,12 +115,14 @@ docstring)."""
 class RefineBudget:
     """A refinement's budget: the first cap of a test (nodes), the nodes of all tests (None:
     until the time runs out; replayed outcomes count, so a resumed build stops where a whole
-    one would), the table, and the endgame databases (paths)."""
+    one would), the table, the endgame databases (paths), and the threads of each test (one
+    table: warm runs only, as the nodes a cap stops at then vary from run to run)."""
 
     first_nodes: int
     total_nodes: int | None = None
     tt_mb: int = 256
     databases: tuple[str, ...] = ()
+    threads: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,15 +148,20 @@ Outcome = tuple[int | None, int]
 
 
 def leaf_test(
-    rules: Rules, slot: Slot, tt_mb: int, databases: tuple[str, ...], warm: str | None = None
+    rules: Rules,
+    slot: Slot,
+    tt_mb: int,
+    databases: tuple[str, ...],
+    warm: str | None = None,
+    threads: int = 1,
 ) -> Outcome:
     """One test on an emptied table (this process's engine for the table and databases), so
     its outcome is a function of its inputs; with ``warm`` (a run's token), on the table the
     run's last test in this process left, and after a deep estimate of the searched position
     once its tests have cost this process :data:`DEEPEN_AFTER` nodes (see the module
-    docstring)."""
+    docstring); on ``threads`` threads sharing the table (warm only)."""
     key_hex, house, beta, cap = slot
-    engine = _engine(rules, DeepBudget(0, 0, tt_mb, databases), warm)
+    engine = _engine(rules, DeepBudget(0, 0, tt_mb, databases), warm, threads)
     if _STOPPED[0]:  # interrupted before its engine was there to interrupt
         raise Interrupted
     s = engine.searcher
@@ -234,14 +243,16 @@ def _group(params: dict[str, Json], item: Json) -> Json:
 @task("deepbook.test", interrupt=_interrupt, group=_group)
 def test_task(params: dict[str, Json], items: Sequence[Json]) -> Iterator[Json]:
     """The outcomes ``[bound, nodes]`` of tests (``[key hex, house, beta, cap]``) under
-    ``params``: rules, table, databases, and ``warm`` (a run's token: the table kept from
-    one of its tests to the next; absent or null: emptied for each)."""
+    ``params``: rules, table, databases, ``warm`` (a run's token: the table kept from one of
+    its tests to the next; absent or null: emptied for each) and ``threads`` (of each test,
+    sharing the table, at most the process's cores; absent: 1)."""
     rules = Rules.from_json(params["rules"])
     databases = tuple(params["databases"])
     warm = params.get("warm")
+    threads = max(1, min(int(params.get("threads", 1)), len(os.sched_getaffinity(0)), MAX_THREADS))
     for key_hex, house, beta, cap in items:
         slot = (key_hex, house, beta, cap)
-        yield list(leaf_test(rules, slot, params["tt_mb"], databases, warm))
+        yield list(leaf_test(rules, slot, params["tt_mb"], databases, warm, threads))
 
 
 def _decided(lower: int, upper: int, side: str, t: int) -> bool | None:
@@ -271,6 +282,8 @@ class Refiner:
         warm: bool = False,
     ) -> None:
         self.rules = section.rules
+        if budget.threads > 1 and not warm:
+            raise KalahError("threads share a warm table: not with cold tests (--cold)")
         # A warm run's token: its tests keep their process's table (see the module docstring).
         self.warm = uuid.uuid4().hex if warm else None
         self.section = section
@@ -493,6 +506,7 @@ class Refiner:
                     "tt_mb": self.budget.tt_mb,
                     "databases": list(self.budget.databases),
                     **({"warm": self.warm} if self.warm else {}),
+                    **({"threads": self.budget.threads} if self.budget.threads > 1 else {}),
                 },
             )
             self._session = self._stack.enter_context(self.executor.session(work))

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from ..errors import KalahError
 from .cmd_book import _deep_databases, add_book_farm_options, add_book_search_options, test_run
+from .cmd_solve import _thread_count
 from .options import EXIT_OK, Commands, add_command, emit, rules_and_position
 
 
@@ -35,6 +37,15 @@ def add_commands(commands: Commands) -> None:
         "writes the same checkpoint), not on the table its worker's last test left",
     )
     prove.add_argument(
+        "--threads",
+        type=_thread_count,
+        default=1,
+        metavar="T",
+        help="threads of each test, sharing its worker's table (at most the worker's cores; "
+        "not with --cold): one local process with T threads is the way to use a machine's "
+        "cores on one proof",
+    )
+    prove.add_argument(
         "--no-book", action="store_true", help="start from the position's moves, not the deep book"
     )
     add_book_search_options(
@@ -55,8 +66,14 @@ def cmd_prove(args: argparse.Namespace) -> int:
     from ..prove import prove_position
 
     rules, position = rules_and_position(args, args.position)
+    if args.threads > 1 and args.cold:
+        raise KalahError("--threads share a warm table: not with --cold")
     budget = RefineBudget(
-        int(args.first_mnodes * 1_000_000), None, args.tt_mb, _deep_databases(args, rules)
+        int(args.first_mnodes * 1_000_000),
+        None,
+        args.tt_mb,
+        _deep_databases(args, rules),
+        args.threads,
     )
     section = None if args.no_book else deepbook.shipped().sections.get(rules.key)
     proof = prove_position(

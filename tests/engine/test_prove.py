@@ -212,3 +212,27 @@ def test_a_warm_proof_takes_a_verdict_decided_at_another_cap(tmp_path: Path) -> 
         again = prove_position(rules, start, BUDGET, checkpoint=path, stream=quiet(), warm=warm)
         assert (again.lower, again.upper) == (first.lower, first.upper)
         assert (again.searched == 0) is warm
+
+
+def test_a_warm_proofs_tests_on_two_threads_share_its_table_and_prove_the_value(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--threads``: each test on two threads sharing the process's warm table (one process
+    using a machine's cores on one proof); the verdicts are facts all the same. Cold tests
+    are functions of their caps, which threads would not keep: refused."""
+    from kalah_core.deepbook_build import _ENGINES
+    from kalah_core.errors import KalahError
+
+    rules = Rules(houses=5, seeds=4)
+    start = Position.start(rules)
+    budget = RefineBudget(first_nodes=2_000, tt_mb=8, threads=2)
+    proof = prove_position(rules, start, budget, stream=quiet())
+    assert proof.exact and proof.lower == 10
+    assert [engine.threads for engine in _ENGINES.values()] == [2]
+    with pytest.raises(KalahError, match="cold"):
+        prove_position(rules, start, budget, stream=quiet(), warm=False)
+    board = ["start", "--houses", "4", "--seeds", "3", "--tt-mb", "8", "--json"]
+    assert main(["prove", *board, "--threads", "2"]) == 0
+    assert json.loads(capsys.readouterr().out)["exact"] is True
+    assert main(["prove", *board, "--threads", "2", "--cold"]) != 0
+    assert "--cold" in capsys.readouterr().err
