@@ -236,3 +236,22 @@ def test_a_warm_proofs_tests_on_two_threads_share_its_table_and_prove_the_value(
     assert json.loads(capsys.readouterr().out)["exact"] is True
     assert main(["prove", *board, "--threads", "2", "--cold"]) != 0
     assert "--cold" in capsys.readouterr().err
+
+
+def test_a_workers_test_runs_on_the_threads_its_task_asks_at_most_its_cores() -> None:
+    """What a ``kalah worker`` runs for ``kalah prove --threads``: the task's parameters
+    carry the threads, and a process uses at most the cores it may run on."""
+    import os
+
+    from kalah_core.deepbook import deep_key
+    from kalah_core.deepbook_build import _ENGINES
+    from kalah_core.deepbook_refine import test_task
+
+    rules = Rules(houses=4, seeds=3)
+    key = deep_key(Position.start(rules), rules).hex()
+    params = {"rules": rules.to_json(), "tt_mb": 4, "databases": [], "warm": "run-t"}
+    for asked in (2, 64):
+        [outcome] = test_task({**params, "threads": asked}, [[key, 1, 0, 100_000]])
+        assert outcome[0] is not None
+        cores = len(os.sched_getaffinity(0))
+        assert [engine.threads for engine in _ENGINES.values()] == [min(asked, cores)]

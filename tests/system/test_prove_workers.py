@@ -125,14 +125,18 @@ def test_a_refinement_on_two_local_workers_runs_the_tests_of_one(tmp_path: Path)
     assert agree(tmp_path / "1.jsonl", tmp_path / "2.jsonl")
 
 
-@pytest.mark.parametrize("cold", [True, False], ids=["cold", "warm"])
+@pytest.mark.parametrize(
+    "cold,threads", [(True, 1), (False, 1), (False, 2)], ids=["cold", "warm", "warm-threads"]
+)
 def test_a_proof_on_kalah_workers_survives_one_killed_mid_test(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], cold: bool
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], cold: bool, threads: int
 ) -> None:
+    """With ``--threads 2`` (in the task's parameters: tests/engine/test_prove.py) the
+    workers' tests run on two threads each and prove the same."""
     if shutil.which("redis-server") is None:
         pytest.fail("redis-server is not installed (Debian: apt-get install redis-server)")
     board = ["start", "--houses", "5", "--seeds", "4", "--tt-mb", "16", "--first-mnodes", "0.01"]
-    board += ["--cold"] if cold else []
+    board += ["--cold"] if cold else ["--threads", str(threads)]
     local = prove([*board, "--checkpoint", str(tmp_path / "local.jsonl")], capsys)
     server = harness.RedisServer(harness.free_port())
     server.start()
