@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from ..errors import KalahError
 from .cmd_book import _deep_databases, add_book_farm_options, add_book_search_options, test_run
 from .cmd_solve import _thread_count
 from .options import EXIT_OK, Commands, add_command, emit, rules_and_position
@@ -66,8 +65,6 @@ def cmd_prove(args: argparse.Namespace) -> int:
     from ..prove import prove_position
 
     rules, position = rules_and_position(args, args.position)
-    if args.threads > 1 and args.cold:
-        raise KalahError("--threads share a warm table: not with --cold")
     budget = RefineBudget(
         int(args.first_mnodes * 1_000_000),
         None,
