@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -241,8 +242,6 @@ def test_a_warm_proofs_tests_on_two_threads_share_its_table_and_prove_the_value(
 def test_a_workers_test_runs_on_the_threads_its_task_asks_at_most_its_cores() -> None:
     """What a ``kalah worker`` runs for ``kalah prove --threads``: the task's parameters
     carry the threads, and a process uses at most the cores it may run on."""
-    import os
-
     from kalah_core.deepbook import deep_key
     from kalah_core.deepbook_build import _ENGINES
     from kalah_core.deepbook_refine import test_task
