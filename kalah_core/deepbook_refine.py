@@ -46,10 +46,10 @@ test re-run at twice its cap goes on from where the last stopped, so the chain o
 longer serial, and a test ahead on another worker's table only searches its tree again
 (Kalah(6,4) standard on 2 workers: 131.6 M nodes with tests ahead, 58.1 M without, as on 1).
 
-Cold and warm tables. A refinement, and ``kalah prove --cold``, runs every test on an emptied
-table, so that each outcome is a pure function of its test: the batches, the checkpoint and the
+Cold and warm tables. A refinement (by default), and ``kalah prove --cold``, runs every test
+on an emptied table, so that each outcome is a pure function of its test: the batches, the checkpoint and the
 book are the one-process run's, test for test, on any executor (above). ``kalah prove`` by
-default keeps each worker's table warm across the tests of its run (the task's ``warm`` token:
+default, and ``kalah book refine --warm``, keeps each worker's table warm across the tests of its run (the task's ``warm`` token:
 a process's table is emptied when a test of another run, or other work, comes): its entries
 are all exact searches' proven bounds, sound for any later test of the same rules and
 databases, so a test re-run at twice its cap on the same worker goes on from where the last
@@ -283,7 +283,10 @@ class Refiner:
     ) -> None:
         self.rules = section.rules
         if budget.threads > 1 and not warm:
-            raise KalahError("threads share a warm table: not with cold tests (--cold)")
+            raise KalahError(
+                "threads share a warm table: not with cold tests (kalah prove --cold, "
+                "kalah book refine without --warm)"
+            )
         # A warm run's token: its tests keep their process's table (see the module docstring).
         self.warm = uuid.uuid4().hex if warm else None
         self.section = section
@@ -701,6 +704,7 @@ class Refiner:
         refine: dict[str, Any] = {
             **asdict(self.budget),
             "databases": [os.path.basename(p) for p in self.budget.databases],
+            "warm": self.warm is not None,
             "nodes": self.spent,
             "tests": self.tests,
             "caps": caps,
@@ -714,13 +718,15 @@ class Refiner:
 
 
 class RunOptions(TypedDict, total=False):
-    """How a refinement runs: its checkpoint, its deadline, where its progress goes, and the
-    executor of its tests (default: this process)."""
+    """How a refinement runs: its checkpoint, its deadline, where its progress goes, the
+    executor of its tests (default: this process), and whether its tests keep their
+    worker's table (``warm``; default: an emptied table for each)."""
 
     checkpoint: str | os.PathLike[str] | None
     until: float | None
     stream: TextIO | None
     executor: Executor | None
+    warm: bool
 
 
 def refine_section(

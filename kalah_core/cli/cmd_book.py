@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import KalahError
 from ..position import Position
 from ..rules import PRESETS, Rules
-from .options import EXIT_OK, Commands, add_command, emit, rules_from_args
+from .options import EXIT_OK, Commands, add_command, emit, rules_from_args, thread_count
 
 if TYPE_CHECKING:
     from ..deepbook import DeepBook
@@ -127,6 +127,21 @@ def add_commands(commands: Commands) -> None:
         default=None,
         metavar="M",
         help="stop after this many millions of nodes of tests (a reproducible end)",
+    )
+    book_refine.add_argument(
+        "--warm",
+        action="store_true",
+        help="keep each worker's table across its tests, as kalah prove does (faster; the "
+        "proven bounds are the same facts, but which tests ran, the checkpoint and the "
+        "book's other bounds may differ from run to run)",
+    )
+    book_refine.add_argument(
+        "--threads",
+        type=thread_count,
+        default=1,
+        metavar="T",
+        help="threads of each test, sharing its worker's table (with --warm; at most the "
+        "worker's cores)",
     )
     book_refine.add_argument(
         "--input", default=None, metavar="PATH", help="the deep book to refine (default: --output)"
@@ -379,10 +394,10 @@ def cmd_book_refine(args: argparse.Namespace) -> int:
         raise KalahError(f"{source} has no deep book of {rules.key}: build it with kalah book deep")
     million = 1_000_000
     total = None if args.total_mnodes is None else int(args.total_mnodes * million)
-    budget = RefineBudget(int(args.first_mnodes * million), total, args.tt_mb, paths)
+    budget = RefineBudget(int(args.first_mnodes * million), total, args.tt_mb, paths, args.threads)
     key = deepbook.deep_key(Position.start(rules), rules)
     before = section.records[key]
-    refined = refine_section(section, budget, **test_run(args))
+    refined = refine_section(section, budget, warm=args.warm, **test_run(args))
     loaded.sections[rules.key] = refined
     loaded.save(path)
     start = refined.records[key]

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .cmd_book import _deep_databases, add_book_farm_options, add_book_search_options, test_run
-from .cmd_solve import _thread_count
-from .options import EXIT_OK, Commands, add_command, emit, rules_and_position
+from .options import EXIT_OK, Commands, add_command, emit, rules_and_position, thread_count
 
 
 def add_commands(commands: Commands) -> None:
@@ -37,7 +36,7 @@ def add_commands(commands: Commands) -> None:
     )
     prove.add_argument(
         "--threads",
-        type=_thread_count,
+        type=thread_count,
         default=1,
         metavar="T",
         help="threads of each test, sharing its worker's table (at most the worker's cores; "

@@ -16,7 +16,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..finnish import house_token
-from .options import EXIT_INTERRUPTED, EXIT_OK, Commands, add_command, emit, rules_and_position
+from .options import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    Commands,
+    add_command,
+    emit,
+    rules_and_position,
+    thread_count,
+)
 
 if TYPE_CHECKING:
     from ..position import Position
@@ -70,7 +78,7 @@ def add_commands(commands: Commands) -> None:
     )
     solve.add_argument(
         "--threads",
-        type=_thread_count,
+        type=thread_count,
         default=None,
         metavar="T",
         help="cores for the proof (default: every core this process may use)",
@@ -90,14 +98,6 @@ def add_commands(commands: Commands) -> None:
         metavar="MB",
         help="transposition table size (default: the size the bench's node count is pinned at)",
     )
-
-
-def _thread_count(text: str) -> int:
-    from ..solver import MAX_THREADS
-
-    if not text.isdigit() or not 1 <= int(text) <= MAX_THREADS:
-        raise argparse.ArgumentTypeError(f"expected 1..{MAX_THREADS} threads, got {text!r}")
-    return int(text)
 
 
 def analysis_text(position: Position, analysis: Analysis) -> str:

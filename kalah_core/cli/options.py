@@ -116,3 +116,12 @@ def _json_object(text: str, what: str) -> object:
         return json.loads(text)
     except json.JSONDecodeError as error:
         raise InvalidRulesError(what, text, f"a preset name or a JSON object ({error})") from None
+
+
+def thread_count(text: str) -> int:
+    """An argparse type: a count of search threads, 1..MAX_THREADS."""
+    from ..solver import MAX_THREADS
+
+    if not text.isdigit() or not 1 <= int(text) <= MAX_THREADS:
+        raise argparse.ArgumentTypeError(f"expected 1..{MAX_THREADS} threads, got {text!r}")
+    return int(text)

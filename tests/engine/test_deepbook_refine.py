@@ -100,3 +100,23 @@ def test_the_command_refines_one_section_and_keeps_the_others(tmp_path: Path) ->
     book = DeepBook.load(path)
     assert book.sections[other.rules.key].records == other.records
     assert book.sections[RULES.key].records == refined().records
+
+
+def test_a_warm_refinement_on_two_threads_proves_what_a_cold_one_does(tmp_path: Path) -> None:
+    """``--warm --threads 2``: which tests run differs, but every verdict is a fact, so a pass
+    run to its end proves the cold pass's bounds at the start, searching less."""
+    found = []
+    for flags in ([], ["--warm", "--threads", "2"]):
+        path = tmp_path / f"deep{len(flags)}.xz"
+        DeepBook([section()]).save(path)
+        args = ["book", "refine", "--rules", "piet-hein", "--houses", "5", "--seeds", "3"]
+        args += ["--first-mnodes", "0.002", "--tt-mb", "4", "-o", str(path), *flags]
+        assert main(args) == 0
+        refined_section = DeepBook.load(path).sections[RULES.key]
+        found.append((refined_section.records[ROOT], refined_section.build["refine"][-1]))
+    (cold, cold_pass), (warm, warm_pass) = found
+    value = max(exact_gains(ROOT).values())
+    assert warm.lower == cold.lower and warm.upper == cold.upper
+    assert cold.lower <= value <= cold.upper and cold.upper - cold.lower < 4
+    assert (cold_pass["warm"], warm_pass["warm"], warm_pass["threads"]) == (False, True, 2)
+    assert warm_pass["searched"] < cold_pass["searched"]
