@@ -46,25 +46,25 @@ test re-run at twice its cap goes on from where the last stopped, so the chain o
 longer serial, and a test ahead on another worker's table only searches its tree again
 (Kalah(6,4) standard on 2 workers: 131.6 M nodes with tests ahead, 58.1 M without, as on 1).
 
-Cold and warm tables. A refinement (by default), and ``kalah prove --cold``, runs every test
-on an emptied table, so that each outcome is a pure function of its test: the batches, the checkpoint and the
-book are the one-process run's, test for test, on any executor (above). ``kalah prove`` by
-default, and ``kalah book refine --warm``, keeps each worker's table warm across the tests of its run (the task's ``warm`` token:
-a process's table is emptied when a test of another run, or other work, comes): its entries
-are all exact searches' proven bounds, sound for any later test of the same rules and
-databases, so a test re-run at twice its cap on the same worker goes on from where the last
-one stopped, and later MTD(f) claims reuse the earlier claims' trees, as the one-process
-solve's table does. A local session sends a move's tests to the process that ran that move
-last (``group`` of :func:`kalah_core.tasks.task`); ``kalah worker``s take them as they come.
-And, as a long proof of the solver pauses for a deep estimate (``Engine._mtdf``), a warm
-process deepens a heuristic estimate of a move's position on a side table once the move's
-tests have cost it :data:`DEEPEN_AFTER` nodes (and again at eight times as many): the
-estimate's deep entries order the exact searches that follow (heuristic entries order moves,
-they never cut an exact search). Kalah(6,5)'s first claim's test (20-seed database) took 768 M
-nodes on an emptied table; after an 8 M try and its estimate, 17.5 M in all (HISTORY.md).
-A warm pass takes a decided verdict at any cap (a move's cap changes from pass to pass as an
-AND node's first undecided move changes), and a running test of a move and threshold the
-batch asks at another cap goes on rather than start again.
+Cold and warm tables. A refinement (by default), and ``kalah prove --cold``, runs every test on
+an emptied table, so that each outcome is a pure function of its test: the batches, the
+checkpoint and the book are the one-process run's, test for test, on any executor (above).
+``kalah prove`` by default, and ``kalah book refine --warm``, keeps each worker's table warm
+across the tests of its run (the task's ``warm`` token: a process's table is emptied when a
+test of another run, or other work, comes): its entries are all exact searches' proven bounds,
+sound for any later test of the same rules and databases, so a test re-run at twice its cap on
+the same worker goes on from where the last one stopped, and later MTD(f) claims reuse the
+earlier claims' trees, as the one-process solve's table does. A local session sends a move's
+tests to the process that ran that move last (``group`` of :func:`kalah_core.tasks.task`);
+``kalah worker``s take them as they come. And, as a long proof of the solver pauses for a deep
+estimate (``Engine._mtdf``), a warm process deepens a heuristic estimate of a move's position
+on a side table once the move's tests have cost it :data:`DEEPEN_AFTER` nodes (and again at
+eight times as many): the estimate's deep entries order the exact searches that follow
+(heuristic entries order moves, they never cut an exact search). Kalah(6,5)'s first claim's
+test (20-seed database) took 768 M nodes on an emptied table; after an 8 M try and its
+estimate, 17.5 M in all (HISTORY.md). A warm pass takes a decided verdict at any cap (a move's
+cap changes from pass to pass as an AND node's first undecided move changes), and a running
+test of a move and threshold the batch asks at another cap goes on rather than start again.
 
 What stays determined, warm: every decided verdict ("value >= t" true or false, the bound it
 gives) is a proven fact whatever table it ran on, so the proven bounds, and a finished proof's
