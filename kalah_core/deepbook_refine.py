@@ -56,12 +56,12 @@ sound for any later test of the same rules and databases, so a test re-run at tw
 the same worker goes on from where the last one stopped, and later MTD(f) claims reuse the
 earlier claims' trees, as the one-process solve's table does. A local session sends a move's
 tests to the process that ran that move last (``group`` of :func:`kalah_core.tasks.task`);
-``kalah worker``s take them as they come. And, as a long proof of the solver pauses for a deep
-estimate (``Engine._mtdf``), a warm process deepens a heuristic estimate of a move's position
-on a side table once the move's tests have cost it :data:`DEEPEN_AFTER` nodes (and again at
-eight times as many): the estimate's deep entries order the exact searches that follow
-(heuristic entries order moves, they never cut an exact search). Kalah(6,5)'s first claim's
-test (20-seed database) took 768 M nodes on an emptied table; after an 8 M try and its
+``kalah worker``s through Redis likewise (``RedisSession``). And, as a long proof of the solver
+pauses for a deep estimate (``Engine._mtdf``), a warm process deepens a heuristic estimate of a
+move's position on a side table once the move's tests have cost it :data:`DEEPEN_AFTER` nodes
+(and again at eight times as many): the estimate's deep entries order the exact searches that
+follow (heuristic entries order moves, they never cut an exact search). Kalah(6,5)'s first
+claim's test (20-seed database) took 768 M nodes on an emptied table; after an 8 M try and its
 estimate, 17.5 M in all (HISTORY.md). A warm pass takes a decided verdict at any cap (a move's
 cap changes from pass to pass as an AND node's first undecided move changes), and a running
 test of a move and threshold the batch asks at another cap goes on rather than start again.
@@ -104,6 +104,8 @@ WIDTH, ALTERNATIVE_SHIFT = 2, 3
 """Where one move suffices, the moves tried in a round (the best estimates first) and their
 caps: the round's, then an eighth of it. An alternative costs about as much as the best move's
 subtree, which may need every reply shown."""
+TEST_KIND = "deepbook.test"
+"""The task kind of a test (:func:`test_task`), on local processes or ``kalah worker``s."""
 LOW, HIGH = "low", "high"
 """A claim's side: "value >= t" and "value <= t"."""
 AHEAD_CAPS = 3
@@ -240,7 +242,7 @@ def _group(params: dict[str, Json], item: Json) -> Json:
     return [item[0], item[1]] if params.get("warm") else None
 
 
-@task("deepbook.test", interrupt=_interrupt, group=_group)
+@task(TEST_KIND, interrupt=_interrupt, group=_group)
 def test_task(params: dict[str, Json], items: Sequence[Json]) -> Iterator[Json]:
     """The outcomes ``[bound, nodes]`` of tests (``[key hex, house, beta, cap]``) under
     ``params``: rules, table, databases, ``warm`` (a run's token: the table kept from one of
@@ -503,7 +505,7 @@ class Refiner:
     def _open(self) -> Session:
         if self._session is None:
             work = Task(
-                "deepbook.test",
+                TEST_KIND,
                 {
                     "rules": self.rules.to_json(),
                     "tt_mb": self.budget.tt_mb,

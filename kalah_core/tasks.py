@@ -109,6 +109,14 @@ def task(
     return register
 
 
+def group_of(work: Task, item: Json) -> str | None:
+    """The group of ``work``'s ``item`` as a JSON string (see :func:`task`), or None: a kind
+    without groups, or an item that shares no state."""
+    group = _GROUP.get(work.kind)
+    found = None if group is None else group(work.params, item)
+    return None if found is None else json.dumps(found)
+
+
 def interrupt(kind: str, on: bool = True) -> bool:
     """Stop the item of ``kind`` running in this process (``on``), or clear the stop before
     the next one; False when the kind cannot be stopped mid-item."""
@@ -305,7 +313,6 @@ class _PoolSession:
         self.capacity = workers
         self.todo: deque[tuple[int, Json]] = deque()
         self.deaths: dict[int, int] = {}
-        self.group = _GROUP.get(work.kind)
         self.home: dict[str, int] = {}  # group -> the process (its place) that runs its items
         self.weight: dict[str, float] = {}  # group -> seconds its home has run its items
         self.workers = [self._spawn() for _ in range(workers)]
@@ -330,18 +337,12 @@ class _PoolSession:
         self.todo.append((index, item))
         self._dispatch()
 
-    def _key(self, item: Json) -> str | None:
-        if self.group is None:
-            return None
-        found = self.group(self.work.params, item)
-        return None if found is None else json.dumps(found)
-
     def _take(self, n: int) -> tuple[int, Json] | None:
         """The next item for the idle process ``n``: the first of a group it runs (its home),
         else of no group or a new one, else of a light group (run for under STEAL_BELOW_S)
         whose home is busy, which moves here; None (it waits) when only the groups of idle
         processes, or heavy ones of busy processes, are left (see :func:`task`)."""
-        keys = [self._key(item) for _, item in self.todo]
+        keys = [group_of(self.work, item) for _, item in self.todo]
         home, weight = self.home, self.weight
 
         def light(k: str) -> bool:

@@ -329,7 +329,7 @@ class EmbeddedJobStore:
             store.set(f"job:{job_id}:meta", meta, expire=ttl)
         return True
 
-    def wait(self, timeout_s: float) -> None:
+    def wait(self, timeout_s: float, worker: str | None = None) -> None:
         time.sleep(min(timeout_s, IDLE_POLL_S))
 
     def pending(self) -> bool:

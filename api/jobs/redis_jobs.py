@@ -61,6 +61,8 @@ from .redis_layout import (
     BELL,
     BELL_MAX,
     FAIR_PREFIX,
+    HOME_BELL_PREFIX,
+    HOME_PREFIX,
     LEASES,
     OWNED_PREFIX,
     PREFIX,
@@ -119,6 +121,7 @@ class RedisJobStore:
         self._cancel = self.redis.register_script(layout.CANCEL)
         self._beat = self.redis.register_script(layout.BEAT)
         self._alive = self.redis.register_script(layout.ALIVE)
+        self._beating = self.redis.register_script(layout.BEATING)
 
     # -- the API ---------------------------------------------------------------------------
 
@@ -172,11 +175,20 @@ class RedisJobStore:
         return JobStatus(job.id, status, problems, len(batch.slots), None, owner)
 
     def create_work(
-        self, work: Task, items: Sequence[Json], chunk_size: int, owner: str, *, ttl_s: int
+        self,
+        work: Task,
+        items: Sequence[Json],
+        chunk_size: int,
+        owner: str,
+        *,
+        ttl_s: int,
+        home: str | None = None,
     ) -> str:
         """A new job of engine work (see the module docstring): ``work`` over ``items`` (JSON)
         in chunks of ``chunk_size``; its results come back through :meth:`feed`. ``ttl_s``:
-        how long its keys live after its last change (a chunk waits that long at most)."""
+        how long its keys live after its last change (a chunk waits that long at most).
+        ``home``: a runner (its lease token) whose chunks these are, in its own list instead
+        of the owner's: it takes them before any other, and no other runner does."""
         job = JobKeys(uuid.uuid4().hex)
         parts = chunks(len(items), chunk_size)
         pipe = self.redis.pipeline(transaction=True)
@@ -205,14 +217,22 @@ class RedisJobStore:
         if parts:
             pipe.sadd(ACTIVE, job.id)
             entries = [job.entry(n) for n in range(len(parts))]
+            if home is not None:
+                pipe.rpush(HOME_PREFIX + home, *entries)
+                pipe.expire(HOME_PREFIX + home, ttl_s)
+                pipe.rpush(HOME_BELL_PREFIX + home, "1")
+                pipe.ltrim(HOME_BELL_PREFIX + home, -BELL_MAX, -1)
+                pipe.expire(HOME_BELL_PREFIX + home, ttl_s)
+                entries = []
             for start in range(0, len(entries), 1000):
                 self._wait(
                     keys=[RING, FAIR_PREFIX + owner],
                     args=[owner, *entries[start : start + 1000]],
                     client=pipe,
                 )
-            pipe.rpush(BELL, *["1"] * min(len(parts), BELL_MAX))
-            pipe.ltrim(BELL, -BELL_MAX, -1)
+            if entries:
+                pipe.rpush(BELL, *["1"] * min(len(parts), BELL_MAX))
+                pipe.ltrim(BELL, -BELL_MAX, -1)
         pipe.execute()
         return job.id
 
@@ -357,7 +377,15 @@ class RedisJobStore:
                 list[bytes] | None,
                 self._take(
                     keys=[RING, LEASES, TOKENS, ACTIVE],
-                    args=[FAIR_PREFIX, PREFIX, worker, LEASE_MS, MAX_ATTEMPTS, problem],
+                    args=[
+                        FAIR_PREFIX,
+                        PREFIX,
+                        worker,
+                        LEASE_MS,
+                        MAX_ATTEMPTS,
+                        problem,
+                        HOME_PREFIX,
+                    ],
                 ),
             )
             if not taken:
@@ -442,8 +470,26 @@ class RedisJobStore:
         ]
         return bool(self._complete(keys=keys, args=args) == 1)
 
-    def wait(self, timeout_s: float) -> None:
-        self._blocking.blpop([BELL], timeout=max(0.01, min(WAIT_S, timeout_s)))
+    def wait(self, timeout_s: float, worker: str | None = None) -> None:
+        bells = [BELL] if worker is None else [HOME_BELL_PREFIX + worker, BELL]
+        self._blocking.blpop(bells, timeout=max(0.01, min(WAIT_S, timeout_s)))
+
+    def taker(self, job_id: str) -> tuple[str, float] | None:
+        """The runner (its lease token) that last took a chunk of engine work ``job_id``, and
+        the seconds since (Redis's clock); None if none did."""
+        worker, taken = cast(
+            list[bytes | None], self.redis.hmget(JobKeys(job_id).meta, ["worker", "taken"])
+        )
+        if worker is None or taken is None:
+            return None
+        seconds, micros = self.redis.time()
+        return worker.decode(), max(0.0, seconds + micros / 1e6 - int(taken) / 1000)
+
+    def beating(self, worker: str) -> bool:
+        """Whether the worker named ``worker`` (its name, without the lease token's suffix)
+        beat within the stale time."""
+        found = self._beating(keys=[WORKERS], args=[worker, int(WORKER_STALE_S * 1000)])
+        return found is not None
 
     def waiting(self) -> int:
         """How many chunks wait in their owners' lists (not yet taken by a worker)."""

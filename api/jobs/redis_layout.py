@@ -21,6 +21,11 @@ TOKENS = "kalah:v1:jobs:lease-tokens"
 BELL = "kalah:v1:jobs:bell"
 """A list idle runners block on; a new job pushes one entry per chunk."""
 BELL_MAX = 64
+HOME_PREFIX = FAIR_PREFIX + "home:"
+"""``<prefix><runner>``: chunks of engine work left for one runner (its lease token), whose
+table holds their tree; that runner takes them before any owner's (see :mod:`.work`)."""
+HOME_BELL_PREFIX = BELL + ":"
+"""``<prefix><runner>``: the bell of one runner's own chunks (it blocks on both bells)."""
 WORKERS = "kalah:v1:workers"
 """The batch workers alive: each worker's name, scored by its last beat (Redis's clock, ms)."""
 
@@ -29,19 +34,22 @@ local now = redis.call('TIME')
 local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 """
 
-# The next chunk to run, leased: a lapsed lease first, else the next owner's next chunk
-# (rotating the ring). Chunks of jobs gone, finished, failed or cancelled are dropped on the
-# way. A chunk of analyses taken more than the attempts gives its first unanswered task the
-# problem (ARGV[6]) and goes on; engine work fails its job. Returns {entry, attempt, chunk
-# JSON, payer, the task given the problem or ''}, or false.
+# The next chunk to run, leased: a lapsed lease first, else one left for this runner (its home
+# list), else the next owner's next chunk (rotating the ring). Chunks of jobs gone, finished,
+# failed or cancelled are dropped on the way. A chunk of analyses taken more than the attempts
+# gives its first unanswered task the problem (ARGV[6]) and goes on; engine work fails its job.
+# Engine work's meta records its runner and when (``worker``, ``taken``: Redis's clock, ms).
+# Returns {entry, attempt, chunk JSON, payer, the task given the problem or ''}, or false.
 # KEYS: ring, leases, tokens, active; ARGV: fair prefix, job prefix, token, lease ms, attempts,
-# problem JSON.
+# problem JSON, home prefix.
 TAKE = (
     NOW
     + """
 local function next_entry()
   local lapsed = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ms, 'LIMIT', 0, 1)
   if lapsed[1] then return lapsed[1] end
+  local mine = redis.call('LPOP', ARGV[7] .. ARGV[3])
+  if mine then return mine end
   for _ = 1, redis.call('LLEN', KEYS[1]) do
     local owner = redis.call('RPOPLPUSH', KEYS[1], KEYS[1])
     if not owner then return false end
@@ -103,6 +111,9 @@ for _ = 1, 1000 do
       redis.call('ZADD', KEYS[2], ms + tonumber(ARGV[4]), entry)
       redis.call('HSET', KEYS[3], entry, ARGV[3])
       if status == 'queued' then redis.call('HSET', meta, 'status', 'running') end
+      if redis.call('HGET', meta, 'feed') == '1' then
+        redis.call('HSET', meta, 'worker', ARGV[3], 'taken', ms)
+      end
       return {entry, attempt, body, redis.call('HGET', meta, 'payer') or '', poisoned}
     end
   end
@@ -217,6 +228,17 @@ BEAT = (
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ms - tonumber(ARGV[2]))
 redis.call('ZADD', KEYS[1], ms, ARGV[1])
 return 1
+"""
+)
+
+# The beat of one worker within the stale time (its score), else false.
+# KEYS: workers; ARGV: name, stale ms.
+BEATING = (
+    NOW
+    + """
+local beat = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if beat and tonumber(beat) >= ms - tonumber(ARGV[2]) then return beat end
+return false
 """
 )
 

@@ -221,7 +221,7 @@ def serve(
                         work.release()  # no engine work's state (a book's table) kept idle
                     if burst and not store.pending():
                         return
-                    store.wait(1.0 if burst else 5.0)
+                    store.wait(1.0 if burst else 5.0, worker)
                     pause = PAUSE_S
                     continue
             if done is None:

@@ -175,8 +175,9 @@ class JobStore(Protocol):
         its search is to be charged)."""
         ...
 
-    def wait(self, timeout_s: float) -> None:
-        """Block until a chunk may be waiting, or ``timeout_s`` passed."""
+    def wait(self, timeout_s: float, worker: str | None = None) -> None:
+        """Block until a chunk may be waiting (for anyone, or left for ``worker``: its lease
+        token), or ``timeout_s`` passed."""
         ...
 
     def pending(self) -> bool:

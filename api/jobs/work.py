@@ -29,7 +29,7 @@ from typing import TextIO
 import redis
 
 from kalah_core.errors import KalahError
-from kalah_core.tasks import Json, Session, Task
+from kalah_core.tasks import STEAL_BELOW_S, Json, Session, Task, group_of
 
 from .redis_jobs import RedisJobStore
 from .runner import PAUSE_MAX_S, PAUSE_S
@@ -131,14 +131,26 @@ class RedisSession:
     """A :class:`kalah_core.tasks.Session` on the ``kalah worker`` processes: each item one
     job (one chunk), so that any free worker takes the next and a cancelled one is stopped by
     itself. Its capacity is the workers alive (at least 1), looked at again every
-    :data:`WORKERS_EVERY_S`."""
+    :data:`WORKERS_EVERY_S`.
+
+    Items of a group (:func:`kalah_core.tasks.group_of`: a warm proof's move, whose tree its
+    worker's table holds) keep to their worker, as a local session's do: once the worker
+    that ran a group's items last has run them for :data:`~kalah_core.tasks.STEAL_BELOW_S`,
+    the group's next item is left for it alone (its home list: it takes it when free, and
+    no other worker does); a lighter group's item goes to whoever is free first. An item
+    left for a worker that stops beating goes back to everyone."""
+
+    steal_below_s = STEAL_BELOW_S
 
     def __init__(self, executor: RedisExecutor, work: Task) -> None:
         self.executor = executor
         self.store = executor.store
         self.work = work
         self.jobs: dict[str, int] = {}  # job -> the item's index
-        self.cancelled: set[str] = set()
+        self.items: dict[int, Json] = {}  # index -> the item, while it has a job
+        self.homed: dict[str, str] = {}  # job -> the worker (lease token) it is left for
+        self.home: dict[str, str] = {}  # group -> the worker that ran its items last
+        self.weight: dict[str, float] = {}  # group -> seconds that worker ran them
         self._alive = 1
         self._alive_at = -WORKERS_EVERY_S
         self._quiet_since = time.monotonic()
@@ -152,13 +164,29 @@ class RedisSession:
         return self._alive
 
     def submit(self, index: int, item: Json) -> None:
+        self._post(index, item, self._home(item))
+
+    def _home(self, item: Json) -> str | None:
+        """The worker ``item`` is left for: its group's, if that worker ran the group's items
+        long enough and still beats; else None (anyone)."""
+        group = group_of(self.work, item)
+        worker = None if group is None else self.home.get(group)
+        if worker is None or self.weight.get(group or "", 0.0) < self.steal_below_s:
+            return None
+        return worker if self.store.beating(_name(worker)) else None
+
+    def _post(self, index: int, item: Json, home: str | None) -> None:
         try:
-            job = self.store.create_work(self.work, [item], 1, OWNER, ttl_s=TTL_S)
+            job = self.store.create_work(self.work, [item], 1, OWNER, ttl_s=TTL_S, home=home)
         except redis.RedisError as error:
             raise KalahError(f"the workers' Redis at {self.executor.url}: {error}") from None
         self.jobs[job] = index
+        self.items[index] = item
+        if home is not None:
+            self.homed[job] = home
 
     def _drop(self, job: str) -> None:
+        self.homed.pop(job, None)
         with contextlib.suppress(redis.RedisError):  # else cancelled a minute later
             self.store.cancel(job)
             self.store.forget(job)
@@ -167,7 +195,20 @@ class RedisSession:
         for job, held in list(self.jobs.items()):
             if held == index:
                 del self.jobs[job]
+                self.items.pop(index, None)
                 self._drop(job)  # its worker learns it at its next renewal (1 s)
+
+    def _ran(self, job: str, index: int) -> None:
+        """Count the answered ``job`` to its group's worker (the group's home from now on,
+        if another worker ran it)."""
+        group = group_of(self.work, self.items.pop(index, None))
+        taker = self.store.taker(job) if group is not None else None
+        if group is None or taker is None:
+            return
+        worker, seconds = taker
+        if self.home.get(group) != worker:
+            self.home[group], self.weight[group] = worker, 0.0
+        self.weight[group] += seconds
 
     def running(self) -> int:
         return len(self.jobs)
@@ -188,20 +229,28 @@ class RedisSession:
             index = self.jobs.pop(job, None)
             if index is not None:
                 done.append((index, json.loads(body)))
+                self.homed.pop(job, None)
                 with contextlib.suppress(redis.RedisError):
+                    self._ran(job, index)
                     self.store.forget(job)
         if done:
             self._quiet_since = time.monotonic()
         return done
 
     def _check(self) -> None:
-        """The jobs not answered: failed or gone is an error; no worker alive is said."""
+        """The jobs not answered: failed or gone is an error; one left for a worker that
+        stopped beating, not taken, goes to everyone; no worker alive is said."""
         for job in list(self.jobs):
             status = self.store.status(job)
             if status is None:
                 raise RuntimeError(f"job {job} is gone from {self.executor.url}")
             if status.status in ("failed", "cancelled"):
                 raise RuntimeError(f"job {job} {status.status}: {status.error or ''}".strip())
+            home = self.homed.get(job)
+            if home and status.status == "queued" and not self.store.beating(_name(home)):
+                index = self.jobs.pop(job)
+                self._drop(job)
+                self._post(index, self.items[index], None)
         if time.monotonic() - self._quiet_since > NO_WORKER_EVERY_S:
             self._quiet_since = time.monotonic()
             if not self.store.workers():
@@ -214,6 +263,11 @@ class RedisSession:
         for job in list(self.jobs):
             self._drop(job)
         self.jobs.clear()
+
+
+def _name(token: str) -> str:
+    """A worker's name (what it beats as) from its lease token (``<name>/<token>``)."""
+    return token.rpartition("/")[0]
 
 
 def redis_executor(url: str) -> RedisExecutor:

@@ -20,18 +20,18 @@ import pytest
 
 from kalah_core import deepbook_refine
 from kalah_core.deepbook import deep_key
-from kalah_core.deepbook_refine import RefineBudget, leaf_test
+from kalah_core.deepbook_refine import TEST_KIND, RefineBudget, leaf_test
 from kalah_core.position import Position
 from kalah_core.prove import prove_position
 from kalah_core.rules import Rules
-from kalah_core.tasks import ClockExecutor, LocalExecutor, Session, Task, _PoolSession
+from kalah_core.tasks import ClockExecutor, LocalExecutor, Session, Task, _PoolSession, group_of
 
 RULES = Rules(houses=4, seeds=4)
 BUDGET = RefineBudget(first_nodes=2_000, tt_mb=8)
 
 
 def work(rules: Rules) -> Task:
-    return Task("deepbook.test", {"rules": rules.to_json(), "tt_mb": 8, "databases": []})
+    return Task(TEST_KIND, {"rules": rules.to_json(), "tt_mb": 8, "databases": []})
 
 
 def start_hex(rules: Rules) -> str:
@@ -165,7 +165,7 @@ def test_a_warm_tests_move_stays_with_the_process_whose_table_holds_its_tree() -
     test alike in what it proves). Cold tests have no group: any process takes any."""
     rules = Rules(houses=4, seeds=3)
     key = start_hex(rules)
-    warm = Task("deepbook.test", {**work(rules).params, "warm": "run"})
+    warm = Task(TEST_KIND, {**work(rules).params, "warm": "run"})
     session = _PoolSession(warm, 2)
     try:
 
@@ -186,11 +186,8 @@ def test_a_warm_tests_move_stays_with_the_process_whose_table_holds_its_tree() -
     finally:
         session.workers[1].index = None
         session.close()
-    cold = _PoolSession(work(rules), 1)
-    try:
-        assert cold._key([key, 1, 0, 10]) is None
-    finally:
-        cold.close()
+    assert group_of(warm, [key, 1, 0, 10]) == group(1)
+    assert group_of(work(rules), [key, 1, 0, 10]) is None  # a cold test: any process
 
 
 def test_a_warm_proof_on_two_processes_one_killed_proves_the_value_by_facts(

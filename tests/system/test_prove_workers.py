@@ -6,7 +6,8 @@ cold outcome is a pure function of its test. ``kalah prove`` (its workers' table
 proves the same value on 1 and 2 local processes and on ``kalah worker`` processes through a
 real Redis, one of them killed with SIGKILL in the middle of a test, and its runs give every
 test they both decided the same verdict (within a cap, a warm outcome depends on the tests its
-worker ran before; what it proves does not).
+worker ran before; what it proves does not). Through Redis, a heavy move's tests are left for
+the worker whose table holds its tree.
 
 It belongs beside tests/system/test_batch_workers.py (whose ``start_worker`` it uses)."""
 
@@ -28,8 +29,12 @@ from test_batch_workers import start_worker  # beside it: tests/system
 from kalah_core.cli import main
 from kalah_core.deepbook import DeepBook
 from kalah_core.deepbook_build import DeepBudget, build_deep_section
+from kalah_core.deepbook_refine import TEST_KIND
 from kalah_core.rules import Rules
-from kalah_service.jobs.redis_layout import TOKENS
+from kalah_core.tasks import Task
+from kalah_service.jobs.redis_layout import HOME_BELL_PREFIX, TOKENS
+from kalah_service.jobs.store import Completed
+from kalah_service.jobs.work import RedisExecutor, RedisSession
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -175,3 +180,48 @@ def test_a_proof_on_kalah_workers_survives_one_killed_mid_test(
         assert (remote["tests"], remote["nodes"]) == (local["tests"], local["nodes"])
         assert outcomes(ckpt) == outcomes(tmp_path / "local.jsonl")
         assert agree(ckpt, tmp_path / "local.jsonl")
+
+
+def test_a_heavy_moves_tests_are_left_for_the_worker_whose_table_holds_its_tree(
+    redis_server: harness.RedisServer,
+) -> None:
+    """Affinity through Redis, step by step (the workers' takes made by hand): a move's next
+    test is left for the worker that ran its tests long enough, and no other takes it; a
+    lighter move's goes to anyone; a test left for a worker that stops beating goes back to
+    everyone."""
+    redis_server.flush()
+    executor = RedisExecutor(redis_server.url, stream=io.StringIO(), poll_s=0.1)
+    store = executor.store
+    r = redis.Redis.from_url(redis_server.url)
+    work = Task(TEST_KIND, {"warm": "run"})  # its groups: a warm test's move
+    a, b = "host-a:1/token-a", "host-b:2/token-b"
+    store.beat("host-a:1")
+    store.beat("host-b:2")
+
+    def run(worker: str, index: int, item: list[object]) -> None:
+        lease = store.take(worker)
+        assert lease is not None and lease.items == [(0, item)]
+        assert store.complete(lease, Completed([(0, b"[null, 7]")]))
+        assert session.wait(5) == [(index, [None, 7])]
+
+    with executor.session(work) as session:
+        assert isinstance(session, RedisSession)
+        session.steal_below_s = 0.0  # every run counts as heavy
+        move, other = ["00ff", 1], ["00ff", 2]
+        session.submit(0, [*move, 5, 1000])
+        run(a, 0, [*move, 5, 1000])
+        session.submit(1, [*move, 6, 2000])  # left for a
+        assert r.llen(HOME_BELL_PREFIX + a) == 1  # a's own bell rang, not everyone's
+        assert store.take(b) is None
+        run(a, 1, [*move, 6, 2000])
+        session.submit(2, [*other, 5, 1000])  # a move no worker ran: anyone's
+        run(b, 2, [*other, 5, 1000])
+        session.steal_below_s = 1e9  # now too light to wait for its worker
+        session.submit(3, [*move, 7, 1000])
+        run(b, 3, [*move, 7, 1000])
+        session.steal_below_s = 0.0
+        session.submit(4, [*move, 8, 1000])  # b ran it last: left for b
+        assert store.take(a) is None
+        store.leave("host-b:2")  # b stops beating before it takes the test
+        assert session.wait(0.2) == []  # sees it, and posts the test to everyone
+        run(a, 4, [*move, 8, 1000])
