@@ -54,3 +54,26 @@ def test_the_shipped_kgp_section_holds_the_positions_after_its_games() -> None:
         record = shipped.record(position, rules)
         assert record is not None and record.depth is not None and record.depth >= 20
         assert {m.house for m in record.moves} == set(legal_moves(position, rules))
+
+
+PUBLISHED_PIET_HEIN = {"1-2": 2, "1-3": 2, "1-4": 0, "1-5": 0, "1-6": 0, "2": 2, "3": 0, "4": 0}
+PUBLISHED_PIET_HEIN |= {"5": 0, "6": -2}
+"""Rawlings' values of Kalah(6,6) empty capture's first turns for South (KNOWN_VALUES.md; "1-2":
+house 1, which ends in the store, then house 2): a check of the shipped bounds, never their
+input."""
+
+
+def test_the_piet_hein_bounds_hold_every_published_first_turn_value() -> None:
+    rules = SHIPPED_RULES["piet-hein"]
+    engine = Engine(tt_mb=4, deep_book=deepbook.shipped())
+    start = engine.analyse(Position.start(rules), rules, time_ms=100)
+    first = {m.move: m for m in start.moves}
+    again = engine.analyse(first[1].position, rules, time_ms=100)  # South moves again
+    assert start.extra["book"]["kind"] == again.extra["book"]["kind"] == "deep"
+    second = {m.move: m for m in again.moves}
+    assert start.lower is not None and start.upper is not None
+    assert start.lower <= 2 <= start.upper  # Kalah(6,6) empty capture: +2
+    for turn, value in PUBLISHED_PIET_HEIN.items():
+        move = second[int(turn[2])] if turn.startswith("1-") else first[int(turn)]
+        assert move.lower is not None and move.upper is not None
+        assert move.lower <= value <= move.upper, (turn, move.lower, move.upper)
