@@ -282,6 +282,7 @@ class Refiner:
         executor: Executor | None = None,
         root: bytes | None = None,
         warm: bool = False,
+        sides: Sequence[str] = (LOW, HIGH),
     ) -> None:
         self.rules = section.rules
         if budget.threads > 1 and not warm:
@@ -291,6 +292,7 @@ class Refiner:
             )
         # A warm run's token: its tests keep their process's table (see the module docstring).
         self.warm = uuid.uuid4().hex if warm else None
+        self.sides = tuple(sides)  # the start's bounds a run narrows
         self.section = section
         self.budget = budget
         self.records = back_up(self.rules, section.records)
@@ -667,7 +669,7 @@ class Refiner:
         caps = {LOW: self.budget.first_nodes, HIGH: self.budget.first_nodes}
         # A side's next round costs about twice its last open one: the cheaper goes first.
         expect = {LOW: 0, HIGH: 0}
-        done: set[str] = set()
+        done = {side for side in (LOW, HIGH) if side not in self.sides}
         try:
             while True:
                 goals = {s: self.target(s) for s in (HIGH, LOW) if s not in done}
@@ -721,14 +723,16 @@ class Refiner:
 
 class RunOptions(TypedDict, total=False):
     """How a refinement runs: its checkpoint, its deadline, where its progress goes, the
-    executor of its tests (default: this process), and whether its tests keep their
-    worker's table (``warm``; default: an emptied table for each)."""
+    executor of its tests (default: this process), whether its tests keep their worker's table
+    (``warm``; default: an emptied table for each), and the start's bounds it narrows
+    (``sides``: ``LOW``, ``HIGH`` or both, the default)."""
 
     checkpoint: str | os.PathLike[str] | None
     until: float | None
     stream: TextIO | None
     executor: Executor | None
     warm: bool
+    sides: Sequence[str]
 
 
 def refine_section(

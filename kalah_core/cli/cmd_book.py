@@ -144,6 +144,12 @@ def add_commands(commands: Commands) -> None:
         "worker's cores)",
     )
     book_refine.add_argument(
+        "--side",
+        choices=("lower", "upper"),
+        default=None,
+        help="claim only the start's lower or upper bound (default: both, the cheaper first)",
+    )
+    book_refine.add_argument(
         "--input", default=None, metavar="PATH", help="the deep book to refine (default: --output)"
     )
     book_refine.add_argument(
@@ -382,7 +388,7 @@ def _deep_databases(args: argparse.Namespace, rules: Rules) -> tuple[str, ...]:
 def cmd_book_refine(args: argparse.Namespace) -> int:
     """Narrow a deep book section's proven bounds at its start with tests at its frontier."""
     from .. import deepbook
-    from ..deepbook_refine import RefineBudget, refine_section
+    from ..deepbook_refine import HIGH, LOW, RefineBudget, refine_section
 
     rules = rules_from_args(args)
     paths = _deep_databases(args, rules)
@@ -397,7 +403,8 @@ def cmd_book_refine(args: argparse.Namespace) -> int:
     budget = RefineBudget(int(args.first_mnodes * million), total, args.tt_mb, paths, args.threads)
     key = deepbook.deep_key(Position.start(rules), rules)
     before = section.records[key]
-    refined = refine_section(section, budget, warm=args.warm, **test_run(args))
+    sides = {"lower": (LOW,), "upper": (HIGH,), None: (LOW, HIGH)}[args.side]
+    refined = refine_section(section, budget, warm=args.warm, sides=sides, **test_run(args))
     loaded.sections[rules.key] = refined
     loaded.save(path)
     start = refined.records[key]

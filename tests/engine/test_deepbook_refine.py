@@ -13,7 +13,7 @@ from pathlib import Path
 from kalah_core.cli import main
 from kalah_core.deepbook import DeepBook, DeepSection, deep_key, key_position, lead
 from kalah_core.deepbook_build import DeepBudget, back_up, build_deep_section
-from kalah_core.deepbook_refine import RefineBudget, refine_section
+from kalah_core.deepbook_refine import HIGH, RefineBudget, refine_section
 from kalah_core.position import Position
 from kalah_core.rules import Rules
 from kalah_core.solver import Engine
@@ -120,3 +120,16 @@ def test_a_warm_refinement_on_two_threads_proves_what_a_cold_one_does(tmp_path: 
     assert cold.lower <= value <= cold.upper and cold.upper - cold.lower < 4
     assert (cold_pass["warm"], warm_pass["warm"], warm_pass["threads"]) == (False, True, 2)
     assert warm_pass["searched"] < cold_pass["searched"]
+
+
+def test_a_refinement_of_one_side_claims_only_that_sides_bounds() -> None:
+    """``--side upper``: the pass claims only "value <= t" at the start (the other bound may
+    move all the same, by the tests' fail-soft bounds), and proves the upper bound a pass of
+    both sides (run to its end) proves."""
+    whole = RefineBudget(first_nodes=2_000, total_nodes=None, tt_mb=4)
+    both = refine_section(section(), whole, stream=io.StringIO()).records[ROOT]
+    said = io.StringIO()
+    upper = refine_section(section(), whole, stream=said, sides=[HIGH]).records[ROOT]
+    claims = [line for line in said.getvalue().splitlines() if " start: value " in line]
+    assert claims and all(" start: value <= " in line for line in claims)
+    assert upper.upper == both.upper < section().records[ROOT].upper
