@@ -134,11 +134,11 @@ class RedisSession:
     :data:`WORKERS_EVERY_S`.
 
     Items of a group (:func:`kalah_core.tasks.group_of`: a warm proof's move, whose tree its
-    worker's table holds) keep to their worker, as a local session's do: once the worker
-    that ran a group's items last has run them for :data:`~kalah_core.tasks.STEAL_BELOW_S`,
-    the group's next item is left for it alone (its home list: it takes it when free, and
-    no other worker does); a lighter group's item goes to whoever is free first. An item
-    left for a worker that stops beating goes back to everyone."""
+    worker's table holds) keep to their worker, as a local session's do: once a group's items
+    have run for :data:`~kalah_core.tasks.STEAL_BELOW_S`, its next item is left for the
+    worker that ran its last one (that worker's home list: it takes it when free, and no
+    other worker does); a lighter group's item goes to whoever is free first. An item left
+    for a worker that stops beating goes back to everyone."""
 
     steal_below_s = STEAL_BELOW_S
 
@@ -199,16 +199,17 @@ class RedisSession:
                 self._drop(job)  # its worker learns it at its next renewal (1 s)
 
     def _ran(self, job: str, index: int) -> None:
-        """Count the answered ``job`` to its group's worker (the group's home from now on,
-        if another worker ran it)."""
+        """Count the answered ``job``'s seconds to its group, whose home is now the worker
+        that ran it. (Unlike a local session's, the count is not reset when the worker
+        changes: before a group is heavy its items go to any worker, so a reset would keep
+        most groups light however long they ran.)"""
         group = group_of(self.work, self.items.pop(index, None))
         taker = self.store.taker(job) if group is not None else None
         if group is None or taker is None:
             return
         worker, seconds = taker
-        if self.home.get(group) != worker:
-            self.home[group], self.weight[group] = worker, 0.0
-        self.weight[group] += seconds
+        self.home[group] = worker
+        self.weight[group] = self.weight.get(group, 0.0) + seconds
 
     def running(self) -> int:
         return len(self.jobs)
