@@ -25,14 +25,18 @@ taken; nothing here is tuned. The model:
   cores the tests that can run at once are bounded by the deep book's frontier (the positions
   within its sowings), each on a whole core; or (the figures in brackets) as one position's
   proof scales, measured in nodes up to 4 workers (its MTD(f) chain caps it near 2.5x).
-- **A refinement's overhead**: the nodes a real refinement spent to prove its bounds, over the
-  ladder's cost of the same two bounds (failed tries on emptied tables, the alternatives of
-  OR nodes), multiplies every narrowing and the near-rate exact projection.
+- **Two bases**, each a level per side (nodes against the ladder's at the same distance; the
+  ladder gives the growth) and a node rate:
+  - *warm, 30-seed database*: the pass of ``kalah book refine --warm --threads 2`` that took
+    piet-hein from [-12, +34] to [+0, +28], each side's level from the nodes of its claims
+    (the lower side came out 126x below the ladder, the upper 2.6x; its nodes are 2.4x slower
+    than the ladder's). Only for rules with a database: not kalah-ru, not the KGP boards.
+  - *cold, 24-seed database*: the ladder itself, times a cold refinement's overhead (its
+    failed tries on emptied tables and the alternatives of OR nodes) on both sides.
 
-What the model cannot see: whether the growth steepens before ``d = 0`` (the two exact
-projections differ by that), frontier tests being cheaper than the root's (about 4x on the
-lower side in the piet-hein refinement, HISTORY.md 2026-11-27), and kalah-ru's lack of a
-database (``majority``): its figures are piet-hein's rates applied to its estimate.
+What the model cannot see: whether the growth steepens before ``d = 0`` (the exact
+projections differ by that), whether one pass's levels hold further in, and kalah-ru's lack of
+a database (``majority``): its figures are piet-hein's cold basis applied to its estimate.
 """
 
 from __future__ import annotations
@@ -40,15 +44,18 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 DATA = Path(__file__).resolve().parent / "data" / "proof_costs.json"
 WIDTHS = (50, 30, 20)
 CORES = (1, 16, 1000)
+NO_DATABASE = {"kalah-ru", "kgp 6x6"}
+"""Starts whose rules (``majority``) have no endgame database."""
 STARTS = {  # rules: (value used, what it is, today's proven bounds from the deep book)
-    "piet-hein": (2, "published value", (-12, 34)),
-    "kalah-ru": (4, "deep book estimate", (-30, 48)),
+    "piet-hein": (2, "published value", (0, 28)),
+    "kalah-ru": (4, "deep book estimate", (-30, 44)),
     "kgp 6x6": (4, "deep book estimate", (-30, 48)),
 }
 
@@ -82,21 +89,57 @@ class Side:
         return self.nearest_nodes * self.near ** ((self.nearest_d - d) / 4)
 
 
-def sides(data: dict[str, Any]) -> tuple[Side, Side, float]:
-    """The ladder's two sides and the node rate per core (nodes a second on one thread)."""
+def sides(data: dict[str, Any]) -> tuple[Side, Side]:
+    """The ladder's two sides."""
     ladder = data["ladder"]
     value = ladder["value"]
     lower = Side([(value - p["bound"], p["nodes"]) for p in ladder["lower"]])
     upper = Side([(p["bound"] - value, p["nodes"]) for p in ladder["upper"]])
+    return lower, upper
+
+
+@dataclass(frozen=True)
+class Basis:
+    """How a proof runs, as measured: each side's nodes against the ladder's at the same
+    distance (its level; the ladder gives the growth), and its node rate per core."""
+
+    name: str
+    lower: float
+    upper: float
+    rate: float
+    database: bool  # measured with a database bigger than the ladder's (a basis only with one)
+
+
+def bases(data: dict[str, Any], lower: Side, upper: Side) -> list[Basis]:
+    """The warm pass's basis (each side's level from what the pass spent on its claims), then
+    the cold ladder's (its own rate; a cold refinement's overhead on both sides)."""
+    value = data["ladder"]["value"]
+    warm = data["warm_pass"]
+    ladder = data["ladder"]
     tests = ladder["lower"] + ladder["upper"]
-    rate = sum(p["nodes"] for p in tests) / (sum(p["seconds"] for p in tests) * ladder["threads"])
-    return lower, upper, rate
+    return [
+        Basis(
+            "warm, 30-seed database",
+            warm["lower"]["nodes"] / lower.nodes(value - warm["lower"]["bound"]),
+            warm["upper"]["nodes"] / upper.nodes(warm["upper"]["bound"] - value),
+            warm["nodes"] / (warm["seconds"] * warm["threads"]),
+            True,
+        ),
+        Basis(
+            "cold, 24-seed database",
+            overhead(lower, upper, data),
+            overhead(lower, upper, data),
+            sum(p["nodes"] for p in tests) / (sum(p["seconds"] for p in tests) * ladder["threads"]),
+            False,
+        ),
+    ]
 
 
-def narrowing(lower: Side, upper: Side, width: int) -> tuple[float, int, int]:
+def narrowing(lower: Side, upper: Side, width: int, basis: Basis) -> tuple[float, int, int]:
     """The cheapest (nodes, dl, du) with dl + du = width, both even (values are even)."""
     splits = [
-        (lower.nodes(dl) + upper.nodes(width - dl), dl, width - dl) for dl in range(0, width + 1, 2)
+        (basis.lower * lower.nodes(dl) + basis.upper * upper.nodes(width - dl), dl, width - dl)
+        for dl in range(0, width + 1, 2)
     ]
     return min(splits)
 
@@ -114,60 +157,71 @@ def hours(nodes: float, rate: float, cores: int, data: dict[str, Any], chain: bo
 
 
 def overhead(lower: Side, upper: Side, data: dict[str, Any]) -> float:
-    """What a refinement spent against the ladder's cost of the bounds it proved: its tests'
-    failed tries, restarts on emptied tables, and the alternatives of its OR nodes."""
+    """What a cold refinement spent against the ladder's cost of the bounds it proved: its
+    tests' failed tries, restarts on emptied tables, and the alternatives of its OR nodes."""
     run = data["refinement"]
     value = data["ladder"]["value"]
     ladder = lower.nodes(value - run["lower"]) + upper.nodes(run["upper"] - value)
     return float(run["nodes"]) / ladder
 
 
-def model(data: dict[str, Any]) -> dict[str, Any]:
-    lower, upper, rate = sides(data)
-    spent = overhead(lower, upper, data)
+def projections(
+    data: dict[str, Any], lower: Side, upper: Side, basis: Basis
+) -> list[dict[str, Any]]:
+    """Every goal's nodes, bounds and hours on one basis."""
+    standard = data["standard_over_empty"]["ratio"]
     rows = []
-    for start, (value, basis, (low, high)) in STARTS.items():
-        factor = 1.0 if start == "piet-hein" else data["standard_over_empty"]["ratio"]
+    for start, (value, what, (low, high)) in STARTS.items():
+        factor = 1.0 if start == "piet-hein" else standard
+        if basis.database and start in NO_DATABASE:
+            continue  # measured with a database: not a basis for these
         for width in WIDTHS:
-            nodes, dl, du = narrowing(lower, upper, width)
+            nodes, dl, du = narrowing(lower, upper, width, basis)
             rows.append(
                 {
                     "start": start,
                     "goal": f"{width} wide",
                     "today": f"[{low:+d}, {high:+d}]",
-                    "bounds": f"[{value - dl:+d}, {value + du:+d}] ({basis} {value:+d})",
-                    "nodes": nodes * factor * spent,
+                    "bounds": f"[{value - dl:+d}, {value + du:+d}] ({what} {value:+d})",
+                    "nodes": nodes * factor,
                 }
             )
-    exact_ladder = lower.nodes(0) + upper.nodes(0)
-    exact_published = float(data["whole_proof"]["nodes"])
-    standard = data["standard_over_empty"]["ratio"]
+    exact = basis.lower * lower.nodes(0) + basis.upper * upper.nodes(0)
+    published = float(data["whole_proof"]["nodes"])
     rows += [
-        {"start": "piet-hein", "goal": "exact (near rates to d=0)", "nodes": exact_ladder * spent},
-        {"start": "piet-hein", "goal": "exact (Rawlings' count)", "nodes": exact_published},
-        {
-            "start": "standard Kalah(6,6)",
-            "goal": "exact (near rates)",
-            "nodes": exact_ladder * spent * standard,
-        },
+        {"start": "piet-hein", "goal": "exact (near rates to d=0)", "nodes": exact},
+        {"start": "piet-hein", "goal": "exact (Rawlings' count)", "nodes": published},
+        {"start": "standard Kalah(6,6)", "goal": "exact (near rates)", "nodes": exact * standard},
         {
             "start": "standard Kalah(6,6)",
             "goal": "exact (Rawlings' x ratio)",
-            "nodes": exact_published * standard,
+            "nodes": published * standard,
         },
     ]
     for row in rows:
-        row["core_hours"] = row["nodes"] / rate / 3600
-        row["hours"] = {c: hours(row["nodes"], rate, c, data, False) for c in CORES}
-        row["hours_measured"] = {c: hours(row["nodes"], rate, c, data, True) for c in CORES}
+        row["core_hours"] = row["nodes"] / basis.rate / 3600
+        row["hours"] = {c: hours(row["nodes"], basis.rate, c, data, False) for c in CORES}
+        row["hours_measured"] = {c: hours(row["nodes"], basis.rate, c, data, True) for c in CORES}
+    return rows
+
+
+def model(data: dict[str, Any]) -> dict[str, Any]:
+    lower, upper = sides(data)
+    found = bases(data, lower, upper)
     return {
-        "rate_per_core": rate,
-        "refinement_overhead": spent,
         "growth_per_4_seeds": {
             "lower": {"far": lower.far, "near": lower.near},
             "upper": {"far": upper.far, "near": upper.near},
         },
-        "rows": rows,
+        "bases": [
+            {
+                "name": b.name,
+                "level": {"lower": b.lower, "upper": b.upper},
+                "rate_per_core": b.rate,
+                "rows": projections(data, lower, upper, b),
+            }
+            for b in found
+        ],
     }
 
 
@@ -182,33 +236,38 @@ def main() -> None:
         print(json.dumps(result, indent=2))
         return
     growth = result["growth_per_4_seeds"]
-    print(f"node rate: {result['rate_per_core'] / 1e6:.2f} M nodes/s per core (the ladder's)")
     for side in ("lower", "upper"):
         g = growth[side]
         print(f"{side} side: {g['far']:.2f}x per 4 seeds over the ladder, ", end="")
         print(f"{g['near']:.2f}x near the value")
-    print(f"a refinement's overhead over the ladder: {result['refinement_overhead']:.2f}x")
     frontier = data["frontier"]["positions"]
     limit = data["one_position"]["limit"]
     print(
         f"hours on P cores: at most {frontier} tests at once (the deep book's frontier); ", end=""
     )
     print(f"each a whole core, or [in brackets] one position's chain (at most {limit}x)")
-    print()
-    cores = " | ".join(f"hours on {c}" for c in CORES)
-    print(f"| start | goal | today | bounds | nodes | core-hours | {cores} |")
-    print("|" + "---|" * (6 + len(CORES)))
-    for row in result["rows"]:
-        cells = [
-            row["start"],
-            row["goal"],
-            row.get("today", ""),
-            row.get("bounds", ""),
-            f"{row['nodes']:.2e}",
-            f"{row['core_hours']:,.1f}",
-            *(f"{row['hours'][c]:,.1f} [{row['hours_measured'][c]:,.1f}]" for c in CORES),
-        ]
-        print("| " + " | ".join(cells) + " |")
+    for basis in result["bases"]:
+        level = basis["level"]
+        print()
+        print(
+            f"{basis['name']}: nodes {level['lower']:.3g}x (lower side), {level['upper']:.3g}x "
+            f"(upper side) the ladder's; {basis['rate_per_core'] / 1e6:.2f} M nodes/s per core"
+        )
+        print()
+        cores = " | ".join(f"hours on {c}" for c in CORES)
+        print(f"| start | goal | today | bounds | nodes | core-hours | {cores} |")
+        print("|" + "---|" * (6 + len(CORES)))
+        for row in basis["rows"]:
+            cells = [
+                row["start"],
+                row["goal"],
+                row.get("today", ""),
+                row.get("bounds", ""),
+                f"{row['nodes']:.2e}",
+                f"{row['core_hours']:,.1f}",
+                *(f"{row['hours'][c]:,.1f} [{row['hours_measured'][c]:,.1f}]" for c in CORES),
+            ]
+            print("| " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
