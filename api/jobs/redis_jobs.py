@@ -19,8 +19,10 @@ The queue is this store's own, in Redis, with no queue library over it:
   :data:`~kalah_service.jobs.store.MAX_ATTEMPTS` times and lost each time gives the task in hand
   (its first unanswered one: answers are stored as they come) a problem and goes on with the
   others (engine work fails its job instead). There is no
-  reaper and no ticket to lose: a chunk is in exactly one place (an owner's list, or leased)
-  and moves atomically (one script).
+  reaper and no ticket to lose: a chunk is in exactly one place (an owner's list, a runner's
+  home list, or leased) and moves atomically (one script). A home list holds engine work left
+  for one runner (a proof's test whose move that runner's table holds: :mod:`.work`); that
+  runner takes from it before the ring, and has a bell of its own beside the common one.
 - Waking up: idle runners block on :data:`BELL` (``BLPOP``, :data:`WAIT_S` at a time, on a
   connection whose socket timeout is longer than that, so an idle runner never mistakes the
   wait for a lost connection). A new job rings it once per chunk (at most
