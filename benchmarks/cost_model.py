@@ -55,7 +55,7 @@ NO_DATABASE = {"kalah-ru", "kgp 6x6"}
 """Starts whose rules (``majority``) have no endgame database."""
 STARTS = {  # rules: (value used, what it is, today's proven bounds from the deep book)
     "piet-hein": (2, "published value", (0, 28)),
-    "kalah-ru": (4, "deep book estimate", (-30, 44)),
+    "kalah-ru": (4, "deep book estimate", (-30, 34)),
     "kgp 6x6": (4, "deep book estimate", (-30, 48)),
 }
 
