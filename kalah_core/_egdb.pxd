@@ -58,10 +58,15 @@ Usage from the search::
     cdef EndgameTable t = database.table      # keep a reference while probing
     cdef const EGDB* db = &t.db
     if n <= db.max_seeds:                     # n = seeds in houses of the board
-        g = egdb_probe(db, b.me, b.opp, n)    # value = g + b.my_store - b.opp_store
+        g = egdb_probe(db, b.me, b.opp, n, b.my_store)   # value = g + b.my_store - b.opp_store
 
-or, to start the memory load early and read later: ``i = db.offset[n] + egdb_rank(db, me, opp)``,
-``egdb_prefetch(db, i)``, then ``g = egdb_at(db, i, n, egdb_context(me, opp))``.
+or, to start the memory load early and read later: ``i = egdb_index(db, me, opp, n,
+b.my_store)``, ``egdb_prefetch(db, i)``, then ``g = egdb_at(db, i, n, egdb_context(me, opp))``.
+
+Under `majority` (``total`` > 0) the stores decide when the game ends, so g depends on them:
+a board holds one byte for each store the mover may have while neither store holds more than
+half of the ``total`` seeds (the opponent's is the rest), in a row of ``width[n]`` bytes from
+the mover's store ``store_lo[n]`` (``egdb_index``); such a database is built for one total.
 """
 
 from libc.stdint cimport int8_t, uint8_t, uint16_t, uint64_t
@@ -182,8 +187,15 @@ ctypedef struct EGDB:
     int max_seeds            # N: levels 0..N are present
     const uint64_t* binom    # binom[k * EGDB_STRIDE + s] = C(s, k) for k = 0..2h-1, s < 256,
                              # and 0 for k = 2h..15 (so that cells past 2h add nothing)
-    uint64_t offset[EGDB_MAX_SEEDS + 2]  # offset[n] = index of level n's first board;
+    uint64_t offset[EGDB_MAX_SEEDS + 2]  # offset[n] = index of level n's first entry;
                                          # offset[max_seeds + 1] = number of entries
+    # Under `majority` (total > 0: the game's seeds; one byte an entry, bits 8): a board of
+    # level n has width[n] entries, one for each store the mover may hold while neither store
+    # holds more than half the total, store_lo[n] the first; entry offset[n] + rank x width[n]
+    # + (my store - store_lo[n]) (``egdb_index``).
+    int total
+    int store_lo[EGDB_MAX_SEEDS + 2]
+    int width[EGDB_MAX_SEEDS + 2]
 
 cdef inline uint64_t egdb_spread(uint64_t x) noexcept nogil:
     """Bytes 0..3 of x to bytes 0, 2, 4, 6."""
@@ -321,10 +333,22 @@ cdef inline void egdb_prefetch(const EGDB* db, uint64_t i) noexcept nogil:
     else:
         __builtin_prefetch(db.nibbles + (i >> 1))
 
-cdef inline int egdb_probe(const EGDB* db, uint64_t me, uint64_t opp, int n) noexcept nogil:
-    """g of the board (me, opp) for the player to move, which holds n <= db.max_seeds seeds in
-    houses (the caller checks n). Boards where the game is over hold the sweep's result."""
-    return egdb_at(db, db.offset[n] + egdb_rank(db, me, opp), n, egdb_context(me, opp))
+cdef inline uint64_t egdb_index(const EGDB* db, uint64_t me, uint64_t opp, int n,
+                                int my_store) noexcept nogil:
+    """The entry of the board (me, opp) of level n; under `majority` of the mover's store
+    ``my_store`` too (ignored otherwise), which the caller keeps within the level's stores: a
+    position where a store holds more than half the seeds is over, never probed."""
+    if db.total == 0:
+        return db.offset[n] + egdb_rank(db, me, opp)
+    return db.offset[n] + egdb_rank(db, me, opp) * <uint64_t>db.width[n] \
+        + <uint64_t>(my_store - db.store_lo[n])
+
+cdef inline int egdb_probe(const EGDB* db, uint64_t me, uint64_t opp, int n,
+                           int my_store) noexcept nogil:
+    """g of the board (me, opp) for the player to move, who holds ``my_store`` (read under
+    `majority` only), with n <= db.max_seeds seeds in houses (the caller checks n). Boards
+    where the game is over hold the sweep's result."""
+    return egdb_at(db, egdb_index(db, me, opp, n, my_store), n, egdb_context(me, opp))
 
 cdef class EndgameTable:
     """A database file memory-mapped read-only; ``db`` is valid while the object lives."""

@@ -37,7 +37,7 @@ codes of the level. A level's first word may hold the level below's last boards:
 back to its number (whose digits of this level are still 0) and completed.
 """
 
-from libc.stdint cimport int8_t, uint8_t, uint16_t, uint64_t
+from libc.stdint cimport int8_t, int16_t, uint8_t, uint16_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
 from posix.fcntl cimport O_RDONLY, open as c_open
@@ -98,6 +98,7 @@ HEADER_SIZE = EGDB_HEADER_SIZE
 WINDOW = EGDB_ESCAPE     # values of k a nibble codes (the 16th nibble is the escape)
 BLOCK = 1 << EGDB_BLOCK_SHIFT
 RADIX_MAX_SEEDS = EGDB_RADIX_MAX_SEEDS
+MAX_SEEDS_IN_GAME = 255   # a majority database's most seeds in a game (the one-word board's)
 
 # ---------------------------------------------------------------------------------------------
 # Index: binomials, level offsets, unranking and the walk in rank order.
@@ -126,10 +127,19 @@ cdef uint64_t* make_binom(int houses) except NULL:
     return t
 
 cdef void fill_offsets(EGDB* db) noexcept:
-    cdef int n, k = 2 * db.houses - 1
+    """Each level's first entry; under `majority` (db.total > 0) also each level's stores: the
+    mover's store s and the opponent's, total - n - s, both at most half the total."""
+    cdef int n, lo, hi, k = 2 * db.houses - 1, half = db.total // 2
     db.offset[0] = 0
     for n in range(db.max_seeds + 1):
-        db.offset[n + 1] = db.offset[n] + db.binom[k * EGDB_STRIDE + n + k]
+        db.store_lo[n] = 0
+        db.width[n] = 1
+        if db.total:
+            lo = max(0, db.total - n - half)
+            hi = min(half, db.total - n)
+            db.store_lo[n] = lo
+            db.width[n] = max(0, hi - lo + 1)
+        db.offset[n + 1] = db.offset[n] + db.binom[k * EGDB_STRIDE + n + k] * <uint64_t>db.width[n]
 
 cdef inline uint64_t compact_cells(uint64_t x) noexcept nogil:
     """Bytes 0, 2, 4, 6 of x to bytes 0..3 (the inverse of egdb_spread)."""
@@ -147,10 +157,16 @@ def level_size(int houses, int n) -> int:
     from math import comb
     return comb(n + 2 * houses - 1, 2 * houses - 1)
 
-def entry_count(int houses, int max_seeds) -> int:
-    """Boards with at most max_seeds seeds in houses: C(N + 2h, 2h)."""
+def entry_count(int houses, int max_seeds, int total=0) -> int:
+    """Boards with at most max_seeds seeds in houses: C(N + 2h, 2h); under `majority` (a
+    game of ``total`` seeds) the entries: a board's for each store the mover may hold."""
     from math import comb
-    return comb(max_seeds + 2 * houses, 2 * houses)
+    if not total:
+        return comb(max_seeds + 2 * houses, 2 * houses)
+    half = total // 2
+    return sum(comb(n + 2 * houses - 1, 2 * houses - 1)
+               * max(0, min(half, total - n) - max(0, total - n - half) + 1)
+               for n in range(max_seeds + 1))
 
 cdef inline uint64_t pad8(uint64_t x) noexcept nogil:
     return (x + 7) & ~(<uint64_t>7)
@@ -371,6 +387,76 @@ cdef void run_chunk(const Builder* bd, int n, uint64_t start, uint64_t stop,
             egdb_store(out + i, <int8_t>g)
         if hist != NULL:
             hist[<size_t>egdb_context(me, opp) * width + <size_t>((g + n) >> 1)] += 1
+        next_cells(&lo, &hi)
+
+cdef void solve_row(const Builder* bd, uint64_t me, uint64_t opp, int n,
+                   uint64_t first) noexcept nogil:
+    """Under `majority`: g of the non-final board (me, opp) of level n for every store of its
+    row (entries first..first + width - 1). The stores only decide whether a move ends the game
+    by a majority, so every store's move leads to the same houses: a child's row is ranked
+    once and read at the child's mover's store."""
+    cdef int h = bd.r.houses, m, n2, g, v, j, w = bd.db.width[n], s0 = bd.db.store_lo[n]
+    cdef int stored = bd.db.total - n       # seeds in the two stores
+    cdef int16_t best[EGDB_MAX_SEEDS + 2]
+    cdef uint64_t idx, row = 0
+    cdef bint ranked
+    cdef Board b
+    cdef Sowing sw
+    for j in range(w):
+        best[j] = -EGDB_MAX_SEEDS - 1       # below every value
+    for m in range(h):
+        if byte_at(me, m) == 0:
+            continue
+        ranked = False
+        for j in range(w):
+            b.me = me
+            b.opp = opp
+            b.my_store = s0 + j
+            b.opp_store = stored - s0 - j
+            b.flags = 0
+            play(&b, m, &bd.r, &sw)
+            v = b.my_store - b.opp_store     # in the frame of the player to move next
+            if not sw.over:
+                n2 = seeds_in(b.me + b.opp)
+                if not ranked:
+                    row = bd.db.offset[n2] \
+                        + egdb_rank(&bd.db, b.me, b.opp) * <uint64_t>bd.db.width[n2]
+                    ranked = True
+                idx = row + <uint64_t>(b.my_store - bd.db.store_lo[n2])
+                g = egdb_load(bd.out + idx)
+                if g == EGDB_UNKNOWN:        # only in level n: lower levels are complete
+                    solve_row(bd, b.me, b.opp, n, row)
+                    g = egdb_load(bd.out + idx)
+                v += g
+            if not sw.extra:
+                v = -v
+            v -= 2 * (s0 + j) - stored       # the final difference less the one now
+            if v > best[j]:
+                best[j] = <int16_t>v
+    for j in range(w):
+        egdb_store(bd.out + first + j, <int8_t>best[j])
+
+cdef void run_chunk_rows(const Builder* bd, int n, uint64_t start, uint64_t stop) noexcept nogil:
+    """Under `majority`: solve the rows of boards of ranks start..stop-1 of level n."""
+    cdef uint64_t lo, hi, me, opp, i, first
+    cdef int w = bd.db.width[n], g, j
+    cdef Board b
+    unrank(&bd.db, n, start, &lo, &hi)
+    for i in range(start, stop):
+        first = bd.db.offset[n] + i * <uint64_t>w
+        if egdb_load(bd.out + first) == EGDB_UNKNOWN:
+            board_of(lo, hi, &me, &opp)
+            b.me = me
+            b.opp = opp
+            b.my_store = bd.db.store_lo[n]   # within the row: no majority yet
+            b.opp_store = bd.db.total - n - b.my_store
+            b.flags = 0
+            if is_over(&b, &bd.r):
+                g = terminal_g(&bd.r, me, opp)
+                for j in range(w):
+                    egdb_store(bd.out + first + j, <int8_t>g)
+            else:
+                solve_row(bd, me, opp, n, first)
         next_cells(&lo, &hi)
 
 cdef uint64_t checksum_of(const uint8_t* p, uint64_t length) noexcept nogil:
@@ -723,8 +809,11 @@ cdef class DatabaseBuilder:
     cdef double _pack_seconds
 
     def __cinit__(self, int houses, bint capture_always, bint end_mover_empty,
-                  bint remaining_empty_side, int max_seeds, int threads, int packed=0):
-        """``packed``: 0 one byte a board, 1 the packed format (4 bits), 2 the radix format."""
+                  bint remaining_empty_side, int max_seeds, int threads, int packed=0,
+                  int total=0):
+        """``packed``: 0 one byte a board, 1 the packed format (4 bits), 2 the radix format.
+        ``total`` > 0: the `majority` rule in a game of that many seeds (one byte an entry,
+        a row of entries a board: see ``_egdb.pxd``)."""
         if not 1 <= houses <= MAX_HOUSES:
             raise ValueError(f"houses must be 1..{MAX_HOUSES}")
         if not 0 <= max_seeds <= EGDB_MAX_SEEDS:
@@ -733,6 +822,8 @@ cdef class DatabaseBuilder:
             raise ValueError("packed must be 0 (bytes), 1 (4 bits) or 2 (radix)")
         if packed == 2 and max_seeds > EGDB_RADIX_MAX_SEEDS:
             raise ValueError(f"the radix format holds at most {EGDB_RADIX_MAX_SEEDS} seeds")
+        if total and (packed or not 0 < total <= MAX_SEEDS_IN_GAME):
+            raise ValueError(f"a majority database is one byte an entry, for 1..{MAX_SEEDS_IN_GAME} seeds in the game")
         self.threads = max(1, threads)
         self.packed = packed
         self._binom = make_binom(houses)
@@ -748,9 +839,10 @@ cdef class DatabaseBuilder:
         self.b.db.max_seeds = max_seeds
         self.b.db.binom = self._binom
         self.b.db.bits = (8, 4, 3)[packed]
+        self.b.db.total = total
         fill_offsets(&self.b.db)
         self._length = <size_t>self.b.db.offset[max_seeds + 1]
-        if <uint64_t>self._length != entry_count(houses, max_seeds):
+        if <uint64_t>self._length != entry_count(houses, max_seeds, total):
             raise MemoryError("database too large to index")
         # Packed, the bytes are address space only: each level's pages are touched when it is
         # built and given back once it is packed.
@@ -792,9 +884,9 @@ cdef class DatabaseBuilder:
         self.b.r.capture_always = capture_always
         self.b.r.end_mover_empty = end_mover_empty
         self.b.r.remaining_empty_side = remaining_empty_side
-        self.b.r.majority = 0
+        self.b.r.majority = total != 0
         self.b.r.pie = 0
-        self.b.r.total = 0
+        self.b.r.total = total
 
     def __dealloc__(self):
         if self._mem != NULL:
@@ -851,7 +943,7 @@ cdef class DatabaseBuilder:
         cdef int* cancel = &self._cancel
         cdef Py_ssize_t chunks, c
         cdef uint64_t lo, hi, size, first, last
-        cdef int n, threads = self.threads, failed = 0
+        cdef int n, width, threads = self.threads, failed = 0
         cdef timespec t0, t1, p0
         cdef size_t cells = 0
         cdef uint64_t* hist = NULL
@@ -869,16 +961,22 @@ cdef class DatabaseBuilder:
                 cells = <size_t>EGDB_CONTEXTS * <size_t>(n + 1)
                 if hist != NULL:
                     memset(hist, 0, sizeof(uint64_t) * cells * threads)
-                chunks = <Py_ssize_t>((size + CHUNK - 1) // CHUNK)
+                width = bp.db.width[n]
+                if width > 1:
+                    size = size // <uint64_t>width   # majority: chunks of boards, rows of entries
+                chunks = <Py_ssize_t>((size + CHUNK - 1) // CHUNK) if width else 0
                 for c in prange(chunks, schedule="dynamic", num_threads=threads):
                     if not egdb_load_int(cancel):
                         lo = <uint64_t>c * CHUNK
                         hi = lo + CHUNK
                         if hi > size:
                             hi = size
-                        run_chunk(bp, n, lo, hi,
-                                  hist + cells * threadid() if hist != NULL else NULL)
-                        egdb_add(done, hi - lo)
+                        if bp.db.total:
+                            run_chunk_rows(bp, n, lo, hi)
+                        else:
+                            run_chunk(bp, n, lo, hi,
+                                      hist + cells * threadid() if hist != NULL else NULL)
+                        egdb_add(done, (hi - lo) * <uint64_t>width)
                 if egdb_load_int(cancel):
                     break
                 if bp.packed:
@@ -966,14 +1064,16 @@ cdef class DatabaseBuilder:
                 t = checksum_of(<const uint8_t*>self._mem, self._length)
         return t
 
-    def g(self, mine, theirs) -> int:
-        """g of a board, read from the built database (tests)."""
+    def g(self, mine, theirs, int my_store=-1) -> int:
+        """g of a board, read from the built database (tests); under `majority` for the
+        mover's store ``my_store``."""
         cdef uint64_t me, opp
         cdef int n = pack_side(self.b.db.houses, mine, &me) \
             + pack_side(self.b.db.houses, theirs, &opp)
         if n > self.b.db.max_seeds:
             raise ValueError("too many seeds")
-        return egdb_probe(&self.b.db, me, opp, n)
+        check_store(&self.b.db, n, my_store)
+        return egdb_probe(&self.b.db, me, opp, n, my_store)
 
     def write(self, f, Py_ssize_t block=1 << 26) -> None:
         """Write the entries (packed: every section after the header) to the binary file f."""
@@ -989,6 +1089,17 @@ cdef class DatabaseBuilder:
             write_memory(f, <char*>self.b.esc, self.b.esc_count, block)
         else:
             write_memory(f, <char*>self._mem, self._length, block)
+
+
+cdef int check_store(const EGDB* db, int n, int my_store) except -1:
+    """Under `majority`, that the mover's store is in level n's row: neither store holds more
+    than half the game's seeds."""
+    if db.total and not db.store_lo[n] <= my_store < db.store_lo[n] + db.width[n]:
+        raise ValueError(
+            f"the mover's store must be {db.store_lo[n]}..{db.store_lo[n] + db.width[n] - 1} "
+            f"with {n} seeds in houses of {db.total}: a store holding more than half of them "
+            "has ended the game")
+    return 0
 
 
 cdef write_memory(f, char* p, size_t length, Py_ssize_t block):
@@ -1009,7 +1120,7 @@ cdef class EndgameTable:
     def __cinit__(self, path, int houses, int max_seeds, int header_size,
                   bint capture_always, bint end_mover_empty, bint remaining_empty_side,
                   unsigned long long checksum=0, int bits=8, unsigned long long escapes=0,
-                  unsigned long long far=0):
+                  unsigned long long far=0, int total=0):
         cdef int fd
         cdef struct_stat st
         cdef bytes cpath = str(path).encode()
@@ -1023,6 +1134,8 @@ cdef class EndgameTable:
             raise ValueError(f"{bits} bits a board: only 8, 4 and 3 (radix) exist")
         if bits == 3 and max_seeds > EGDB_RADIX_MAX_SEEDS:
             raise ValueError(f"the radix format holds at most {EGDB_RADIX_MAX_SEEDS} seeds")
+        if total and (bits != 8 or not 0 < total <= MAX_SEEDS_IN_GAME):
+            raise ValueError("a majority database is one byte an entry, for 1..255 seeds")
         self.path = path
         self.capture_always = capture_always
         self.end_mover_empty = end_mover_empty
@@ -1035,9 +1148,10 @@ cdef class EndgameTable:
         self.db.max_seeds = max_seeds
         self.db.binom = self._binom
         self.db.bits = bits
+        self.db.total = total
         fill_offsets(&self.db)
         self.entries = self.db.offset[max_seeds + 1]
-        if self.entries != entry_count(houses, max_seeds):
+        if self.entries != entry_count(houses, max_seeds, total):
             raise ValueError("database too large to index")
         if bits == 4:
             layout = packed_layout(houses, max_seeds, escapes)
@@ -1102,15 +1216,21 @@ cdef class EndgameTable:
     def max_seeds(self) -> int:
         return self.db.max_seeds
 
-    def g(self, mine, theirs) -> int:
+    def g(self, mine, theirs, int my_store=-1) -> int:
         """g for the player to move, whose houses are ``mine`` and the opponent's ``theirs``
-        (each from its owner's left)."""
+        (each from its owner's left); under `majority` the mover's store is ``my_store``."""
         cdef uint64_t me, opp
         cdef int n = pack_side(self.db.houses, mine, &me) + pack_side(self.db.houses, theirs, &opp)
         if n > self.db.max_seeds:
             raise ValueError(f"{n} seeds in houses; the database holds at most "
                              f"{self.db.max_seeds}")
-        return egdb_probe(&self.db, me, opp, n)
+        check_store(&self.db, n, my_store)
+        return egdb_probe(&self.db, me, opp, n, my_store)
+
+    @property
+    def total(self) -> int:
+        """The game's seeds of a `majority` database (0 for the others)."""
+        return self.db.total
 
     def rank(self, mine, theirs) -> int:
         """The rank of a board within its level."""
@@ -1147,8 +1267,8 @@ cdef class EndgameTable:
         cdef uint64_t me, opp, lo, hi, r, size
         cdef bytearray out
         cdef unsigned char* p
-        if not 0 <= n <= self.db.max_seeds:
-            raise ValueError("no such level")
+        if not 0 <= n <= self.db.max_seeds or self.db.total:
+            raise ValueError("no such level (or a majority database: rows, not boards)")
         size = self.db.offset[n + 1] - self.db.offset[n]
         out = bytearray(size)
         p = out
@@ -1169,7 +1289,7 @@ cdef class EndgameTable:
             raise ValueError("too many seeds")
         if self.db.bits == 8:
             return False
-        i = self.db.offset[n] + egdb_rank(&self.db, me, opp)
+        i = egdb_index(&self.db, me, opp, n, 0)
         if self.db.bits == 3:
             return egdb_radix_digit(self.db.words[i // EGDB_DIGITS], <int>(i % EGDB_DIGITS)) \
                 == egdb_radix_of(<int>(i % EGDB_DIGITS)) - 1
@@ -1184,6 +1304,7 @@ cdef class EndgameTable:
         cdef uint64_t x = seed * <uint64_t>0x9e3779b97f4a7c15 + 1
         cdef Py_ssize_t i
         cdef int n, k, cell, h = self.db.houses
+        cdef int top = min(self.db.max_seeds, self.db.total) if self.db.total else self.db.max_seeds
         cdef long long total = 0
         cdef timespec t0, t1
         if me == NULL or opp == NULL or ns == NULL:
@@ -1197,7 +1318,7 @@ cdef class EndgameTable:
                     x ^= x << 13
                     x ^= x >> 7
                     x ^= x << 17
-                    n = <int>(x % <uint64_t>(self.db.max_seeds + 1))
+                    n = <int>(x % <uint64_t>(top + 1))
                     me[i] = 0
                     opp[i] = 0
                     ns[i] = n
@@ -1212,7 +1333,8 @@ cdef class EndgameTable:
                             opp[i] += (<uint64_t>1) << (8 * (cell - h))
                 clock_gettime(CLOCK_MONOTONIC, &t0)
                 for i in range(count):
-                    total += egdb_probe(&self.db, me[i], opp[i], ns[i])
+                    total += egdb_probe(&self.db, me[i], opp[i], ns[i],
+                                        self.db.store_lo[ns[i]])
                 clock_gettime(CLOCK_MONOTONIC, &t1)
         finally:
             free(me)

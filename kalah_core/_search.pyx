@@ -17,7 +17,7 @@ from libc.stdlib cimport abs, calloc, free
 from libc.string cimport memset
 from cython.parallel cimport parallel, threadid
 
-from kalah_core._egdb cimport EGDB, EndgameTable, egdb_probe, egdb_rank, egdb_at, egdb_prefetch, egdb_context
+from kalah_core._egdb cimport EGDB, EndgameTable, egdb_probe, egdb_index, egdb_rank, egdb_at, egdb_prefetch, egdb_context
 from kalah_core._board cimport (
     Board, CRules, Sowing, SWAP, FLAG_PIE, FLAG_NORTH, MAX_HOUSES, MAX_SEEDS, ORDER_EXTRA_TURN,
     play, is_over, seeds_in, houses_used, byte_at, swap_legal, make_crules, make_board, words8,
@@ -353,9 +353,11 @@ cdef class Searcher:
 
     cdef int _prepare(self, object position, object rules, double time_ms, long long nodes,
                       Root* root) except -1:
-        if rules != self._rules_key:
-            self._rules_key = rules
-            self._select_database(rules)
+        # Under majority a database serves one game's total of seeds.
+        key = (rules, position.total_seeds) if rules.majority else rules
+        if key != self._rules_key:
+            self._rules_key = key
+            self._select_database(rules, position.total_seeds)
         self.s.r = make_crules(rules, position.total_seeds)
         if self._eval_set < 0:
             self.s.eval_kind = board_evaluation(rules.houses)
@@ -375,15 +377,14 @@ cdef class Searcher:
         return 0 if root_flags(b) & FLAG_PIE else root_hash_of(&self.s, b)
 
     def add_database(self, key, EndgameTable table, int max_seeds):
-        """Probe ``table`` (built for the rule key ``key``: houses, capture, end, remaining)
-        in searches under matching rules."""
+        """Probe ``table`` (built for the rule key ``key``: houses, capture, end, remaining
+        and, under `majority`, the game's seeds, else 0) in searches under matching rules."""
         self._databases[key] = (table, max_seeds)
         self._rules_key = None       # re-select on the next search
 
-    cdef _select_database(self, rules):
-        entry = None
-        if not rules.majority:
-            entry = self._databases.get((rules.houses, rules.capture, rules.end, rules.remaining))
+    cdef _select_database(self, rules, int total):
+        entry = self._databases.get((rules.houses, rules.capture, rules.end, rules.remaining,
+                                     total if rules.majority else 0))
         if entry is None:
             self._table = None
             self.s.db = NULL

@@ -5,7 +5,7 @@ of more than 8 houses or 255 seeds. ``Searcher`` (``_search.pyx``) calls it at t
 from libc.stdint cimport uint64_t, int64_t
 from libc.stdlib cimport abs
 
-from kalah_core._egdb cimport EGDB, egdb_probe, egdb_rank, egdb_at, egdb_prefetch, egdb_context
+from kalah_core._egdb cimport EGDB, egdb_probe, egdb_index, egdb_rank, egdb_at, egdb_prefetch, egdb_context
 from kalah_core._board cimport CRules, Sowing, SWAP, FLAG_PIE, FLAG_NORTH
 from kalah_core._bigboard cimport (
     Board, MAX_HOUSES, MAX_SEEDS, ORDER_EXTRA_TURN, play, is_over, seeds_in, houses_used,

@@ -121,7 +121,8 @@ cdef inline void make_child(const Search* s, const Board* b, int move, Child* c,
         else:
             # An exact leaf: the database knows the rest of the game. Start loading its entry;
             # resolve() reads it once every sibling's load is under way too.
-            c.db_index = <int64_t>(s.db.offset[n] + egdb_rank(s.db, words8(c.board.me), words8(c.board.opp)))
+            c.db_index = <int64_t>egdb_index(s.db, words8(c.board.me), words8(c.board.opp), n,
+                                                 c.board.my_store)
             c.db_seeds = n
             egdb_prefetch(s.db, c.db_index)
             return
@@ -235,7 +236,7 @@ cdef int exact_node(Search* s, const Board* b, int alpha, int beta, uint64_t h) 
     if s.aborted:
         return 0
     if rest <= s.db_max_seeds and not (b.flags & FLAG_PIE):
-        return d + egdb_probe(s.db, words8(b.me), words8(b.opp), rest)
+        return d + egdb_probe(s.db, words8(b.me), words8(b.opp), rest, b.my_store)
     if b.flags & FLAG_PIE:
         # A swap to come exchanges the stores: the difference may change sign.
         lo = -abs(d) - rest
@@ -472,7 +473,7 @@ cdef int heuristic(Search* s, const Board* b, int alpha, int beta, int depth,
         return 0
     rest = seeds_in(b.me) + seeds_in(b.opp)
     if rest <= s.db_max_seeds and not (b.flags & FLAG_PIE):
-        return d + egdb_probe(s.db, words8(b.me), words8(b.opp), rest)
+        return d + egdb_probe(s.db, words8(b.me), words8(b.opp), rest, b.my_store)
     if depth <= 0:
         s.horizon += 1
         return evaluate(s, b)

@@ -14,8 +14,10 @@ Which rules share a database: those with the same ``houses``, ``capture``, ``end
 - ``seeds`` does not matter: it only sets the start, and a database covers every board.
 - ``pie`` does not matter: the swap is only pending at North's first turn, never in an
   endgame; a position with the swap pending is refused by :meth:`EndgameDatabase.lookup`.
-- ``majority`` is refused (:class:`~kalah_core.errors.InvalidRulesError`): a store holding
-  more than half of all seeds ends the game, so the stores matter and g is not one number.
+- under ``majority`` a store holding more than half of all seeds ends the game, so g depends
+  on the stores too, and a database serves one game's total of seeds (2 x houses x seeds):
+  version 5 holds, for each board, one byte for each store the mover may have while neither
+  store holds more than half (about N + 1 entries a board; see ``_egdb.pxd``).
 
 :func:`rule_key` spells the shared key (e.g. ``h6-nonempty-either-owner``) and
 :func:`default_path` a file name with it (``kalah-egdb-h6-nonempty-either-owner-n24.egdb``).
@@ -32,12 +34,13 @@ File format (little-endian), a 64-byte header and then the entries::
         18     1  end: 1 = mover-empty, 0 = either-side-empty
         19     1  remaining: 1 = empty-side, 0 = owner
         20     4  N, the most seeds in houses
-        24     8  number of entries, C(N + 2h, 2h)
+        24     8  number of entries, C(N + 2h, 2h) (version 5: ``entry_count``)
         32     8  checksum of the entries (see ``checksum_of``/``packed_checksum``, _egdb.pyx)
         40     8  version 3: the number of escape bytes; version 4: of escape codes (0 in 2)
-        48     1  version 3: bits a board, 4; version 4: 3, the radix format (0 in 2)
-        49     7  zero
-        56     8  version 4: the number of far escape bytes (0 in 2 and 3)
+        48     1  version 3: bits a board, 4; version 4: 3, the radix format (0 in 2, 5)
+        49     2  version 5: the game's seeds (majority rules; 0 in the others)
+        51     5  zero
+        56     8  version 4: the number of far escape bytes (0 in 2, 3 and 5)
         64        version 2: the entries, int8 g, level n = 0..N, each level in rank order;
                   version 3: the sections of ``_egdb.packed_layout``: the window table
                   ((N + 1) x 128 int8), the nibbles (4 bits a board, in the same order),
@@ -46,7 +49,9 @@ File format (little-endian), a 64-byte header and then the entries::
                   version 4: the sections of ``_egdb.radix_layout``: the window tables
                   ((N + 1) x 2 x 5184 int8), the words (17 boards each), the escapes before
                   each block (uint16) and superblock (uint64), the escape codes (a nibble
-                  each), the far escapes before each 512 codes (uint64), the far bytes (int8 g)
+                  each), the far escapes before each 512 codes (uint64), the far bytes (int8 g);
+                  version 5: as version 2, with a row of int8 g for each board: one for each
+                  store the mover may hold, the lowest first (``_egdb.pxd``)
 
 Version 3 is exact for every board, like version 2: with k = (g + n) / 2 (0..n, the seeds
 still in houses that end in the mover's store) a nibble holds k less the first value of a
@@ -89,21 +94,22 @@ MAGIC = b"KALAHEGD"
 BYTE_VERSION = 2  # one byte a board, interleaved cell order (83b9e76); files of 1 are refused
 PACKED_VERSION = 3  # 4 bits a board (window and escapes)
 RADIX_VERSION = 4  # 17 boards a 64-bit word (3.77 bits), escape codes, far bytes
+MAJORITY_VERSION = 5  # under `majority`: one byte an entry, a row of entries a board
 FORMAT_VERSION = RADIX_VERSION
-"""The version ``build`` writes by default."""
-VERSIONS = {BYTE_VERSION: 8, PACKED_VERSION: 4, RADIX_VERSION: 3}
+"""The version ``build`` writes by default (``majority`` rules: MAJORITY_VERSION)."""
+VERSIONS = {BYTE_VERSION: 8, PACKED_VERSION: 4, RADIX_VERSION: 3, MAJORITY_VERSION: 8}
 """The versions this engine reads, with the bits-a-board byte of their header (the radix
 format's 3 names the format: it takes 3.77 bits a board and its escapes)."""
 FORMATS = {"radix": RADIX_VERSION, "packed": PACKED_VERSION, "byte": BYTE_VERSION}
 """``kalah egdb build --format``."""
-_CODES = {BYTE_VERSION: 0, PACKED_VERSION: 1, RADIX_VERSION: 2}
+_CODES = {BYTE_VERSION: 0, PACKED_VERSION: 1, RADIX_VERSION: 2, MAJORITY_VERSION: 0}
 """The builder's ``packed`` argument of each version."""
 HEADER_SIZE = 64
 MAX_SEEDS = _egdb.MAX_SEEDS
 MAX_HOUSES = _board.BOARD_MAX_HOUSES
 """Databases cover boards of at most this many houses (the one-word board's); bigger boards are
 searched without one."""
-_HEADER = struct.Struct("<8sII4BIQQQB7xQ")
+_HEADER = struct.Struct("<8sII4BIQQQBH5xQ")
 assert HEADER_SIZE == _egdb.HEADER_SIZE and _HEADER.size <= HEADER_SIZE
 
 
@@ -123,10 +129,13 @@ class RuleKey:
     capture: str
     end: str
     remaining: str
+    total: int = 0
+    """Under ``majority`` the game's seeds (the stores decide when it ends); else 0."""
 
     def __str__(self) -> str:
         end = "either" if self.end == "either-side-empty" else "mover"
-        return f"h{self.houses}-{self.capture}-{end}-{self.remaining}"
+        majority = f"-majority{self.total}" if self.total else ""
+        return f"h{self.houses}-{self.capture}-{end}-{self.remaining}{majority}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +163,7 @@ class Header:
 
     def body_bytes(self) -> int:
         """Bytes of the file after the header."""
-        if self.version == BYTE_VERSION:
+        if self.version in (BYTE_VERSION, MAJORITY_VERSION):
             return self.entries
         if self.version == RADIX_VERSION:
             layout = _egdb.radix_layout(self.key.houses, self.max_seeds, self.escapes, self.far)
@@ -174,7 +183,8 @@ class Header:
             self.entries,
             self.checksum,
             self.escapes,
-            0 if self.version == BYTE_VERSION else VERSIONS[self.version],
+            VERSIONS[self.version] if self.version in (PACKED_VERSION, RADIX_VERSION) else 0,
+            self.key.total,
             self.far,
         )
         return data.ljust(HEADER_SIZE, b"\0")
@@ -186,16 +196,22 @@ class Header:
         (_, version, size, houses, capture, end, remaining, max_seeds, entries, checksum) = (
             _HEADER.unpack_from(data)[:10]
         )
-        escapes, bits, far = _HEADER.unpack_from(data)[10:]
+        escapes, bits, total, far = _HEADER.unpack_from(data)[10:]
         if version not in VERSIONS or size != HEADER_SIZE:
             raise EndgameDatabaseError(
                 f"{path}: database format version {version} (header {size} bytes); "
                 f"this engine reads versions {BYTE_VERSION} (one byte a board), "
-                f"{PACKED_VERSION} (4 bits a board) and {RADIX_VERSION} (radix): rebuild it"
+                f"{PACKED_VERSION} (4 bits a board), {RADIX_VERSION} (radix) and "
+                f"{MAJORITY_VERSION} (majority rules): rebuild it"
+            )
+        if (version == MAJORITY_VERSION) != (total > 0) or total > _egdb.MAX_SEEDS_IN_GAME:
+            raise EndgameDatabaseError(
+                f"{path}: damaged database header: version {version} for a game of {total} "
+                f"seeds (version {MAJORITY_VERSION}, and only it, is for majority rules)"
             )
         if (
-            (version == BYTE_VERSION and (bits or escapes or far))
-            or (version != BYTE_VERSION and bits != VERSIONS[version])
+            (version in (BYTE_VERSION, MAJORITY_VERSION) and (bits or escapes or far))
+            or (version in (PACKED_VERSION, RADIX_VERSION) and bits != VERSIONS[version])
             or (version == PACKED_VERSION and far)
         ):
             raise EndgameDatabaseError(
@@ -207,13 +223,14 @@ class Header:
             )
         if not 1 <= houses <= 8 or capture > 1 or end > 1 or remaining > 1:
             raise EndgameDatabaseError(f"{path}: damaged database header")
-        if max_seeds > MAX_SEEDS or entries != _egdb.entry_count(houses, max_seeds):
+        if max_seeds > MAX_SEEDS or entries != _egdb.entry_count(houses, max_seeds, total):
             raise EndgameDatabaseError(f"{path}: damaged database header (sizes)")
         key = RuleKey(
             houses,
             "always" if capture else "nonempty",
             "mover-empty" if end else "either-side-empty",
             "empty-side" if remaining else "owner",
+            total,
         )
         if escapes > entries or far > escapes:
             raise EndgameDatabaseError(f"{path}: damaged database header (escapes)")
@@ -223,15 +240,16 @@ class Header:
 
 
 def rule_key(rules: Rules) -> RuleKey:
-    """The options that decide which database ``rules`` use; ``majority`` is refused."""
-    if rules.majority:
+    """The options that decide which database ``rules`` use; under ``majority`` also the
+    game's seeds (2 x houses x seeds), since the stores decide when the game ends."""
+    total = 2 * rules.houses * rules.seeds if rules.majority else 0
+    if total > _egdb.MAX_SEEDS_IN_GAME:
         raise InvalidRulesError(
-            "majority",
-            True,
-            "false: under 'majority' the stores decide when the game ends, so an endgame "
-            "database (one value per house layout) cannot serve these rules",
+            "seeds",
+            rules.seeds,
+            f"at most {_egdb.MAX_SEEDS_IN_GAME} seeds in a game for a majority database",
         )
-    return RuleKey(rules.houses, rules.capture, rules.end, rules.remaining)
+    return RuleKey(rules.houses, rules.capture, rules.end, rules.remaining, total)
 
 
 def default_path(rules: Rules, seeds: int, directory: str | os.PathLike[str] = ".") -> Path:
@@ -240,9 +258,11 @@ def default_path(rules: Rules, seeds: int, directory: str | os.PathLike[str] = "
     return Path(directory) / f"kalah-egdb-{rule_key(rules)}-n{seeds}.egdb"
 
 
-def entry_count(houses: int, seeds: int) -> int:
-    """Boards with at most ``seeds`` seeds in 2 x ``houses`` houses (bytes of the entries)."""
-    return _egdb.entry_count(houses, seeds)
+def entry_count(houses: int, seeds: int, total: int = 0) -> int:
+    """Boards with at most ``seeds`` seeds in 2 x ``houses`` houses (bytes of the entries);
+    under ``majority`` in a game of ``total`` seeds, a board's entry for each store the mover
+    may hold while neither store holds more than half (about seeds + 1 a board)."""
+    return _egdb.entry_count(houses, seeds, total)
 
 
 PACKED_ESCAPE_SHARE = 0.03
@@ -266,13 +286,13 @@ def _format(packed: bool | str) -> str:
     return packed
 
 
-def file_bytes(houses: int, seeds: int, packed: bool | str = True) -> int:
+def file_bytes(houses: int, seeds: int, packed: bool | str = True, total: int = 0) -> int:
     """The size of a database file in the format ``packed`` (a key of ``FORMATS``; True: the
     default, radix; False: byte): exact for one byte a board; for the dense formats with
     ``RADIX_ESCAPE_SHARE`` or ``PACKED_ESCAPE_SHARE`` of the boards escaped (the escapes are
-    known after the build)."""
-    fmt = _format(packed)
-    count = entry_count(houses, seeds)
+    known after the build). Under ``majority`` (``total`` > 0) one byte an entry, exact."""
+    fmt = "byte" if total else _format(packed)
+    count = entry_count(houses, seeds, total)
     if fmt == "byte":
         return HEADER_SIZE + count
     if fmt == "radix":
@@ -283,13 +303,14 @@ def file_bytes(houses: int, seeds: int, packed: bool | str = True) -> int:
     return HEADER_SIZE + int(_egdb.packed_layout(houses, seeds, escapes)["total"])
 
 
-def build_memory(houses: int, seeds: int, packed: bool | str = True) -> int:
-    """Bytes a build holds at its peak: every board's byte for one byte a board; in the dense
-    formats, the levels below N packed and the bytes of level N (the largest level, the last),
-    which give way to its words as they are packed."""
-    fmt = _format(packed)
+def build_memory(houses: int, seeds: int, packed: bool | str = True, total: int = 0) -> int:
+    """Bytes a build holds at its peak: every board's byte for one byte a board (every entry's
+    under ``majority``, ``total`` > 0); in the dense formats, the levels below N packed and the
+    bytes of level N (the largest level, the last), which give way to its words as they are
+    packed."""
+    fmt = "byte" if total else _format(packed)
     if fmt == "byte":
-        return entry_count(houses, seeds)
+        return entry_count(houses, seeds, total)
     below = file_bytes(houses, seeds - 1, fmt) if seeds else HEADER_SIZE
     return below + _egdb.level_size(houses, seeds)
 
@@ -517,12 +538,14 @@ def build(
     version 2 (``packed=False``, one byte a board); ``format="packed"`` writes version 3, 4
     bits a board. Both dense formats hold only the level being solved in bytes while building
     (see ``build_memory``); a probe costs the same memory load."""
+    key = rule_key(rules)
+    if key.total and format not in (None, "byte"):
+        raise InvalidRulesError("format", format, "byte: a majority database is one byte an entry")
     if format is None:
-        format = "radix" if packed else "byte"
+        format = "radix" if packed and not key.total else "byte"
     if format not in FORMATS:
         raise ValueError(f"format {format!r}: one of {', '.join(FORMATS)}")
-    version = FORMATS[format]
-    key = rule_key(rules)
+    version = MAJORITY_VERSION if key.total else FORMATS[format]
     if not 0 <= seeds <= MAX_SEEDS:
         raise InvalidRulesError("seeds", seeds, f"a database bound 0..{MAX_SEEDS}")
     if key.houses > MAX_HOUSES:
@@ -544,6 +567,7 @@ def build(
         seeds,
         threads,
         _CODES[version],
+        key.total,
     )
     total = builder.entries
     bar = _Progress(total, stream or sys.stderr, progress)
@@ -617,8 +641,8 @@ def build(
         if watch.progress_file is not None:
             watch.progress_file.unlink(missing_ok=True)
     bar.close(
-        f"{path}: {_count(total)} boards, {file_bytes:,} bytes "
-        f"({header.bits_per_board:.2f} bits a board), "
+        f"{path}: {_count(total)} {'entries (boards x stores)' if key.total else 'boards'}, "
+        f"{file_bytes:,} bytes ({header.bits_per_board:.2f} bits a board), "
         f"{solve_seconds:.1f} s on {builder.threads} thread(s) + {write_seconds:.1f} s writing"
     )
     return BuildStats(
@@ -684,6 +708,7 @@ class EndgameDatabase:
                 header.bits,
                 header.escapes,
                 header.far,
+                key.total,
             )
         except (OSError, ValueError) as error:
             raise EndgameDatabaseError(f"cannot map endgame database {path}: {error}") from None
@@ -732,7 +757,19 @@ class EndgameDatabase:
                 f"{n} seeds in houses; the database holds at most {self.max_seeds}"
             )
         mover = position.to_move
-        return self.table.g(position.side(mover), position.side(mover.other))
+        if not self.key.total:
+            return self.table.g(position.side(mover), position.side(mover.other))
+        if position.total_seeds != self.key.total:
+            raise InvalidPositionError(
+                f"{position.total_seeds} seeds in the game; the database (majority rules) "
+                f"is for games of {self.key.total}"
+            )
+        try:
+            return self.table.g(
+                position.side(mover), position.side(mover.other), position.store(mover)
+            )
+        except ValueError as error:  # a store holds more than half: the game is over
+            raise InvalidPositionError(str(error)) from None
 
     def lookup(self, position: Position) -> int:
         """The exact value of ``position`` (final store difference for the player to move)."""

@@ -104,7 +104,9 @@ class Engine(Proofs):
         for (the mapping is shared read-only by every process that opens the file)."""
         key = database.key
         self.searcher.add_database(
-            (key.houses, key.capture, key.end, key.remaining), database.table, database.max_seeds
+            (key.houses, key.capture, key.end, key.remaining, key.total),
+            database.table,
+            database.max_seeds,
         )
         self.databases.append(database)
 

@@ -100,7 +100,6 @@ def add_commands(commands: Commands) -> None:
         book_deep,
         checkpoint="records so far, to resume from",
         minutes="start no sowing's positions after M minutes (keep the whole sowings)",
-        majority=True,
     )
     add_book_farm_options(
         book_deep,
@@ -159,7 +158,6 @@ def add_commands(commands: Commands) -> None:
         book_refine,
         checkpoint="tests' outcomes so far, to resume from",
         minutes="stop after M minutes",
-        majority=True,
     )
     add_book_farm_options(
         book_refine,
@@ -172,16 +170,15 @@ def add_commands(commands: Commands) -> None:
 
 
 def add_book_search_options(
-    parser: argparse.ArgumentParser, *, checkpoint: str, minutes: str, majority: bool = False
+    parser: argparse.ArgumentParser, *, checkpoint: str, minutes: str
 ) -> None:
     """The options every book build takes: its databases, table, checkpoint and time."""
-    none_under_majority = "; none under majority" if majority else ""
     parser.add_argument(
         "--egdb",
         action="append",
         default=[],
         metavar="PATH",
-        help=f"endgame database (default: the largest KALAH_EGDB_PATH finds{none_under_majority})",
+        help="endgame database (default: the largest KALAH_EGDB_PATH finds)",
     )
     parser.add_argument("--tt-mb", type=int, default=256, metavar="MB")
     parser.add_argument("--checkpoint", default=None, metavar="PATH", help=checkpoint)
@@ -374,12 +371,12 @@ def _deep_after(
 
 def _deep_databases(args: argparse.Namespace, rules: Rules) -> tuple[str, ...]:
     """The databases of a deep book's searches: ``--egdb``, else the largest for the rules
-    that KALAH_EGDB_PATH finds (none under majority)."""
+    that KALAH_EGDB_PATH finds (under majority: for the game's total of seeds)."""
     from .. import databases
     from ..egdb import rule_key
 
     paths = tuple(args.egdb)
-    if not paths and not rules.majority:
+    if not paths:
         found = databases.headers().get(rule_key(rules))
         paths = (str(found[0]),) if found else ()
     return paths

@@ -45,10 +45,11 @@ def add_commands(commands: Commands) -> None:
     egdb_build.add_argument(
         "--format",
         choices=("radix", "packed", "byte"),
-        default="radix",
+        default=None,
         help="radix (default): format version 4, 17 boards a 64-bit word, 3.8-3.9 bits a "
         "board, under half the file and memory of byte; packed: 4 bits a board, version 3 "
-        "(what engines before version 4 read); byte: one byte a board, version 2",
+        "(what engines before version 4 read); byte: one byte a board, version 2. Under "
+        "majority rules only byte: version 5, a byte for each store the mover may hold",
     )
     egdb_build.add_argument("--quiet", action="store_true", help="no progress bar")
     egdb_build.add_argument(
@@ -109,7 +110,8 @@ def cmd_egdb_build(args: argparse.Namespace) -> int:
     }
     text = (
         f"{stats.path}: rules {stats.key}, at most {stats.max_seeds} seeds in houses, "
-        f"{stats.entries:,} boards, {stats.file_bytes:,} bytes "
+        f"{stats.entries:,} {'entries (boards x stores)' if stats.key.total else 'boards'}, "
+        f"{stats.file_bytes:,} bytes "
         f"({stats.bits_per_board:.2f} bits a board); built in "
         f"{stats.solve_seconds:.1f} s on {stats.threads} thread(s), written in "
         f"{stats.write_seconds:.1f} s"

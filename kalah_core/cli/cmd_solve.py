@@ -158,7 +158,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     if args.egdb:
         for path in args.egdb:
             engine.attach(EndgameDatabase.open(path, rules))
-    elif not rules.majority:  # what KALAH_EGDB_PATH finds (the cache folder by default)
+    else:  # what KALAH_EGDB_PATH finds (the cache folder by default)
         from .. import databases  # (and logging) only here: --egdb needs neither
 
         for database in databases.open_best(key=rule_key(rules)):

@@ -230,16 +230,89 @@ def test_wrong_rules_are_refused(tmp_path: Path) -> None:
     EndgameDatabase.open(path, Rules(houses=3, seeds=1, pie=True))
 
 
-def test_majority_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(InvalidRulesError, match="majority"):
-        build(tmp_path / "m.egdb", Rules.preset("kalah-ru"), 4, progress=False)
-    path = tmp_path / "db.egdb"
-    build(path, Rules(end="mover-empty", remaining="empty-side"), 3, progress=False)
-    with pytest.raises(InvalidRulesError, match="majority"):
-        EndgameDatabase.open(path, Rules.preset("kalah-ru"))
-    with pytest.raises(InvalidRulesError, match="majority"):
-        default_path(Rules.preset("kalah-ru"), 4)
+MAJORITY_VARIANTS = [
+    {"capture": "nonempty", "end": "mover-empty", "remaining": "empty-side"},  # kalah-ru's
+    {"capture": "nonempty", "end": "either-side-empty", "remaining": "owner"},  # kgp's
+    {"capture": "always", "end": "mover-empty", "remaining": "owner"},
+]
+
+
+@pytest.mark.parametrize("variant", MAJORITY_VARIANTS, ids=lambda v: "-".join(v.values()))
+@pytest.mark.parametrize(("houses", "seeds", "max_seeds"), [(2, 2, 8), (3, 2, 7), (3, 3, 6)])
+def test_a_majority_database_equals_brute_force_at_every_store(
+    db_dir: Path, houses: int, seeds: int, max_seeds: int, variant: dict[str, str]
+) -> None:
+    """Under majority every board holds a value for each store the mover may have: each one
+    equals the reference's value of the position, with either side to move."""
+    rules = Rules(houses=houses, seeds=seeds, majority=True, **variant)
+    db = database(db_dir, rules, max_seeds)
+    total = 2 * houses * seeds
+    assert db.key.total == total and db.header.version == 5
+    count = 0
+    for south, north in boards(houses, max_seeds):
+        n = sum(south) + sum(north)
+        if n > total:
+            continue
+        for store in range(max(0, total - n - total // 2), min(total // 2, total - n) + 1):
+            count += 1
+            for side in Side:
+                stores = (store, total - n - store)
+                position = Position(
+                    south, north, stores if side is Side.SOUTH else stores[::-1], side
+                )
+                assert db.lookup(position) == ref.value(position, rules), position
+    assert count == entry_count(houses, max_seeds, total) == db.entries
+
+
+def test_a_majority_database_serves_its_own_game_only(db_dir: Path, tmp_path: Path) -> None:
+    rules = Rules(houses=3, seeds=2, majority=True, end="mover-empty", remaining="empty-side")
+    db = database(db_dir, rules, 7)
+    assert str(db.key) == "h3-nonempty-mover-empty-side-majority12"
+    for other in (
+        Rules(houses=3, seeds=3, majority=True, end="mover-empty", remaining="empty-side"),
+        Rules(houses=3, seeds=2, end="mover-empty", remaining="empty-side"),
+    ):
+        with pytest.raises(EndgameDatabaseError, match="was built for rules"):
+            EndgameDatabase.open(db.path, other)
+    plain = tmp_path / "plain.egdb"
+    build(plain, Rules(houses=3, end="mover-empty", remaining="empty-side"), 3, progress=False)
+    with pytest.raises(EndgameDatabaseError, match="was built for rules"):
+        EndgameDatabase.open(plain, rules)
+    with pytest.raises(InvalidPositionError, match="games of 12"):
+        db.lookup(Position((1, 0, 0), (0, 0, 1), (5, 6)))  # 13 seeds in the game
+    with pytest.raises(InvalidPositionError, match="ended the game"):
+        db.lookup(Position((1, 0, 0), (0, 0, 1), (7, 3)))  # 7 of 12 in a store: over
+    with pytest.raises(InvalidRulesError, match="one byte an entry"):
+        build(tmp_path / "m.egdb", rules, 4, progress=False, format="radix")
     assert not list(tmp_path.glob("m.egdb*"))
+
+
+def test_the_search_with_a_majority_database_equals_the_search_without(db_dir: Path) -> None:
+    """kalah-ru's board and total (6 houses, 72 seeds): positions whose every line passes
+    through the database give the same values and moves' values with it as without."""
+    rules = Rules.preset("kalah-ru")
+    db = database(db_dir, rules, 8)
+    with_db = Engine(tt_mb=8, databases=[db])
+    rng = random.Random(72)
+    probed = 0
+    for _ in range(40):
+        n = rng.randint(9, 13)
+        cells = [0] * 12
+        for _ in range(n):
+            cells[rng.randrange(12)] += 1
+        mine = rng.randint(72 - n - 36, 36)
+        position = Position(
+            tuple(cells[:6]), tuple(cells[6:]), (mine, 72 - n - mine), rng.choice(list(Side))
+        )
+        if ref.is_over(position, rules):
+            continue
+        want = ENGINE.analyse(position, rules)
+        got = with_db.analyse(position, rules)
+        assert got.exact and want.exact, position
+        assert got.value == want.value, position
+        assert [(m.move, m.value) for m in got.moves] == [(m.move, m.value) for m in want.moves]
+        probed += 1
+    assert probed >= 30
 
 
 def _patched(path: Path, offset: int, data: bytes) -> None:
@@ -320,8 +393,16 @@ def test_cli_build_and_info(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert info["max_seeds"] == 6 and info["capture"] == "always" and info["verified"] is True
     assert main(["egdb", "info", str(path)]) == 0
     assert "h3-always-either-owner" in capsys.readouterr().out
-    assert main(["egdb", "build", "--seeds", "3", "--rules", "kalah-ru", "-o", str(path)]) == 2
-    assert "majority" in capsys.readouterr().err
+    ru = ["egdb", "build", "--seeds", "3", "--rules", "kalah-ru", "-o", str(path)]
+    assert main([*ru, "--format", "radix"]) == 2
+    assert "majority database is one byte an entry" in capsys.readouterr().err
+    assert main([*ru, "--json", "--quiet"]) == 0
+    built = json.loads(capsys.readouterr().out)
+    assert built["rules"] == "h6-nonempty-mover-empty-side-majority72"
+    assert built["entries"] == entry_count(6, 3, 72)
+    assert main(["egdb", "info", str(path), "--verify", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["format_version"] == 5 and info["verified"] is True
     assert main(["egdb", "info", str(tmp_path / "none.egdb")]) == 2
 
 

@@ -223,8 +223,12 @@ def test_header_mismatches_are_refused(tmp_path: Path) -> None:
     with pytest.raises(EndgameDatabaseError, match="truncated"):
         EndgameDatabase.open(packed, rules)
     fresh()
-    _patched(packed, 8, (5).to_bytes(4, "little"))
-    with pytest.raises(EndgameDatabaseError, match=r"reads versions 2 .*, 3 .* and 4"):
+    _patched(packed, 8, (5).to_bytes(4, "little"))  # the majority format, with no game total
+    with pytest.raises(EndgameDatabaseError, match="only it, is for majority rules"):
+        EndgameDatabase.open(packed, rules)
+    fresh()
+    _patched(packed, 8, (6).to_bytes(4, "little"))
+    with pytest.raises(EndgameDatabaseError, match=r"reads versions 2 .*, 3 .*, 4 .* and 5"):
         EndgameDatabase.open(packed, rules)
     fresh()
     _patched(packed, 8, RADIX_VERSION.to_bytes(4, "little"))  # 4-bit entries, a radix header
