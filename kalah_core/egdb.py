@@ -243,12 +243,6 @@ def rule_key(rules: Rules) -> RuleKey:
     """The options that decide which database ``rules`` use; under ``majority`` also the
     game's seeds (2 x houses x seeds), since the stores decide when the game ends."""
     total = 2 * rules.houses * rules.seeds if rules.majority else 0
-    if total > _egdb.MAX_SEEDS_IN_GAME:
-        raise InvalidRulesError(
-            "seeds",
-            rules.seeds,
-            f"at most {_egdb.MAX_SEEDS_IN_GAME} seeds in a game for a majority database",
-        )
     return RuleKey(rules.houses, rules.capture, rules.end, rules.remaining, total)
 
 
@@ -539,6 +533,12 @@ def build(
     bits a board. Both dense formats hold only the level being solved in bytes while building
     (see ``build_memory``); a probe costs the same memory load."""
     key = rule_key(rules)
+    if key.total > _egdb.MAX_SEEDS_IN_GAME:
+        raise InvalidRulesError(
+            "seeds",
+            rules.seeds,
+            f"at most {_egdb.MAX_SEEDS_IN_GAME} seeds in a game for a majority database",
+        )
     if key.total and format not in (None, "byte"):
         raise InvalidRulesError("format", format, "byte: a majority database is one byte an entry")
     if format is None:

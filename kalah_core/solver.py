@@ -433,7 +433,8 @@ class Engine(Proofs):
     def _in_reach(self, position: Position, time_ms: float | None, nodes: int | None) -> bool:
         """Whether a proof of ``position`` may fit a budget of one round, judged before any
         exact search from its seeds in houses: at most REACH_SEEDS at 1 s without a database,
-        REACH_PER_DB_SEED more per seed the endgame database holds (none under ``majority``),
+        REACH_PER_DB_SEED more per seed the endgame database holds (under ``majority`` one built
+        for the game's total of seeds),
         REACH_PER_DOUBLING more per doubling of the budget. An unbounded analysis is always in
         reach (it proves or runs forever)."""
         if not time_ms and not nodes:

@@ -4,8 +4,8 @@ Each process attaches, at its engine's creation, the largest database of each ru
 ``KALAH_EGDB_PATH`` finds. In ``auto`` mode (the default) the service also builds, in the
 background and once per machine, the databases of every preset's rule key that can have one
 and is still missing, most used first (``kalah``/``kalah-pie``, ``kalaha``, ``piet-hein``;
-``kalah-ru``'s ``majority`` can have none), and attaches each as it is ready. Answers are the
-same without them, only slower; readiness does not wait.
+``majority`` rules' databases, one for each total of seeds, are built by hand), and attaches
+each as it is ready. Answers are the same without them, only slower; readiness does not wait.
 
 Sizes (``KALAH_EGDB_SEEDS``): a number builds every key at that size (0: build none);
 ``auto`` (the default, :func:`choose_sizes`) gives the most used key, ``kalah``'s, the largest
@@ -233,9 +233,8 @@ class DatabaseService:
                     engine.attach(database)
 
     def max_seeds(self, rules: Rules) -> int:
-        """Seeds in houses covered by the database attached for ``rules`` (-1: none)."""
-        if rules.majority:
-            return -1
+        """Seeds in houses covered by the database attached for ``rules`` (-1: none; under
+        ``majority``, the one for games of 2 x houses x seeds)."""
         self.start()
         with self._lock:
             database = self.attached.get(egdb.rule_key(rules))

@@ -32,7 +32,9 @@ follows, since stores never shrink. So every line of play has the same result (w
 loss) with or without ``majority``, and so has every position under perfect play: the sign of
 the plain ``kalah`` value (the database's gain plus the store difference, searched with the
 database as exact leaves) is the sign of the server's value. The agent uses that search for the
-result of each move, and the ``majority`` search for the margin.
+result of each move, and the ``majority`` search for the margin; that one reads a database
+built for ``majority`` and the game's total of seeds where one is found (``kalah egdb build
+--rules kgp --houses 6 --seeds 6``: a value for each store the mover may hold).
 
 **Games.** The protocol never says when a game starts or ends; the agent tells by replaying:
 the moves between two states it was sent (the opponent's, and its own single-choice moves, which
@@ -46,6 +48,7 @@ Finnish notation as the server saw it (South moved first).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import threading
 import time
@@ -299,23 +302,33 @@ class Agent:
 
 
 def make_engine(options: AgentOptions, houses: int = 6) -> tuple[Engine, bool]:
-    """The agent's engine: its table, its threads, and on 6 houses the largest endgame
-    database of the plain ``kalah`` rules that fits the memory budget (True if one does)."""
+    """The agent's engine: its table, its threads, and on up to 8 houses the largest endgame
+    databases that fit the memory budget: the plain ``kalah`` rules' (True if it is attached:
+    the search for each move's result uses it) and the server's own under ``majority``, one
+    for each total of seeds found (the search for the margin reads the one of its game)."""
     # The deep book (KGP 6x6's first sowings): its estimates, from searches of 300-400 M
     # nodes, decide the opening moves instead of the agent's seconds of search (Thinker.think).
     engine = Engine(tt_mb=options.tt_mb, threads=options.threads, deep_book=deepbook.shipped())
-    key = rule_key(Rules.preset("kalah", houses=houses))
-    found = databases.headers().get(key)
-    if found is None:
-        return engine, False
-    path, header = found
-    if header.entries > database_budget():
-        log.warning("%s is larger than the memory budget; playing without it", path)
-        return engine, False
-    try:
-        engine.attach(EndgameDatabase.open_any(path))
-    except EndgameDatabaseError as error:
-        log.warning("skipping %s", error)
-        return engine, False
-    log.info("endgame database %s (%d seeds)", path, header.max_seeds)
-    return engine, True
+    plain = rule_key(Rules.preset("kalah", houses=houses))
+    found = databases.headers()
+    chosen = [found[plain]] if plain in found else []
+    chosen += [
+        entry
+        for key, entry in sorted(found.items(), key=lambda item: item[0].total)
+        if key.total and dataclasses.replace(key, total=0) == plain
+    ]
+    budget = database_budget()
+    result_db = False
+    for path, header in chosen:
+        if header.entries > budget:
+            log.warning("%s is larger than the memory budget left; playing without it", path)
+            continue
+        try:
+            engine.attach(EndgameDatabase.open_any(path))
+        except EndgameDatabaseError as error:
+            log.warning("skipping %s", error)
+            continue
+        budget -= header.entries
+        result_db = result_db or header.key == plain
+        log.info("endgame database %s (%d seeds)", path, header.max_seeds)
+    return engine, result_db

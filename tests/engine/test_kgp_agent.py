@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -19,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kgp_server import KgpTestServer, running
 
-from kalah_core import Position, Rules, Side, deepbook, legal_moves, play
+from kalah_core import Position, Rules, Side, deepbook, legal_moves, play, reference
 from kalah_core.deepbook import key_position
 from kalah_core.kgp.agent import Agent, AgentOptions, make_engine
 from kalah_core.kgp.experience import Experience
@@ -552,3 +553,30 @@ def test_the_agents_line_parser_takes_any_line(line: str) -> None:
     agent = _fuzz_agent()
     agent._session(_StubConnection([line], broken=False))  # reads the line, then the end
     assert agent.thinker.thread.is_alive()
+
+
+def test_the_agent_attaches_the_plain_and_the_majority_databases_of_its_board(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plain ``kalah`` database (each move's result) and the server's own rules' under
+    majority, one for each total of seeds; not a database of other rules. The majority one
+    makes the margin's search exact where the position's seeds reach it."""
+    from kalah_core.egdb import build, default_path
+
+    plain = Rules(houses=3)
+    server = Rules.preset("kgp", houses=3, seeds=2)  # 12 seeds in a game
+    other = Rules(houses=3, seeds=2, majority=True, capture="always")
+    for rules, seeds in ((plain, 4), (server, 5), (other, 5)):
+        build(default_path(rules, seeds, tmp_path), rules, seeds, progress=False)
+    monkeypatch.setenv("KALAH_EGDB_PATH", str(tmp_path))
+    engine, result_db = make_engine(AgentOptions("tcp://localhost", tt_mb=8, threads=1), 3)
+    assert result_db
+    assert sorted(str(db.key) for db in engine.databases) == [
+        "h3-nonempty-either-owner",
+        "h3-nonempty-either-owner-majority12",
+    ]
+    position = Position((2, 1, 2), (0, 1, 1), (3, 2))  # 7 seeds in houses, 12 in the game
+    answer = engine.analyse(position, server)
+    alone = Engine(tt_mb=8).analyse(position, server)
+    assert answer.exact and answer.value == alone.value == reference.value(position, server)
+    assert answer.nodes < alone.nodes  # the children read from the database
