@@ -4,8 +4,9 @@ Each process attaches, at its engine's creation, the largest database of each ru
 ``KALAH_EGDB_PATH`` finds. In ``auto`` mode (the default) the service also builds, in the
 background and once per machine, the databases of every preset's rule key that can have one
 and is still missing, most used first (``kalah``/``kalah-pie``, ``kalaha``, ``piet-hein``;
-``majority`` rules' databases, one for each total of seeds, are built by hand), and attaches
-each as it is ready. Answers are the same without them, only slower; readiness does not wait.
+and ``kalah-ru``'s under ``majority``, for its total of seeds: ``MAJORITY_SEEDS``), and
+attaches each as it is ready. Answers are the same without them, only slower; readiness does
+not wait.
 
 Sizes (``KALAH_EGDB_SEEDS``): a number builds every key at that size (0: build none);
 ``auto`` (the default, :func:`choose_sizes`) gives the most used key, ``kalah``'s, the largest
@@ -75,18 +76,32 @@ MEMORY_SHARE = 0.5
 (:func:`kalah_core.egdb.build_memory`): at most this share of the physical memory."""
 DISK_SHARE = 0.5
 """Every planned file together: at most this share of the free disk."""
+MAJORITY_SEEDS = 16
+"""The size of a ``majority`` preset's database (``kalah-ru``'s: 0.48 GB, a byte for each
+store the mover may hold; seconds to build), and the most ``KALAH_EGDB_SEEDS`` gives one."""
+MAJORITY_HOUSES = 6
+"""``majority`` presets of more houses get none (``kgp``'s 8x8 board: 16 seeds would be
+tens of GB)."""
 
 
 def plan(seeds: int | None = None, folder: Path | None = None) -> list[Planned]:
     """Every preset's rule key that can have a database, in the order of PRESETS, each with
-    its size: ``seeds``, or in ``auto`` (None) :func:`choose_sizes` for this machine."""
+    its size: ``seeds``, or in ``auto`` (None) :func:`choose_sizes` for this machine; then
+    the ``majority`` presets of at most ``MAJORITY_HOUSES`` houses (``kalah-ru``), at most
+    ``MAJORITY_SEEDS`` seeds."""
     planned: dict[RuleKey, Planned] = {}
+    majority: dict[RuleKey, Planned] = {}
     for name, rules in PRESETS.items():
-        if rules.majority:
+        if rules.majority and rules.houses > MAJORITY_HOUSES:
             continue
         key = egdb.rule_key(rules)
-        planned.setdefault(key, Planned(key, [])).presets.append(name)
+        (majority if key.total else planned).setdefault(key, Planned(key, [])).presets.append(name)
     items = list(planned.values())
+    for item in majority.values():
+        item.seeds = min(MAJORITY_SEEDS if seeds is None else seeds, MAJORITY_SEEDS)
+        memory = egdb.build_memory(item.key.houses, item.seeds, total=item.key.total)
+        if memory > physical_memory() * MEMORY_SHARE:
+            item.seeds = 0
     if seeds is None:
         sizes = choose_sizes(
             [item.key for item in items],
@@ -98,7 +113,7 @@ def plan(seeds: int | None = None, folder: Path | None = None) -> list[Planned]:
         sizes = [seeds] * len(items)
     for item, size in zip(items, sizes, strict=True):
         item.seeds = size
-    return items
+    return items + list(majority.values())
 
 
 def choose_sizes(keys: list[RuleKey], memory: int, disk: int, cores: int) -> list[int]:

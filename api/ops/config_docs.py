@@ -71,8 +71,8 @@ MEANINGS: dict[str, str] = {
         "`~/.cache/kalah`), a folder of `*.egdb` files, a file (several separated by `:`), or "
         "`off`. The largest database of each rule key is probed. In `auto` the server also "
         "builds, in the background and once per machine, every preset's missing database "
-        "(`kalah`/`kalah-pie`, `kalaha`, `piet-hein`; a `majority` database, such as `kalah-ru`'s, "
-        "is built by hand: `kalah egdb build --rules kalah-ru`), "
+        "(`kalah`/`kalah-pie`, `kalaha`, `piet-hein`, and `kalah-ru`'s under `majority` at "
+        "16 seeds at most), "
         "most used first, and attaches each when ready; answers are the same without them, only "
         "slower; readiness does not wait. `GET /v1/rules` reports them (`databases`)."
     ),

@@ -32,6 +32,14 @@ def add_commands(commands: Commands) -> None:
             action.help = "N: the database holds every board with at most N seeds in houses"
             action.required = True
     egdb_build.add_argument(
+        "--game-seeds",
+        type=int,
+        default=None,
+        metavar="S",
+        help="under majority: the seeds a house starts with, which set the game's total of "
+        "seeds the database is for (default: the rules'; e.g. 6 for KGP's 6x6 board)",
+    )
+    egdb_build.add_argument(
         "-o",
         "--output",
         default=None,
@@ -80,8 +88,9 @@ def cmd_egdb_build(args: argparse.Namespace) -> int:
     from ..egdb import build, default_path
 
     max_seeds: int = args.seeds
-    # --seeds is the database's bound here, not the start's seeds (which no database uses).
-    rules = rules_from_args(argparse.Namespace(**{**vars(args), "seeds": None}))
+    # --seeds is the database's bound here, not the start's seeds (which only a majority
+    # database uses: they set the game's total).
+    rules = rules_from_args(argparse.Namespace(**{**vars(args), "seeds": args.game_seeds}))
     path = args.output or default_path(rules, max_seeds, build_dir())
     if args.server_pid:
         _stop_with(args.server_pid)

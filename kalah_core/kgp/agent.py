@@ -34,7 +34,7 @@ the plain ``kalah`` value (the database's gain plus the store difference, search
 database as exact leaves) is the sign of the server's value. The agent uses that search for the
 result of each move, and the ``majority`` search for the margin; that one reads a database
 built for ``majority`` and the game's total of seeds where one is found (``kalah egdb build
---rules kgp --houses 6 --seeds 6``: a value for each store the mover may hold).
+--rules kgp --houses 6 --game-seeds 6 --seeds 20``: a value for each store the mover may hold).
 
 **Games.** The protocol never says when a game starts or ends; the agent tells by replaying:
 the moves between two states it was sent (the opponent's, and its own single-choice moves, which

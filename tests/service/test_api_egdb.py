@@ -58,11 +58,12 @@ def test_the_plan_covers_every_preset_that_can_have_a_database() -> None:
         ("h6-nonempty-either-owner", ["kalah", "kalah-pie"]),
         ("h6-nonempty-mover-owner", ["kalaha"]),
         ("h6-always-either-owner", ["piet-hein"]),
+        ("h6-nonempty-mover-empty-side-majority72", ["kalah-ru"]),  # kgp's 8x8: none
     ]
 
 
 GB = 10**9
-KEYS = [p.key for p in plan(24)]
+KEYS = [p.key for p in plan(24) if not p.key.total]
 
 
 @pytest.mark.parametrize(
@@ -89,7 +90,9 @@ def test_auto_sizes_the_databases_for_the_machine(
 
 
 def test_a_number_sizes_every_database_and_0_builds_none() -> None:
-    assert [p.seeds for p in plan(26)] == [26, 26, 26]
+    assert [p.seeds for p in plan(26)] == [26, 26, 26, 16]  # majority: 16 at most
+    assert [p.seeds for p in plan(12)] == [12, 12, 12, 12]
+    assert plan(None)[-1].seeds == 16
     assert DatabaseService("auto", 0).plan == []
     assert [p.seeds for p in DatabaseService("off", None).plan] == []
     assert load_settings(environ={}).egdb_seeds is None  # auto is the default
