@@ -736,12 +736,13 @@ class EndgameDatabase:
         return HEADER_SIZE + self.header.body_bytes()
 
     def covers(self, position: Position) -> bool:
-        """Whether ``position`` can be looked up (houses, seeds in houses, no pending swap)."""
-        return (
-            position.houses == self.houses
-            and not position.swap_available
-            and sum(position.south) + sum(position.north) <= self.max_seeds
-        )
+        """Whether ``position`` can be looked up (houses, seeds in houses, no pending swap;
+        under ``majority`` the game's total, and no store holding more than half of it)."""
+        n = sum(position.south) + sum(position.north)
+        if position.houses != self.houses or position.swap_available or n > self.max_seeds:
+            return False
+        total = self.key.total
+        return not total or (position.total_seeds == total and 2 * max(position.stores) <= total)
 
     def gain(self, position: Position) -> int:
         """g: the final store difference still to come for the player to move."""

@@ -278,10 +278,14 @@ def test_a_majority_database_serves_its_own_game_only(db_dir: Path, tmp_path: Pa
     build(plain, Rules(houses=3, end="mover-empty", remaining="empty-side"), 3, progress=False)
     with pytest.raises(EndgameDatabaseError, match="was built for rules"):
         EndgameDatabase.open(plain, rules)
+    other_total = Position((1, 0, 0), (0, 0, 1), (5, 6))  # 13 seeds in the game
     with pytest.raises(InvalidPositionError, match="games of 12"):
-        db.lookup(Position((1, 0, 0), (0, 0, 1), (5, 6)))  # 13 seeds in the game
+        db.lookup(other_total)
+    over = Position((1, 0, 0), (0, 0, 1), (7, 3))  # 7 of 12 in a store: over
     with pytest.raises(InvalidPositionError, match="ended the game"):
-        db.lookup(Position((1, 0, 0), (0, 0, 1), (7, 3)))  # 7 of 12 in a store: over
+        db.lookup(over)
+    assert not db.covers(other_total) and not db.covers(over)
+    assert db.covers(Position((1, 0, 0), (0, 0, 1), (6, 4)))  # 6 of 12: not more than half
     with pytest.raises(InvalidRulesError, match="one byte an entry"):
         build(tmp_path / "m.egdb", rules, 4, progress=False, format="radix")
     assert not list(tmp_path.glob("m.egdb*"))
