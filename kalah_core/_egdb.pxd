@@ -182,6 +182,8 @@ ctypedef struct EGDB:
     const uint8_t* esc_codes     # radix format: 3 bits an escaped board, 21 a uint64
     const uint64_t* code_blocks  # radix format: far escapes before each 504 escaped boards
     const int8_t* far            # radix format: g of the escapes whose code is 15
+    int radix_back               # radix format: every block's count is written (a whole file,
+                                 # not a build), so an escape may be ranked from the next block
     uint64_t far_count
     int houses               # h, houses per side (1..8)
     int max_seeds            # N: levels 0..N are present
@@ -265,18 +267,38 @@ cdef inline int egdb_escape(const EGDB* db, uint64_t i) noexcept nogil:
         return 0
     return db.escapes[j]
 
+cdef inline uint64_t egdb_radix_escape_rank(const EGDB* db, uint64_t q, int j) noexcept nogil:
+    """The escapes before digit j of word q (radix format), counted from the nearer end of q's
+    block: forward from its start (the block's count), or back from the next block's start (that
+    block's count; the last block counts back from all the escapes, from the last word holding
+    boards). At most 32 words are read, not 63. A build reads forward only: the counts of the
+    blocks it is still writing are not there yet."""
+    cdef uint64_t b = q >> EGDB_WORD_SHIFT
+    cdef uint64_t start = b << EGDB_WORD_SHIFT
+    cdef uint64_t end = start + (1 << EGDB_WORD_SHIFT)
+    cdef uint64_t used = (db.offset[db.max_seeds + 1] + EGDB_DIGITS - 1) // EGDB_DIGITS
+    cdef uint64_t r
+    if q - start < (1 << (EGDB_WORD_SHIFT - 1)) or not db.radix_back:
+        return db.super_esc[b >> EGDB_SUPER_SHIFT] + db.block_esc[b] \
+            + egdb_radix_words_escapes(db.words + start, q - start) \
+            + egdb_radix_escapes(db.words[q], j)
+    if end < used:           # the next block holds boards: its count was written
+        r = db.super_esc[(b + 1) >> EGDB_SUPER_SHIFT] + db.block_esc[b + 1]
+    else:
+        r = db.escape_count
+        end = used
+    # (a damaged file may wrap r around: the caller's check against escape_count catches it)
+    return r - egdb_radix_words_escapes(db.words + q + 1, end - q - 1) \
+        - (egdb_radix_escapes(db.words[q], EGDB_DIGITS) - egdb_radix_escapes(db.words[q], j))
+
 cdef inline int egdb_radix_escape(const EGDB* db, uint64_t q, int j, int n, int w,
                                   int width) noexcept nogil:
     """g of the escaped board, digit j of word q, whose window is w..w + width - 1 (radix
-    format): its code among the escape codes, by the escapes before its block, plus those in
-    the block's words before it (at most 32 words), plus those before it in its word."""
-    cdef uint64_t b = q >> EGDB_WORD_SHIFT
-    cdef uint64_t r = db.super_esc[b >> EGDB_SUPER_SHIFT] + db.block_esc[b]
-    cdef uint64_t f, t
+    format): its code among the escape codes (``egdb_radix_escape_rank``)."""
+    cdef uint64_t r = egdb_radix_escape_rank(db, q, j)
+    cdef uint64_t t
     cdef const uint64_t* p
     cdef int c
-    r += egdb_radix_words_escapes(db.words + (b << EGDB_WORD_SHIFT), q - (b << EGDB_WORD_SHIFT))
-    r += egdb_radix_escapes(db.words[q], j)
     if r >= db.escape_count:   # only in a damaged file (verify() finds it)
         return 0
     cdef const uint64_t* codes = <const uint64_t*>db.esc_codes

@@ -1198,6 +1198,7 @@ cdef class EndgameTable:
             self.db.esc_codes = base + <size_t>layout["codes"]
             self.db.code_blocks = <const uint64_t*>(base + <size_t>layout["code_blocks"])
             self.db.far = <const int8_t*>(base + <size_t>layout["far"])
+            self.db.radix_back = 1
             self.db.escape_count = escapes
             self.db.far_count = far
             self._fixed_length = layout["fixed"]
