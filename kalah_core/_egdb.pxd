@@ -182,9 +182,10 @@ ctypedef struct EGDB:
     const uint8_t* esc_codes     # radix format: 3 bits an escaped board, 21 a uint64
     const uint64_t* code_blocks  # radix format: far escapes before each 504 escaped boards
     const int8_t* far            # radix format: g of the escapes whose code is 15
-    int radix_back               # radix format: every block's count is written (a whole file,
-                                 # not a build), so an escape may be ranked from the next block
     uint64_t far_count
+    int whole                # a whole file, not a build in progress: the escape count of
+                             # every block is written (dense formats), so an escape may be
+                             # ranked back from the next block's
     int houses               # h, houses per side (1..8)
     int max_seeds            # N: levels 0..N are present
     const uint64_t* binom    # binom[k * EGDB_STRIDE + s] = C(s, k) for k = 0..2h-1, s < 256,
@@ -253,17 +254,37 @@ cdef inline int egdb_count_far(uint64_t x) noexcept nogil:
 
 cdef inline int egdb_escape(const EGDB* db, uint64_t i) noexcept nogil:
     """g of the escaped board of index i (packed format): its byte among the escapes, found by
-    the count before its block and the escapes before it in the block (at most 32 words)."""
-    cdef uint64_t j = db.block_escapes[i >> EGDB_BLOCK_SHIFT]
-    cdef const uint64_t* w = <const uint64_t*>db.nibbles + ((i >> EGDB_BLOCK_SHIFT) << 5)
-    cdef const uint64_t* last = <const uint64_t*>db.nibbles + (i >> 4)
+    counting from the nearer end of its block of 32 words (at most 16 are read): forward from
+    the count before its block, or back from the count before the next block (the last block:
+    all the escapes, back from the last word holding boards). A build counts forward only."""
+    cdef uint64_t blk = i >> EGDB_BLOCK_SHIFT
+    cdef const uint64_t* nib = <const uint64_t*>db.nibbles
+    cdef const uint64_t* w = nib + (blk << 5)
+    cdef const uint64_t* last = nib + (i >> 4)
+    cdef const uint64_t* end = w + 32
+    cdef uint64_t entries = db.offset[db.max_seeds + 1]
     cdef int part = <int>(i & 15)
-    while w < last:
-        j += egdb_count_escapes(w[0])
-        w += 1
-    if part:
-        j += egdb_count_escapes(w[0] & ((<uint64_t>1 << (4 * part)) - 1))
-    if j >= db.escape_count:   # only in a damaged file (verify() finds it)
+    cdef uint64_t j
+    if (i & ((1 << EGDB_BLOCK_SHIFT) - 1)) < (1 << (EGDB_BLOCK_SHIFT - 1)) or not db.whole:
+        j = db.block_escapes[blk]
+        while w < last:
+            j += egdb_count_escapes(w[0])
+            w += 1
+        if part:
+            j += egdb_count_escapes(w[0] & ((<uint64_t>1 << (4 * part)) - 1))
+    else:
+        if ((blk + 1) << EGDB_BLOCK_SHIFT) < entries:
+            j = db.block_escapes[blk + 1]
+        else:
+            j = db.escape_count
+            end = nib + ((entries + 15) >> 4)
+        w = last + 1
+        while w < end:
+            j -= egdb_count_escapes(w[0])
+            w += 1
+        j -= egdb_count_escapes(last[0] >> (4 * part))   # its own nibble and those after it
+    if j >= db.escape_count:   # only in a damaged file (verify() finds it; a count wrapped
+                               # below zero lands here too)
         return 0
     return db.escapes[j]
 
@@ -278,7 +299,7 @@ cdef inline uint64_t egdb_radix_escape_rank(const EGDB* db, uint64_t q, int j) n
     cdef uint64_t end = start + (1 << EGDB_WORD_SHIFT)
     cdef uint64_t used = (db.offset[db.max_seeds + 1] + EGDB_DIGITS - 1) // EGDB_DIGITS
     cdef uint64_t r
-    if q - start < (1 << (EGDB_WORD_SHIFT - 1)) or not db.radix_back:
+    if q - start < (1 << (EGDB_WORD_SHIFT - 1)) or not db.whole:
         return db.super_esc[b >> EGDB_SUPER_SHIFT] + db.block_esc[b] \
             + egdb_radix_words_escapes(db.words + start, q - start) \
             + egdb_radix_escapes(db.words[q], j)

@@ -1183,6 +1183,7 @@ cdef class EndgameTable:
             c_close(fd)
         base = <const uint8_t*>self._map + header_size
         self.db.values = <const int8_t*>base
+        self.db.whole = 1
         if bits == 4:
             self.db.window = <const int8_t*>(base + <size_t>layout["window"])
             self.db.nibbles = base + <size_t>layout["nibbles"]
@@ -1198,7 +1199,6 @@ cdef class EndgameTable:
             self.db.esc_codes = base + <size_t>layout["codes"]
             self.db.code_blocks = <const uint64_t*>(base + <size_t>layout["code_blocks"])
             self.db.far = <const int8_t*>(base + <size_t>layout["far"])
-            self.db.radix_back = 1
             self.db.escape_count = escapes
             self.db.far_count = far
             self._fixed_length = layout["fixed"]
