@@ -24,22 +24,21 @@ another build of the project (a tree with its extensions built in place: ``git a
 tar -x -C DIR && python setup.py build_ext --inplace`` there) to the rotation: the table before
 and after a change, both against the peer, from one run.
 
-Each position is solved by each program in a process of its own, one thread each, the same
-table memory (``--tt-mb``; the peer's entries are 16 bytes, so ``-t log2(MiB * 2^16)``), the
-two alternately (the order flips from one position and one round to the next, so drift in the
-machine's load falls on both alike). The project runs ``kalah solve POS --prove value`` (the
-value and one optimal move, what the peer proves) with ``--json``; the peer ``kalah-s -v -t T
--e 24 p <14 pits, the mover's first>``. Wall time is the whole process as seen from here
-(start-up, imports, mapping or loading the database); search time is the project's ``time_ms``
-and the peer's "Thinking time". Nodes are each program's own count: the project counts every
-call of its search, the peer only the nodes its peek (table, database, futility) did not
-settle in the parent; ``expanded`` is the project's nodes counted the peer's way (those whose
-children it generated; the peer's nodes again on its side). Every value is checked against
-the stored one. With
-``--repeat R`` each pair runs R times and each position's median of each measure is used; the
-table gives per size and in total the sums of those medians and the peer/project ratios
-(above 1: the project is faster or searches fewer nodes).
-"""
+Both databases are read into the page cache first (``warm``: the project's through its own
+mapping, in 2 MiB pages). Each position is solved by each program in a process of its own, one
+thread each, the same table memory (``--tt-mb``; the peer's entries are 16 bytes, so ``-t
+log2(MiB * 2^16)``), the two alternately (the order flips from one position and one round to
+the next, so drift in the machine's load falls on both alike). The project runs ``kalah solve
+POS --prove value`` (the value and one optimal move, what the peer proves) with ``--json``; the
+peer ``kalah-s -v -t T -e 24 p <14 pits, the mover's first>``. Wall time is the whole process
+as seen from here (start-up, imports, mapping or loading the database); search time is the
+project's ``time_ms`` and the peer's "Thinking time". Nodes are each program's own count: the
+project counts every call of its search, the peer only the nodes its peek (table, database,
+futility) did not settle in the parent; ``expanded`` is the project's nodes counted the peer's
+way (those whose children it generated; the peer's nodes again on its side). Every value is
+checked against the stored one. With ``--repeat R`` each pair runs R times and each position's
+median of each measure is used; the table gives per size and in total the sums of those medians
+and the peer/project ratios (above 1: the project is faster or searches fewer nodes)."""
 
 from __future__ import annotations
 
@@ -186,6 +185,30 @@ def table(rows: list[dict[str, Any]], other: str) -> None:
         print(line)
 
 
+WARM = """
+import os, sys
+from kalah_core import Rules
+from kalah_core.egdb import EndgameDatabase
+path = sys.argv[1]
+fd = os.open(path, os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+os.close(fd)
+EndgameDatabase.open(path, Rules(houses=6, capture="always")).verify()
+"""
+
+
+def warm(egdb: str, peer_db: Path) -> None:
+    """Both databases in the page cache before the first round, so that no program's first
+    process reads its file from disk. The project's file is dropped from the cache first (pages
+    another process maps stay) and read back through its own mapping, whose MADV_HUGEPAGE
+    makes the kernel cache it in 2 MiB folios: in 4 KiB ones, whatever an earlier job left
+    there, every probe of the database costs TLB misses (a third more search time seen)."""
+    subprocess.run([sys.executable, "-c", WARM, egdb], check=True)
+    with open(peer_db, "rb") as f:
+        while f.read(1 << 24):
+            pass
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--peer", default="/work/peers/irving", help="the peer's built tree")
@@ -210,6 +233,7 @@ def main() -> None:
     entries.sort(key=lambda e: e["rules"]["seeds"])
     if args.limit:
         entries = entries[: args.limit]
+    warm(egdb, peer / args.peer_db)
     print(f"{len(entries)} positions, {args.repeat} round(s), load {os.getloadavg()}")
     print(f"{'position':34} " + "   ".join(f"{n}: wall/search s, M nodes" for n in names))
     rows: list[dict[str, Any]] = []
