@@ -117,6 +117,13 @@ cdef extern from *:
             c += egdb_radix_is_top(f, j);
         return c;
     }
+    /* The escapes among digits start..16 of the word f. */
+    static inline int egdb_radix_escapes_from(uint64_t f, int start) {
+        int c = 0, j;
+        for (j = start; j < 17; j++)
+            c += egdb_radix_is_top(f, j);
+        return c;
+    }
     /* The escapes among the whole words p[0..count-1]. */
     static inline uint64_t egdb_radix_words_escapes(const uint64_t* p, uint64_t count) {
         uint64_t c = 0, i;
@@ -143,6 +150,7 @@ cdef extern from *:
     int egdb_radix_of(int j) noexcept nogil
     int egdb_radix_digit(uint64_t f, int j) noexcept nogil
     int egdb_radix_escapes(uint64_t f, int upto) noexcept nogil
+    int egdb_radix_escapes_from(uint64_t f, int start) noexcept nogil
     uint64_t egdb_radix_words_escapes(const uint64_t* p, uint64_t count) noexcept nogil
     uint64_t egdb_radix_encode(uint64_t d) noexcept nogil
     uint64_t egdb_radix_decode(uint64_t f) noexcept nogil
@@ -297,12 +305,12 @@ cdef inline uint64_t egdb_radix_escape_rank(const EGDB* db, uint64_t q, int j) n
     cdef uint64_t b = q >> EGDB_WORD_SHIFT
     cdef uint64_t start = b << EGDB_WORD_SHIFT
     cdef uint64_t end = start + (1 << EGDB_WORD_SHIFT)
-    cdef uint64_t used = (db.offset[db.max_seeds + 1] + EGDB_DIGITS - 1) // EGDB_DIGITS
-    cdef uint64_t r
+    cdef uint64_t used, r
     if q - start < (1 << (EGDB_WORD_SHIFT - 1)) or not db.whole:
         return db.super_esc[b >> EGDB_SUPER_SHIFT] + db.block_esc[b] \
             + egdb_radix_words_escapes(db.words + start, q - start) \
             + egdb_radix_escapes(db.words[q], j)
+    used = (db.offset[db.max_seeds + 1] + EGDB_DIGITS - 1) // EGDB_DIGITS
     if end < used:           # the next block holds boards: its count was written
         r = db.super_esc[(b + 1) >> EGDB_SUPER_SHIFT] + db.block_esc[b + 1]
     else:
@@ -310,7 +318,7 @@ cdef inline uint64_t egdb_radix_escape_rank(const EGDB* db, uint64_t q, int j) n
         end = used
     # (a damaged file may wrap r around: the caller's check against escape_count catches it)
     return r - egdb_radix_words_escapes(db.words + q + 1, end - q - 1) \
-        - (egdb_radix_escapes(db.words[q], EGDB_DIGITS) - egdb_radix_escapes(db.words[q], j))
+        - egdb_radix_escapes_from(db.words[q], j)
 
 cdef inline int egdb_radix_escape(const EGDB* db, uint64_t q, int j, int n, int w,
                                   int width) noexcept nogil:
