@@ -30,13 +30,14 @@ taken; nothing here is tuned. The model:
   - *warm, 30-seed database*: the pass of ``kalah book refine --warm --threads 2`` that took
     piet-hein from [-12, +34] to [+0, +28], each side's level from the nodes of its claims
     (the lower side came out 126x below the ladder, the upper 2.6x; its nodes are 2.4x slower
-    than the ladder's). Only for rules with a database: not kalah-ru, not the KGP boards.
+    than the ladder's). Only for rules with as large a database: not kalah-ru, not the KGP boards.
   - *cold, 24-seed database*: the ladder itself, times a cold refinement's overhead (its
     failed tries on emptied tables and the alternatives of OR nodes) on both sides.
 
 What the model cannot see: whether the growth steepens before ``d = 0`` (the exact
-projections differ by that), whether one pass's levels hold further in, and kalah-ru's lack of
-a database (``majority``): its figures are piet-hein's cold basis applied to its estimate.
+projections differ by that), whether one pass's levels hold further in, and how kalah-ru's and
+KGP's smaller databases (``majority``: 22 seeds) change the levels: their figures are
+piet-hein's cold basis applied to their estimate. Today's bounds are the shipped deep book's.
 """
 
 from __future__ import annotations
@@ -48,16 +49,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kalah_core.deepbook import shipped
+from kalah_core.position import Position
+from kalah_core.rules import Rules
+
 DATA = Path(__file__).resolve().parent / "data" / "proof_costs.json"
 WIDTHS = (50, 30, 20)
 CORES = (1, 16, 1000)
-NO_DATABASE = {"kalah-ru", "kgp 6x6"}
-"""Starts whose rules (``majority``) have no endgame database."""
-STARTS = {  # rules: (value used, what it is, today's proven bounds from the deep book)
-    "piet-hein": (2, "published value", (0, 28)),
-    "kalah-ru": (4, "deep book estimate", (-30, 34)),
-    "kgp 6x6": (4, "deep book estimate", (-30, 48)),
+SMALL_DATABASE = {"kalah-ru", "kgp 6x6"}
+"""Starts whose rules (``majority``) have databases of at most 22 seeds on 24 GB (one byte an
+entry, a row of stores a board), below the ladder's 24 and the warm pass's 30."""
+STARTS = {  # start: (value used, what it is, the rules)
+    "piet-hein": (2, "published value", Rules.preset("piet-hein")),
+    "kalah-ru": (4, "deep book estimate", Rules.preset("kalah-ru")),
+    "kgp 6x6": (4, "deep book estimate", Rules.preset("kgp", houses=6, seeds=6)),
 }
+
+
+def today(rules: Rules) -> tuple[int, int]:
+    """The start's proven bounds in the shipped deep book."""
+    found = shipped().proven_bounds(Position.start(rules), rules)
+    if found is None:
+        raise SystemExit(f"the shipped deep book has no record of the start of {rules.key}")
+    return found[0]
 
 
 def fit_growth(points: list[tuple[int, float]]) -> float:
@@ -86,7 +100,7 @@ class Side:
         for distance, nodes in self.points:
             if distance == d:
                 return nodes
-        return self.nearest_nodes * self.near ** ((self.nearest_d - d) / 4)
+        return float(self.nearest_nodes * self.near ** ((self.nearest_d - d) / 4))
 
 
 def sides(data: dict[str, Any]) -> tuple[Side, Side]:
@@ -150,9 +164,9 @@ def hours(nodes: float, rate: float, cores: int, data: dict[str, Any], chain: bo
     caps it (the measured figures up to 4 workers, the stated limit beyond)."""
     if chain:
         measured = data["one_position"]["speedups"]
-        speedup = measured.get(str(cores), data["one_position"]["limit"])
+        speedup = float(measured.get(str(cores), data["one_position"]["limit"]))
     else:
-        speedup = min(cores, data["frontier"]["positions"])
+        speedup = float(min(cores, data["frontier"]["positions"]))
     return nodes / rate / 3600 / speedup
 
 
@@ -170,11 +184,12 @@ def projections(
 ) -> list[dict[str, Any]]:
     """Every goal's nodes, bounds and hours on one basis."""
     standard = data["standard_over_empty"]["ratio"]
-    rows = []
-    for start, (value, what, (low, high)) in STARTS.items():
+    rows: list[dict[str, Any]] = []
+    for start, (value, what, rules) in STARTS.items():
         factor = 1.0 if start == "piet-hein" else standard
-        if basis.database and start in NO_DATABASE:
-            continue  # measured with a database: not a basis for these
+        if basis.database and start in SMALL_DATABASE:
+            continue  # measured with a larger database: not a basis for these
+        low, high = today(rules)
         for width in WIDTHS:
             nodes, dl, du = narrowing(lower, upper, width, basis)
             rows.append(
