@@ -110,17 +110,10 @@ cdef extern from *:
     static inline int egdb_radix_is_top(uint64_t f, int j) {
         return f * egdb_radix_prefix[j] >= egdb_radix_top[j >= 10];
     }
-    /* The escapes (digit = radix - 1) among digits 0..upto-1 of the word f. */
-    static inline int egdb_radix_escapes(uint64_t f, int upto) {
+    /* The escapes (digit = radix - 1) among digits start..upto-1 of the word f. */
+    static inline int egdb_radix_escapes(uint64_t f, int start, int upto) {
         int c = 0, j;
-        for (j = 0; j < upto; j++)
-            c += egdb_radix_is_top(f, j);
-        return c;
-    }
-    /* The escapes among digits start..16 of the word f. */
-    static inline int egdb_radix_escapes_from(uint64_t f, int start) {
-        int c = 0, j;
-        for (j = start; j < 17; j++)
+        for (j = start; j < upto; j++)
             c += egdb_radix_is_top(f, j);
         return c;
     }
@@ -149,8 +142,7 @@ cdef extern from *:
     const uint64_t* egdb_radix_weight
     int egdb_radix_of(int j) noexcept nogil
     int egdb_radix_digit(uint64_t f, int j) noexcept nogil
-    int egdb_radix_escapes(uint64_t f, int upto) noexcept nogil
-    int egdb_radix_escapes_from(uint64_t f, int start) noexcept nogil
+    int egdb_radix_escapes(uint64_t f, int start, int upto) noexcept nogil
     uint64_t egdb_radix_words_escapes(const uint64_t* p, uint64_t count) noexcept nogil
     uint64_t egdb_radix_encode(uint64_t d) noexcept nogil
     uint64_t egdb_radix_decode(uint64_t f) noexcept nogil
@@ -309,7 +301,7 @@ cdef inline uint64_t egdb_radix_escape_rank(const EGDB* db, uint64_t q, int j) n
     if q - start < (1 << (EGDB_WORD_SHIFT - 1)) or not db.whole:
         return db.super_esc[b >> EGDB_SUPER_SHIFT] + db.block_esc[b] \
             + egdb_radix_words_escapes(db.words + start, q - start) \
-            + egdb_radix_escapes(db.words[q], j)
+            + egdb_radix_escapes(db.words[q], 0, j)
     used = (db.offset[db.max_seeds + 1] + EGDB_DIGITS - 1) // EGDB_DIGITS
     if end < used:           # the next block holds boards: its count was written
         r = db.super_esc[(b + 1) >> EGDB_SUPER_SHIFT] + db.block_esc[b + 1]
@@ -318,7 +310,7 @@ cdef inline uint64_t egdb_radix_escape_rank(const EGDB* db, uint64_t q, int j) n
         end = used
     # (a damaged file may wrap r around: the caller's check against escape_count catches it)
     return r - egdb_radix_words_escapes(db.words + q + 1, end - q - 1) \
-        - egdb_radix_escapes_from(db.words[q], j)
+        - egdb_radix_escapes(db.words[q], j, EGDB_DIGITS)
 
 cdef inline int egdb_radix_escape(const EGDB* db, uint64_t q, int j, int n, int w,
                                   int width) noexcept nogil:

@@ -241,7 +241,7 @@ def radix_decode(uint64_t word) -> tuple:
     escapes (digits equal to radix - 1) among them, counted as an escape's rank counts them."""
     cdef uint64_t w = word
     return ([egdb_radix_digit(word, j) for j in range(EGDB_DIGITS)],
-            [egdb_radix_escapes(word, j) for j in range(EGDB_DIGITS + 1)],
+            [egdb_radix_escapes(word, 0, j) for j in range(EGDB_DIGITS + 1)],
             egdb_radix_words_escapes(&w, 1))
 
 cdef void unrank(const EGDB* db, int n, uint64_t r, uint64_t* lo, uint64_t* hi) noexcept nogil:
