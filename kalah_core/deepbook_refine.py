@@ -98,8 +98,10 @@ from .rules import Rules
 from .solver import MAX_THREADS
 from .tasks import Executor, Interrupted, Json, LocalExecutor, Session, Task, task
 
-DISTANCES = (40, 30, 24, 20, 16, 12, 10, 8, 6, 4, 2)
-"""The start's targets, from its estimate, in order: each one proven makes the next the goal."""
+DISTANCES = (40, 30, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2)
+"""The start's targets, from its estimate, in order: each one proven makes the next the goal.
+Steps of 2 seeds inside 30: a claim costs more the nearer the value, and a long proof lands
+only what one run proves, so each run should be able to prove the next small step."""
 WIDTH, ALTERNATIVE_SHIFT = 2, 3
 """Where one move suffices, the moves tried in a round (the best estimates first) and their
 caps: the round's, then an eighth of it. An alternative costs about as much as the best move's
