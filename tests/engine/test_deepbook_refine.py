@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 from functools import cache
+from itertools import pairwise
 from pathlib import Path
 
 from kalah_core.cli import main
 from kalah_core.deepbook import DeepBook, DeepSection, deep_key, key_position, lead
 from kalah_core.deepbook_build import DeepBudget, back_up, build_deep_section
-from kalah_core.deepbook_refine import HIGH, RefineBudget, refine_section
+from kalah_core.deepbook_refine import HIGH, LOW, RefineBudget, Refiner, refine_section
 from kalah_core.position import Position
 from kalah_core.rules import Rules
 from kalah_core.solver import Engine
@@ -67,6 +69,28 @@ def test_refined_bounds_hold_the_exact_values_and_only_narrow() -> None:
     said = refined_and_said()[1]
     assert " itself >= " in said and " move " in said  # records' and moves' tests both ran
     assert 0 < done["nodes"] <= REFINE.total_nodes + done["caps"]["high"] + done["caps"]["low"]
+
+
+def test_the_start_targets_step_by_two_seeds_within_thirty_of_its_estimate() -> None:
+    # 40 and 30 seeds from the estimate, then every 2 seeds: each proven target makes the next
+    # the goal, so that a run that cannot prove a larger step can still land a small one.
+    refiner = Refiner(section(), REFINE)
+    try:
+        start = refiner.records[ROOT]
+        for side in (HIGH, LOW):
+            refiner.records[ROOT] = replace(
+                start, lower=start.estimate - 60, upper=start.estimate + 60
+            )
+            targets = []
+            while (t := refiner.target(side)) is not None:
+                targets.append(t)
+                proven = {"upper": t} if side == HIGH else {"lower": t}
+                refiner.records[ROOT] = replace(refiner.records[ROOT], **proven)
+            gaps = [abs(a - b) for a, b in pairwise(targets)]
+            assert gaps == [10, 4] + [2] * 12, (side, targets)
+            assert abs(targets[-1] - start.estimate) <= 3  # 2 seeds, and the values' parity
+    finally:
+        refiner.close()
 
 
 def test_a_checkpoint_resumes_and_a_node_budget_ends_it_alike(tmp_path: Path) -> None:
