@@ -80,6 +80,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -280,6 +281,7 @@ class Refiner:
         *,
         checkpoint: str | os.PathLike[str] | None = None,
         until: float | None = None,
+        stop: threading.Event | None = None,
         stream: TextIO | None = None,
         executor: Executor | None = None,
         root: bytes | None = None,
@@ -299,6 +301,7 @@ class Refiner:
         self.budget = budget
         self.records = back_up(self.rules, section.records)
         self.until = until
+        self.stop = stop
         self.stream = stream or sys.stderr
         self.path = Path(checkpoint) if checkpoint else None
         self.executor: Executor = executor or LocalExecutor(1)
@@ -558,7 +561,7 @@ class Refiner:
         the one-process run's anyway), the pass is made again as outcomes come: the batch's
         tests it no longer lacks are dropped (cancelled if running: a claim one outcome
         decides stops there), and the batch ends once the pass lacks none of it or others."""
-        if self.until is not None and time.time() >= self.until:
+        if self._stopped():
             raise _Stop
         session = self._open()
         self._batch = set(batch)
@@ -587,7 +590,7 @@ class Refiner:
             answered = session.wait(1.0)
             for index, (bound, nodes) in answered:
                 self._keep(self._slots[index], bound, nodes)
-            if self.until is not None and time.time() >= self.until:
+            if self._stopped():
                 raise _Stop
             if lacking is not None and answered:
                 needed = lacking()
@@ -595,6 +598,11 @@ class Refiner:
                     return  # decided, or the pass lacks other tests now: a new batch
                 batch = [slot for slot in batch if slot in needed]
                 self._batch = set(batch)
+
+    def _stopped(self) -> bool:
+        """Whether the run is to end now: its deadline passed, or its stop event set."""
+        deadline = self.until is not None and time.time() >= self.until
+        return deadline or (self.stop is not None and self.stop.is_set())
 
     def _keep(self, slot: Slot, bound: int | None, nodes: int, ran: bool = True) -> None:
         """A test's outcome (``ran``: answered now, else taken from those ahead), for the
@@ -724,13 +732,15 @@ class Refiner:
 
 
 class RunOptions(TypedDict, total=False):
-    """How a refinement runs: its checkpoint, its deadline, where its progress goes, the
+    """How a refinement runs: its checkpoint, its deadline (``until``, or ``stop`` once set: a
+    signal's handler ends the run as the deadline does), where its progress goes, the
     executor of its tests (default: this process), whether its tests keep their worker's table
     (``warm``; default: an emptied table for each), and the start's bounds it narrows
     (``sides``: ``LOW``, ``HIGH`` or both, the default)."""
 
     checkpoint: str | os.PathLike[str] | None
     until: float | None
+    stop: threading.Event | None
     stream: TextIO | None
     executor: Executor | None
     warm: bool

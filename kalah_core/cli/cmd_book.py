@@ -10,6 +10,8 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..errors import KalahError
@@ -157,7 +159,7 @@ def add_commands(commands: Commands) -> None:
     add_book_search_options(
         book_refine,
         checkpoint="tests' outcomes so far, to resume from",
-        minutes="stop after M minutes",
+        minutes="stop after M minutes and write what is proven (SIGTERM and Ctrl-C do the same)",
     )
     add_book_farm_options(
         book_refine,
@@ -249,6 +251,32 @@ def _cancel_on_sigterm() -> None:
     keeps the one it has."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
+@contextmanager
+def _stopping_on_signals(stop: threading.Event) -> Iterator[None]:
+    """SIGTERM (a pod or job stopped) and Ctrl-C end a long run as its ``--minutes`` do: the
+    outcomes in hand are kept and the book is written. A second signal acts as it did before.
+    Only the main thread may set handlers (see _cancel_on_sigterm)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    signals = (signal.SIGTERM, signal.SIGINT)
+    before = {signum: signal.getsignal(signum) for signum in signals}
+
+    def handle(signum: int, frame: object) -> None:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+        sys.stderr.write(f"{signal.Signals(signum).name}: stopping; writing what is proven\n")
+        stop.set()
+
+    for signum in signals:
+        signal.signal(signum, handle)
+    try:
+        yield
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
 
 
 def _redis_executor(given: str) -> Executor:
@@ -401,7 +429,10 @@ def cmd_book_refine(args: argparse.Namespace) -> int:
     key = deepbook.deep_key(Position.start(rules), rules)
     before = section.records[key]
     sides = {"lower": (LOW,), "upper": (HIGH,), None: (LOW, HIGH)}[args.side]
-    refined = refine_section(section, budget, warm=args.warm, sides=sides, **test_run(args))
+    run = test_run(args)
+    stop = threading.Event()
+    with _stopping_on_signals(stop):
+        refined = refine_section(section, budget, warm=args.warm, sides=sides, stop=stop, **run)
     loaded.sections[rules.key] = refined
     loaded.save(path)
     start = refined.records[key]

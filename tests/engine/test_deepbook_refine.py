@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 from dataclasses import replace
 from functools import cache
 from itertools import pairwise
@@ -91,6 +92,24 @@ def test_the_start_targets_step_by_two_seeds_within_thirty_of_its_estimate() -> 
             assert abs(targets[-1] - start.estimate) <= 3  # 2 seeds, and the values' parity
     finally:
         refiner.close()
+
+
+def test_a_stop_ends_a_refinement_with_what_its_checkpoint_proves(tmp_path: Path) -> None:
+    # What SIGTERM and Ctrl-C do to kalah book refine (tests/system): the run ends at once, as
+    # at its deadline, and the book gets every bound its checkpoint holds.
+    checkpoint = tmp_path / "refine.ckpt"
+    budget = replace(REFINE, total_nodes=50_000)  # ends it with claims left
+    first = refine_section(section(), budget, checkpoint=checkpoint, stream=io.StringIO())
+    stop = threading.Event()
+    stop.set()
+    unbounded = replace(REFINE, total_nodes=None)
+    again = refine_section(
+        section(), unbounded, checkpoint=checkpoint, stop=stop, stream=io.StringIO()
+    )
+    start = again.records[ROOT]
+    assert (start.lower, start.upper) == (first.records[ROOT].lower, first.records[ROOT].upper)
+    assert again.build["refine"][-1]["searched"] == 0
+    assert start.upper - start.lower < section().records[ROOT].upper - section().records[ROOT].lower
 
 
 def test_a_checkpoint_resumes_and_a_node_budget_ends_it_alike(tmp_path: Path) -> None:

@@ -11,7 +11,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from test_cli_interrupt import DEADLINE_S, _interrupt_when_running, _solve
+
+from kalah_core.deepbook import SHIPPED, DeepBook, deep_key, shipped
+from kalah_core.position import Position
+from kalah_core.rules import Rules
 
 
 def test_sigint_prints_the_bounds_proven_so_far(tmp_path: Path) -> None:
@@ -75,3 +80,43 @@ def _group_ends(group: int) -> bool:
             return True
         time.sleep(0.1)
     return False
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_ends_a_refinement_as_its_deadline_does(tmp_path: Path, signum: int) -> None:
+    """SIGTERM (a job stopped) or Ctrl-C ends ``kalah book refine`` as ``--minutes`` does: exit
+    0, the book written with the run's pass and the bounds it had, the checkpoint kept, no
+    worker left. piet-hein's start without a database takes hours: the run is still going."""
+    checkpoint, book = tmp_path / "refine.ckpt", tmp_path / "deep.json.xz"
+    command = [sys.executable, "-m", "kalah_core", "book", "refine", "--rules", "piet-hein"]
+    command += ["--input", str(SHIPPED), "-o", str(book)]
+    command += ["--tt-mb", "16", "--checkpoint", str(checkpoint)]
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "KALAH_EGDB_PATH": "off"},
+        cwd=tmp_path,
+        start_new_session=True,
+    )
+    for _ in range(int(DEADLINE_S / 0.1)):  # the first test's outcome
+        if checkpoint.exists() and checkpoint.read_text().count("\n") >= 1:
+            break
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.1)
+    assert process.poll() is None
+    os.killpg(process.pid, signum)
+    out, err = process.communicate(timeout=DEADLINE_S)
+    assert process.returncode == 0, err
+    assert f"{signal.Signals(signum).name}: stopping" in err.decode()
+    assert b"Traceback" not in err
+    assert _group_ends(process.pid), "a worker outlived the command"
+    rules = Rules.preset("piet-hein")
+    shipped_start = shipped().sections[rules.key].records[deep_key(Position.start(rules), rules)]
+    refined = DeepBook.load(book).sections[rules.key]
+    start = refined.records[deep_key(Position.start(rules), rules)]
+    assert shipped_start.lower <= start.lower <= start.upper <= shipped_start.upper
+    last = refined.build["refine"][-1]
+    assert last["searched"] > 0 and last["start"]["after"] == [start.lower, start.upper]
+    assert b"the start proven between" in out
+    assert checkpoint.read_text().count("\n") >= 1
