@@ -25,19 +25,25 @@ taken; nothing here is tuned. The model:
   cores the tests that can run at once are bounded by the deep book's frontier (the positions
   within its sowings), each on a whole core; or (the figures in brackets) as one position's
   proof scales, measured in nodes up to 4 workers (its MTD(f) chain caps it near 2.5x).
-- **Two bases**, each a level per side (nodes against the ladder's at the same distance; the
-  ladder gives the growth) and a node rate:
+- **Three bases**, each a level per side (nodes against the ladder's at the same distance; the
+  ladder gives the growth) and a node rate, each for the starts whose databases it was
+  measured with:
   - *warm, 30-seed database*: the pass of ``kalah book refine --warm --threads 2`` that took
     piet-hein from [-12, +34] to [+0, +28], each side's level from the nodes of its claims
     (the lower side came out 126x below the ladder, the upper 2.6x; its nodes are 2.4x slower
     than the ladder's). Only for rules with as large a database: not kalah-ru, not the KGP boards.
+  - *warm, 22-seed majority database*: the passes of the same command on kalah-ru with the
+    largest ``majority`` database 24 GB holds, each side's level from the nodes its tests
+    searched to prove its claim (a side whose claim is still open: what it searched so far, a
+    floor), over the ladder's at the same distance from kalah-ru's estimate times the
+    standard-capture ratio (below). For kalah-ru and KGP 6x6.
   - *cold, 24-seed database*: the ladder itself, times a cold refinement's overhead (its
     failed tries on emptied tables and the alternatives of OR nodes) on both sides.
 
 What the model cannot see: whether the growth steepens before ``d = 0`` (the exact
-projections differ by that), whether one pass's levels hold further in, and how kalah-ru's and
-KGP's smaller databases (``majority``: 22 seeds) change the levels: their figures are
-piet-hein's cold basis applied to their estimate. Today's bounds are the shipped deep book's.
+projections differ by that), whether one pass's levels hold further in, and where kalah-ru's
+and KGP's values lie (their bounds are placed around the deep book's estimate). Today's bounds
+are the shipped deep book's.
 """
 
 from __future__ import annotations
@@ -56,9 +62,10 @@ from kalah_core.rules import Rules
 DATA = Path(__file__).resolve().parent / "data" / "proof_costs.json"
 WIDTHS = (50, 30, 20)
 CORES = (1, 16, 1000)
-SMALL_DATABASE = {"kalah-ru", "kgp 6x6"}
+SMALL_DATABASE = frozenset({"kalah-ru", "kgp 6x6"})
 """Starts whose rules (``majority``) have databases of at most 22 seeds on 24 GB (one byte an
 entry, a row of stores a board), below the ladder's 24 and the warm pass's 30."""
+LARGE_DATABASE = frozenset({"piet-hein"})
 STARTS = {  # start: (value used, what it is, the rules)
     "piet-hein": (2, "published value", Rules.preset("piet-hein")),
     "kalah-ru": (4, "deep book estimate", Rules.preset("kalah-ru")),
@@ -121,14 +128,17 @@ class Basis:
     lower: float
     upper: float
     rate: float
-    database: bool  # measured with a database bigger than the ladder's (a basis only with one)
+    starts: frozenset[str]  # the starts whose databases it was measured with
 
 
 def bases(data: dict[str, Any], lower: Side, upper: Side) -> list[Basis]:
-    """The warm pass's basis (each side's level from what the pass spent on its claims), then
+    """The warm passes' bases (each side's level from what the pass spent on its claims), then
     the cold ladder's (its own rate; a cold refinement's overhead on both sides)."""
     value = data["ladder"]["value"]
     warm = data["warm_pass"]
+    majority = data["warm_majority_pass"]
+    centre = majority["value"]
+    standard = data["standard_over_empty"]["ratio"]
     ladder = data["ladder"]
     tests = ladder["lower"] + ladder["upper"]
     return [
@@ -137,14 +147,28 @@ def bases(data: dict[str, Any], lower: Side, upper: Side) -> list[Basis]:
             warm["lower"]["nodes"] / lower.nodes(value - warm["lower"]["bound"]),
             warm["upper"]["nodes"] / upper.nodes(warm["upper"]["bound"] - value),
             warm["nodes"] / (warm["seconds"] * warm["threads"]),
-            True,
+            LARGE_DATABASE,
+        ),
+        Basis(
+            "warm, 22-seed majority database"
+            + "".join(
+                f" ({side} side at least: its claim is open)"
+                for side in ("lower", "upper")
+                if majority[side].get("open")
+            ),
+            majority["lower"]["nodes"]
+            / (lower.nodes(centre - majority["lower"]["bound"]) * standard),
+            majority["upper"]["nodes"]
+            / (upper.nodes(majority["upper"]["bound"] - centre) * standard),
+            majority["nodes"] / (majority["seconds"] * majority["threads"]),
+            SMALL_DATABASE,
         ),
         Basis(
             "cold, 24-seed database",
             overhead(lower, upper, data),
             overhead(lower, upper, data),
             sum(p["nodes"] for p in tests) / (sum(p["seconds"] for p in tests) * ladder["threads"]),
-            False,
+            LARGE_DATABASE | SMALL_DATABASE,
         ),
     ]
 
@@ -187,8 +211,8 @@ def projections(
     rows: list[dict[str, Any]] = []
     for start, (value, what, rules) in STARTS.items():
         factor = 1.0 if start == "piet-hein" else standard
-        if basis.database and start in SMALL_DATABASE:
-            continue  # measured with a larger database: not a basis for these
+        if start not in basis.starts:
+            continue  # measured with databases these rules do not have
         low, high = today(rules)
         for width in WIDTHS:
             nodes, dl, du = narrowing(lower, upper, width, basis)
@@ -203,16 +227,25 @@ def projections(
             )
     exact = basis.lower * lower.nodes(0) + basis.upper * upper.nodes(0)
     published = float(data["whole_proof"]["nodes"])
-    rows += [
-        {"start": "piet-hein", "goal": "exact (near rates to d=0)", "nodes": exact},
-        {"start": "piet-hein", "goal": "exact (Rawlings' count)", "nodes": published},
-        {"start": "standard Kalah(6,6)", "goal": "exact (near rates)", "nodes": exact * standard},
-        {
-            "start": "standard Kalah(6,6)",
-            "goal": "exact (Rawlings' x ratio)",
-            "nodes": published * standard,
-        },
-    ]
+    if "piet-hein" in basis.starts:
+        rows += [
+            {"start": "piet-hein", "goal": "exact (near rates to d=0)", "nodes": exact},
+            {"start": "piet-hein", "goal": "exact (Rawlings' count)", "nodes": published},
+            {
+                "start": "standard Kalah(6,6)",
+                "goal": "exact (near rates)",
+                "nodes": exact * standard,
+            },
+            {
+                "start": "standard Kalah(6,6)",
+                "goal": "exact (Rawlings' x ratio)",
+                "nodes": published * standard,
+            },
+        ]
+    else:
+        rows.append(
+            {"start": "kalah-ru", "goal": "exact (near rates to d=0)", "nodes": exact * standard}
+        )
     for row in rows:
         row["core_hours"] = row["nodes"] / basis.rate / 3600
         row["hours"] = {c: hours(row["nodes"], basis.rate, c, data, False) for c in CORES}
