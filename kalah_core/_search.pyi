@@ -12,6 +12,7 @@ def board_evaluation(houses: int) -> int:
 
 class Searcher:
     size_bytes: int
+    """The table's cap: ``tt_mb`` rounded down to a power-of-two number of buckets."""
     etc_min_seeds: int
     eval_kind: int
     """0 stores, 1 sides, 2 features; set -1 for the board's (:func:`board_evaluation`), the
@@ -25,7 +26,13 @@ class Searcher:
     heuristic_move_depth: int
     same_draft: bool
     """A heuristic table entry cuts only a search of its own depth (default False)."""
-    def __init__(self, tt_mb: int = 64) -> None: ...
+    def __init__(self, tt_mb: int = 64, start_mb: int = 16) -> None: ...
+    @property
+    def table_bytes(self) -> int:
+        """The table's memory in use now: ``start_mb`` at first (0: the cap), growing as it
+        fills up to ``size_bytes``."""
+    def grow_table(self) -> bool:
+        """Grow the table one step now; False when it is at its cap already."""
     def clear(self) -> None: ...
     def side_table(self, tt_mb: int) -> None: ...
     def main_table(self, import_depth: int = 0) -> int: ...

@@ -31,7 +31,8 @@ from kalah_core._search_big cimport big_search, big_hash
 from kalah_core._table cimport (
     tt_import,
     Table, Probe, TT_PROVEN as PROVEN, TT_NO_MOVE as NO_MOVE, TT_RULES_SALT, TT_STORE_MUL,
-    fmix, tt_probe, tt_load, tt_store_word, __builtin_prefetch, tt_store, tt_prefetch, tt_init, tt_free, tt_clear,
+    fmix, tt_probe, tt_load, tt_store_word, __builtin_prefetch, tt_store, tt_prefetch, tt_grow,
+    tt_init, tt_free, tt_clear, TT_START_MB,
 )
 from kalah_core._searchdefs cimport *
 
@@ -127,10 +128,10 @@ cdef class Searcher:
     cdef int _live_upper
     cdef int _eval_set               # an evaluation set by the caller; -1: the board's (see below)
 
-    def __cinit__(self, int tt_mb=64):
+    def __cinit__(self, int tt_mb=64, int start_mb=TT_START_MB):
         cdef int i
-        tt_init(&self.table, tt_mb)
-        self.size_bytes = self.table.size_bytes
+        tt_init(&self.table, tt_mb, start_mb)
+        self.size_bytes = self.table.cap_bytes
         self.s.tt = &self.table
         self.s.interrupt = &self._interrupt
         self._etc_min_seeds = 8
@@ -200,6 +201,8 @@ cdef class Searcher:
         self._dirty = True               # a clear between searches of one analysis counts too
         if n == 1:
             return search_root(main, b, alpha, beta, depth, h)
+        while tt_grow(main.tt):          # threads share the table: it cannot grow under them
+            pass
         # The helpers' nodes reach main.nodes only after the region, past its checks: a budget
         # spent by short searches is caught here.
         check_budget(main)
@@ -248,6 +251,17 @@ cdef class Searcher:
                 found = 1
         main.aborted = 0 if found else 1
         return answer
+
+    def grow_table(self):
+        """Grow the table one step now (as it does by itself when it fills): False when it is at
+        its cap already."""
+        return tt_grow(self.s.tt) == 1
+
+    property table_bytes:
+        """The table's memory in use now: it starts at ``start_mb`` and grows, as it fills, up
+        to ``size_bytes`` (the ``tt_mb`` it was made with)."""
+        def __get__(self):
+            return self.s.tt.size_bytes
 
     def clear(self):
         """Empty the table (free when it is already empty)."""

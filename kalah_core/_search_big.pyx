@@ -13,7 +13,7 @@ from kalah_core._bigboard cimport (
 )
 from kalah_core._table cimport (
     Table, Probe, TT_PROVEN as PROVEN, TT_NO_MOVE as NO_MOVE, TT_STORE_MUL, fmix, tt_probe,
-    __builtin_prefetch, tt_store, tt_prefetch,
+    __builtin_prefetch, tt_store, tt_prefetch, tt_grow,
 )
 from kalah_core._searchdefs cimport *
 

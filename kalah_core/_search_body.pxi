@@ -10,6 +10,7 @@ cdef enum:
     MAX_CHILDREN = MAX_HOUSES + 1
     TABLE_MOVE_SLOT = MAX_CHILDREN - 1
     EXTRA_TURN_WEIGHT = ORDER_EXTRA_TURN     # see the move order in _searchdefs.pxd
+    GROW_MARGIN_NS = 1000000000              # the table grows only this long before a deadline
 
 # The budget: compiled into each search (not inline: called once in 1024 nodes).
 
@@ -34,6 +35,11 @@ cdef void check_budget(Search* s) noexcept nogil:
         s.aborted = 1
     elif s.watch_n:
         check_watch(s)
+    if s.tt.grow_at and s.tt.written >= s.tt.grow_at and s.shared == NULL and not s.aborted:
+        # Grow the table (one thread only: a parallel search grows it to its cap first), unless
+        # the deadline is near: populating the new pages can take a few hundred ms.
+        if not s.deadline_ns or now_ns() + GROW_MARGIN_NS <= s.deadline_ns:
+            tt_grow(s.tt)
 
 cdef void check_watch(Search* s) noexcept nogil:
     """Cancel the search of the outermost watched node whose proven bounds in the table (another

@@ -1,6 +1,10 @@
 # cython: language_level=3
 """The transposition table: 16-byte entries, four to a 64-byte bucket (one cache line).
 
+A table starts small (``TT_START_MB``) within the address space of its cap and grows by
+``TT_GROWTH`` as it fills (``tt_grow``): a search that needs few entries keeps them in the
+caches and pays no kernel zeroing of memory it never uses; a long one reaches the cap.
+
 An entry holds proven or depth-limited bounds on a node's *future gain* g (the node's value
 minus its store difference now; see ``_search.pyx``), the best move found and the work spent.
 The table is shared by every thread of a search without locks: an entry is written as two
@@ -20,6 +24,9 @@ cdef enum:
     TT_PROVEN = 255          # depth of an entry holding proven bounds on the true g
     TT_NO_MOVE = 15          # no best move stored
     TT_HEURISTIC_FIRST = 256 # replacement priority bonus of proven entries over heuristic ones
+    TT_START_MB = 16         # a table's first size (at most its cap): it grows as it fills
+    TT_GROWTH = 4            # each growth multiplies its buckets by this ...
+    TT_GROW_LOAD = 1         # ... once it has written this many new entries a slot
 
 ctypedef struct EntryFields:
     int16_t lower            # lower bound on g
@@ -40,7 +47,13 @@ ctypedef struct Entry:
 ctypedef struct Table:
     Entry* entries
     uint64_t mask            # buckets - 1
-    size_t size_bytes
+    size_t size_bytes        # in use now: the first buckets of the reservation
+    size_t cap_bytes         # the most it grows to (the caller's MiB): its address space
+    void* reserved           # the reservation (mapped without access beyond size_bytes)
+    size_t reserved_bytes
+    uint64_t written         # entries written over another's or into an empty slot since it
+                             # last grew or was cleared, counted while it may still grow
+    uint64_t grow_at         # ... at which it grows; 0: it never will
 
 ctypedef struct Probe:
     int found
@@ -143,6 +156,7 @@ cdef inline void tt_store(Table* t, uint64_t h, int lower, int upper, int move, 
             if depth != TT_PROVEN and old.f.depth == TT_PROVEN:
                 return               # never trade proven bounds for a heuristic score
             victim = i
+            best_prio = -2           # the same position's entry: not a new one
             break
         if tt_load(&e[i].check) ^ old.word == 0:
             prio = -1                # an empty slot
@@ -159,6 +173,8 @@ cdef inline void tt_store(Table* t, uint64_t h, int lower, int upper, int move, 
     d.f.spare = 0
     tt_store_word(&e[victim].check, k ^ d.word)
     tt_store_word(&e[victim].data.word, d.word)
+    if t.grow_at and best_prio != -2:
+        t.written += 1           # a new entry (only one thread uses a table that may grow)
 
 cdef inline int64_t tt_import(Table* dst, const Table* src, int min_depth) noexcept nogil:
     """Store every entry of ``src`` at least ``min_depth`` deep into ``dst`` (its hash is
@@ -176,6 +192,7 @@ cdef inline int64_t tt_import(Table* dst, const Table* src, int min_depth) noexc
         copied += 1
     return copied
 
-cdef int tt_init(Table* t, int tt_mb) except -1
+cdef int tt_init(Table* t, int tt_mb, int start_mb=*) except -1
+cdef int tt_grow(Table* t) noexcept nogil
 cdef void tt_free(Table* t) noexcept
 cdef void tt_clear(Table* t) noexcept nogil

@@ -42,7 +42,7 @@ from .rules import Rules
 __all__ = ["ENGINE_VERSION", "MAX_THREADS", "Analysis", "Engine", "MoveValue", "Prove", "Snapshot"]
 
 
-ENGINE_VERSION = "kalah-core-0.1.0/search-10"
+ENGINE_VERSION = "kalah-core-0.1.0/search-11"
 """Changes whenever a search change could change an answer; part of every cache key."""
 
 
