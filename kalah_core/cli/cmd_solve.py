@@ -88,7 +88,8 @@ def add_commands(commands: Commands) -> None:
         type=int,
         default=256,
         metavar="MB",
-        help="transposition table size (default 256)",
+        help="transposition table size: it starts at 16 and grows as it fills, up to this"
+        " (default 256)",
     )
     bench = add_command(commands, "bench", cmd_bench, "fixed analyses: total nodes and time")
     bench.add_argument(
