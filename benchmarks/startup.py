@@ -4,7 +4,7 @@
 
 Each run is a fresh process doing what ``kalah solve POS --capture always --seeds 4 --prove
 value --threads 1 --egdb DB`` does, timed around each phase: the imports of ``kalah_core.cli``,
-the parser, the opening books, the 256 MiB table (mapped and faulted in), the database's
+the parser, the opening books, the table (its first 16 MiB faulted in), the database's
 mapping (mapped, not read), the search itself, and the process as a whole (from the parent,
 so the interpreter's start and exit are counted). It prints each phase's median wall time and
 median CPU time (user + system: on a loaded machine the wall time of a phase mostly measures
