@@ -127,6 +127,10 @@ cdef inline uint64_t tt_key(uint64_t h) noexcept nogil:
     cdef uint64_t k = fmix(h ^ TT_KEY_SALT)
     return k if k else 1
 
+cdef inline uint64_t tt_hash_of(uint64_t k) noexcept nogil:
+    """The hash whose key is k (tt_key is a bijection but for the key 0, stored as 1)."""
+    return unfmix(k) ^ TT_KEY_SALT
+
 cdef inline void tt_probe(const Table* t, uint64_t h, Probe* p) noexcept nogil:
     cdef Entry* e = tt_bucket(t, h)
     cdef uint64_t k = tt_key(h)
@@ -177,8 +181,8 @@ cdef inline void tt_store(Table* t, uint64_t h, int lower, int upper, int move, 
         t.written += 1           # a new entry (only one thread uses a table that may grow)
 
 cdef inline int64_t tt_import(Table* dst, const Table* src, int min_depth) noexcept nogil:
-    """Store every entry of ``src`` at least ``min_depth`` deep into ``dst`` (its hash is
-    recovered from its key: tt_key is a bijection but for the key 0 stored as 1)."""
+    """Store every entry of ``src`` at least ``min_depth`` deep into ``dst`` (its hash
+    recovered from its key)."""
     cdef uint64_t i, n = (src.mask + 1) * TT_BUCKET, k
     cdef int64_t copied = 0
     cdef EntryData d
@@ -187,7 +191,7 @@ cdef inline int64_t tt_import(Table* dst, const Table* src, int min_depth) noexc
         k = src.entries[i].check ^ d.word
         if k == 0 or d.f.depth < min_depth:
             continue
-        tt_store(dst, unfmix(k) ^ TT_KEY_SALT, d.f.lower, d.f.upper, d.f.move, d.f.depth,
+        tt_store(dst, tt_hash_of(k), d.f.lower, d.f.upper, d.f.move, d.f.depth,
                  (<int64_t>1) << d.f.work)
         copied += 1
     return copied

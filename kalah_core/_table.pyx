@@ -69,10 +69,11 @@ cdef void set_growth(Table* t) noexcept nogil:
 cdef int tt_init(Table* t, int tt_mb, int start_mb=TT_START_MB) except -1:
     """A table of at most ``tt_mb`` MiB (the largest power-of-two number of buckets that fits),
     ``start_mb`` of it in use at first."""
-    cdef uint64_t cap = buckets_within(tt_mb), start
+    cdef uint64_t cap, start
     cdef void* mem
     if tt_mb < 1 or tt_mb > 65536:
         raise ValueError("tt_mb must be 1..65536")
+    cap = buckets_within(tt_mb)
     start = buckets_within(start_mb if 0 < start_mb < tt_mb else tt_mb)
     t.cap_bytes = cap * TT_BUCKET * sizeof(Entry)
     # Address space only (no memory is committed to it), aligned to a huge page so that the
@@ -102,14 +103,13 @@ cdef int tt_grow(Table* t) noexcept nogil:
     i among the new ones, still empty, so no entry is lost. Only while no other thread uses the
     table. Returns 1 when it grew; when the kernel refuses the memory the table stays as it is
     and stops growing."""
-    cdef uint64_t old = t.mask + 1, new = old * TT_GROWTH, i, j, k, h
-    cdef size_t cap = t.cap_bytes
+    cdef uint64_t old = t.mask + 1, new = old * TT_GROWTH, i, j, k
     cdef Entry* e
     cdef Entry* dst
     cdef int a, b
     if not t.grow_at:
         return 0
-    while new * TT_BUCKET * sizeof(Entry) > cap:
+    while new * TT_BUCKET * sizeof(Entry) > t.cap_bytes:
         new //= 2
     if commit(t, new * TT_BUCKET * sizeof(Entry)) != 0:
         t.grow_at = 0
@@ -121,8 +121,7 @@ cdef int tt_grow(Table* t) noexcept nogil:
             k = e[a].check ^ e[a].data.word
             if k == 0:
                 continue
-            h = unfmix(k) ^ TT_KEY_SALT
-            j = h & t.mask
+            j = tt_hash_of(k) & t.mask
             if j == i:
                 continue
             dst = t.entries + j * TT_BUCKET

@@ -2,6 +2,8 @@
 growth keeps every entry where a probe finds it, happens inside a search on one thread, and
 a search on several threads has the whole table from its start."""
 
+import pytest
+
 from kalah_core._search import Searcher
 from kalah_core.position import Position
 from kalah_core.reference import is_over, legal_moves, play
@@ -37,6 +39,12 @@ def test_growth_steps_up_to_the_cap() -> None:
     assert capped.grow_table() and capped.table_bytes == 32 * MIB
     assert not capped.grow_table()
     assert Searcher(8, start_mb=0).table_bytes == 8 * MIB  # 0: the cap from the start
+
+
+@pytest.mark.parametrize("tt_mb", [-1, 0, 65537])
+def test_a_size_out_of_range_is_refused(tt_mb: int) -> None:
+    with pytest.raises(ValueError, match="tt_mb"):
+        Searcher(tt_mb)
 
 
 def test_growth_keeps_every_entry_where_probes_find_it() -> None:
